@@ -1,0 +1,58 @@
+"""Slurm-style hostlists (``gpu[0001-0512]``, ``a[1-3,7],b5``), through ClusterShell's
+NodeSet, the HPC standard library for folding and expanding them. Everything
+else in clusterdef goes through these few functions."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+from ClusterShell.NodeSet import RESOLVER_NOGROUP
+
+
+class HostlistError(ValueError):
+    """A hostlist expression that cannot be parsed."""
+
+
+@lru_cache(maxsize=4096)
+def parse(expr: str) -> NodeSet:
+    """Parse a hostlist expression into a NodeSet (group syntax such as @name is off)."""
+    if not isinstance(expr, str) or not expr.strip():
+        raise HostlistError("empty hostlist")
+    if any(c.isspace() for c in expr.strip()):
+        raise HostlistError(f"hostlist {expr!r} contains whitespace")
+    if "@" in expr or "!" in expr or "&" in expr or "^" in expr:
+        raise HostlistError(f"hostlist {expr!r} uses set operators or groups; list hosts and ranges only")
+    try:
+        ns = NodeSet(expr.strip(), resolver=RESOLVER_NOGROUP)
+    except (NodeSetParseError, ValueError) as exc:
+        raise HostlistError(f"hostlist {expr!r} is not valid: {exc}") from None
+    return ns
+
+
+def expand(expr: str) -> list[str]:
+    """All host names, in Slurm's order (sorted by prefix, then index)."""
+    return list(parse(expr))
+
+
+def fold(hosts) -> str:
+    """Compress host names into the shortest hostlist expression."""
+    ns = NodeSet(resolver=RESOLVER_NOGROUP)
+    ns.updaten(hosts if not isinstance(hosts, str) else [hosts])
+    return str(ns)
+
+
+def count(expr: str) -> int:
+    return len(parse(expr))
+
+
+def union(exprs) -> NodeSet:
+    ns = NodeSet(resolver=RESOLVER_NOGROUP)
+    for e in exprs:
+        ns.update(parse(e) if isinstance(e, str) else e)
+    return ns
+
+
+def overlap(a: str, b: str) -> NodeSet:
+    """Hosts present in both hostlists (empty NodeSet when disjoint)."""
+    return parse(a).intersection(parse(b))

@@ -1,0 +1,103 @@
+"""Validated sets and compatibility facts, as typed data."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..model.base import Model, Version
+
+
+class Fact(BaseModel):
+    """A row of a fact table; annotation fields (source, note, ...) are kept but not typed."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class Components(Model):
+    driver: Version
+    cuda: Version
+    nccl: Version
+    container_toolkit: Version
+    gpu_operator: Version
+    kubernetes: Version
+    slurm: Version
+    doca: Version | None = None
+    mft: Version | None = None
+
+
+class Provenance(Model):
+    validated_on: str | None = None
+    sources: tuple[str, ...] = ()
+
+
+SetStatus = Literal["candidate", "validated", "retired"]
+
+
+class ValidatedSet(Model):
+    name: str
+    status: SetStatus
+    summary: str = ""
+    provenance: Provenance = Provenance()
+    baseline: str | None = None
+    components: Components
+    firmware: dict[str, dict[str, str]] = {}
+
+    @property
+    def driver_branch(self) -> str:
+        return "R" + self.components.driver.split(".")[0]
+
+    @property
+    def slurm_major(self) -> str:
+        return ".".join(self.components.slurm.split(".")[:2])
+
+    @property
+    def kubernetes_minor(self) -> str:
+        return ".".join(self.components.kubernetes.lstrip("v").split(".")[:2])
+
+
+class CudaDriverRow(Fact):
+    cuda: str
+    min_driver: str
+
+
+class OperatorRelease(Fact):
+    gpu_operator: str
+    driver_default: str
+    container_toolkit: str
+    k8s_min: str | None = None
+    k8s_max: str | None = None
+
+
+class NcclRelease(Fact):
+    nccl: str
+    cuda_majors: tuple[int, ...]
+
+
+class SlurmRelease(Fact):
+    major: str
+    end_of_support: str | None = None
+    released: str | None = None
+    compatible_prior: tuple[str, ...] = ()
+    latest: str | None = None
+
+
+class SlurmUpgradeRule(Fact):
+    window_before_24_11: int = 2
+    window_from_24_11: int = 3
+    slurmdbd_first: bool = True
+
+
+class DriverBranch(Fact):
+    branch: str
+    type: str
+    eol: str | None = None
+    max_cuda_major: int | None = None
+
+
+class KubernetesSkew(Fact):
+    kubelet_max_minor_older: int = 3
+    kubelet_newer_than_apiserver: bool = False
+    apiserver_skip_minor: bool = False
+    supported_minor_releases: int = 3

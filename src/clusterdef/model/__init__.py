@@ -1,0 +1,5 @@
+"""The typed cluster definition, split by domain."""
+
+from .definition import Definition
+
+__all__ = ["Definition"]

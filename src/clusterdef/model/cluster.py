@@ -1,0 +1,15 @@
+"""The cluster itself: its name and the validated set it runs."""
+
+from __future__ import annotations
+
+from .base import Model, Name
+
+
+class Cluster(Model):
+    name: Name
+    matrix: str
+    """Name of the validated set (a file in matrices/sets/) this cluster runs."""
+    allow_candidate: bool = False
+    """Allow a set whose status is `candidate` (lab or canary clusters only)."""
+    site: str = ""
+    description: str = ""

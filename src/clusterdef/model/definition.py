@@ -1,0 +1,34 @@
+"""The whole definition: the root of the model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import Model, Name
+from .cluster import Cluster
+from .hardware import HardwareType
+from .images import Image
+from .kubernetes import Kubernetes
+from .network import Network
+from .nodes import NodeGroup
+from .slurm import Slurm
+from .tenants import Tenant
+from .upgrade import Upgrade
+
+
+class Definition(Model):
+    version: Literal[1] = 1
+    cluster: Cluster
+    hardware: dict[Name, HardwareType] = Field(min_length=1)
+    images: dict[Name, Image] = Field(min_length=1)
+    nodes: dict[Name, NodeGroup] = Field(min_length=1)
+    network: Network
+    slurm: Slurm | None = None
+    kubernetes: Kubernetes | None = None
+    tenants: dict[Name, Tenant] = {}
+    upgrade: Upgrade = Upgrade()
+
+    def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
+        return {n: g for n, g in self.nodes.items() if g.control_plane == control_plane}

@@ -1,0 +1,51 @@
+"""Hardware node types: GPUs, CPUs, memory, NICs and the firmware the matrix pins."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt
+
+from .base import Model, Name
+
+FirmwareComponent = Literal["bmc", "sbios", "gpu_vbios", "nvswitch", "cx7", "bf3", "cpld", "nvme", "psu"]
+
+
+class Gpu(Model):
+    model: str
+    """Marketing model, e.g. H100-SXM5-80GB."""
+    type: Name
+    """Short type used as the Slurm GRES type and Kubernetes flavor label, e.g. h100."""
+    count: int = Field(ge=1, le=72)
+    memory_gib: PositiveInt
+    mig_profiles: tuple[str, ...] = ()
+    """MIG profiles this GPU model supports (empty when it has no MIG)."""
+
+
+class Cpu(Model):
+    sockets: int = Field(ge=1, le=8)
+    cores_per_socket: int = Field(ge=1, le=512)
+    threads_per_core: int = Field(default=1, ge=1, le=8)
+
+    @property
+    def cpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+
+class Nic(Model):
+    name: str
+    kind: Literal["ethernet", "infiniband", "roce"]
+    speed_gbps: PositiveInt
+    count: PositiveInt = 1
+    role: Literal["provisioning", "management", "compute", "storage"] = "compute"
+
+
+class HardwareType(Model):
+    platform: str
+    """Firmware platform id in the validated set (e.g. hgx-h100, dgx-h100)."""
+    gpu: Gpu | None = None
+    cpu: Cpu
+    memory_gib: PositiveInt
+    nics: tuple[Nic, ...] = ()
+    firmware: tuple[FirmwareComponent, ...] = ()
+    """Firmware components this node type carries; the set must pin each one."""

@@ -1,0 +1,65 @@
+"""Kubernetes: GPU Operator, Network Operator, Kueue (flavors, cohorts, queues), labels and taints."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import Model, Name
+
+WorkloadClass = Literal["training", "inference", "batch", "interactive"]
+
+
+class DcgmExporter(Model):
+    enabled: bool = True
+    service_monitor: bool = True
+
+
+class GpuOperator(Model):
+    namespace: Name = "gpu-operator"
+    mig_strategy: Literal["none", "single", "mixed"] = "none"
+    mig_profile: str | None = None
+    """MIG profile to partition GPUs into (needs mig_strategy single or mixed)."""
+    driver_repository: str = "nvcr.io/nvidia"
+    dcgm_exporter: DcgmExporter = DcgmExporter()
+
+
+class NetworkOperator(Model):
+    enabled: bool = False
+    namespace: Name = "nvidia-network-operator"
+    rdma_shared_device_plugin: bool = True
+    sriov: bool = False
+
+
+class Flavor(Model):
+    node_groups: tuple[str, ...] = Field(min_length=1)
+
+
+class Cohort(Model):
+    parent: str | None = None
+
+
+class Queue(Model):
+    flavor: str
+    nominal_gpus: int = Field(ge=0)
+    cohort: str | None = None
+    borrowing_limit_gpus: int | None = Field(default=None, ge=0)
+    lending_limit_gpus: int | None = Field(default=None, ge=0)
+    workload_class: WorkloadClass = "batch"
+    gang: bool = False
+    """All-or-nothing admission (Kueue waitForPodsReady); required for training."""
+
+
+class Kueue(Model):
+    flavors: dict[Name, Flavor] = {}
+    cohorts: dict[Name, Cohort] = {}
+    queues: dict[Name, Queue] = {}
+    pods_ready_timeout_s: int = Field(default=600, ge=30)
+
+
+class Kubernetes(Model):
+    gpu_operator: GpuOperator = GpuOperator()
+    network_operator: NetworkOperator = NetworkOperator()
+    kueue: Kueue = Kueue()
+    node_labels: dict[str, str] = {}

@@ -1,0 +1,63 @@
+"""Provisioning network and fabrics with their switch topology."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv4Network
+from typing import Annotated, Literal, Union
+
+from pydantic import Field
+
+from .base import Hostlist, Model, Name
+
+
+class DhcpRange(Model):
+    start: IPv4Address
+    end: IPv4Address
+
+
+class Provisioning(Model):
+    subnet: IPv4Network
+    server: IPv4Address
+    """Address of the PXE/TFTP/HTTP provisioning server."""
+    gateway: IPv4Address | None = None
+    dynamic_range: DhcpRange | None = None
+    """Range for unknown or discovering nodes."""
+    domain: str = "cluster.local"
+    http_port: int = Field(default=80, ge=1, le=65535)
+
+
+class Switch(Model):
+    nodes: Hostlist | None = None
+    """Hosts cabled to this (leaf) switch."""
+    switches: Hostlist | None = None
+    """Child switches (for spines)."""
+
+
+class TreeTopology(Model):
+    kind: Literal["tree"]
+    switches: dict[str, Switch]
+
+
+class Block(Model):
+    nodes: Hostlist
+
+
+class BlockTopology(Model):
+    kind: Literal["block"]
+    """Scalable units (Slurm topology/block, NVL domains)."""
+    block_sizes: tuple[int, ...] = ()
+    blocks: dict[str, Block]
+
+
+Topology = Annotated[Union[TreeTopology, BlockTopology], Field(discriminator="kind")]
+
+
+class Fabric(Model):
+    kind: Literal["infiniband", "roce", "ethernet"]
+    rdma: bool = True
+    topology: Topology
+
+
+class Network(Model):
+    provisioning: Provisioning
+    fabrics: dict[Name, Fabric] = {}

@@ -1,0 +1,62 @@
+"""Node groups: Slurm-style hostlists with a hardware type, an image, exactly one
+owning control plane, provisioning addresses and topology placement."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, StringConstraints
+
+from .base import Hostlist, Model
+
+MacAddress = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")]
+
+
+class MacList(Model):
+    source: Literal["list"]
+    macs: tuple[MacAddress, ...]
+    """One lower-case MAC per host, in hostlist order."""
+
+
+class MacInventory(Model):
+    source: Literal["inventory"]
+    file: str
+    """CSV file `host,mac` (relative to the definition file), e.g. exported from the vendor."""
+
+
+class MacDiscover(Model):
+    source: Literal["discover"]
+    """Unknown MACs: nodes boot from the dynamic range and register themselves."""
+
+
+MacSource = Annotated[Union[MacList, MacInventory, MacDiscover], Field(discriminator="source")]
+
+
+class Addressing(Model):
+    ipv4_start: IPv4Address
+    """Provisioning address of the first host; the rest follow in hostlist order."""
+    mac: MacSource
+
+
+class Placement(Model):
+    fabric: str
+    """Name of the fabric (network.fabrics) the group's compute NICs attach to."""
+    rack: str = ""
+
+
+class Taint(Model):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class NodeGroup(Model):
+    hosts: Hostlist
+    hardware: str
+    image: str
+    control_plane: Literal["slurm", "kubernetes"]
+    addressing: Addressing
+    placement: Placement | None = None
+    labels: dict[str, str] = {}
+    taints: tuple[Taint, ...] = ()

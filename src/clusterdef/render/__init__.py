@@ -1,0 +1,28 @@
+"""Render targets: pure functions from the resolved definition to a FileTree.
+
+Adding a target is one module with `render(resolved) -> FileTree` plus one line in TARGETS."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..resolve import Resolved
+from . import inventory, versions
+
+FileTree = dict[str, str]
+Renderer = Callable[[Resolved], FileTree]
+
+TARGETS: dict[str, Renderer] = {
+    "inventory": inventory.render,
+    "versions": versions.render,
+}
+
+
+def render_all(resolved: Resolved, targets: list[str] | None = None) -> FileTree:
+    tree: FileTree = {}
+    for name in targets or list(TARGETS):
+        for rel, content in TARGETS[name](resolved).items():
+            if rel in tree:
+                raise RuntimeError(f"targets write the same file twice: {rel}")
+            tree[rel] = content
+    return tree

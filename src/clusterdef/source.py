@@ -1,0 +1,137 @@
+"""Load YAML files as plain data, and map definition paths back to file positions.
+
+Data is parsed with ruamel's fast safe loader. Positions come from a second,
+round-trip parse that happens only when a finding needs a line number, so a
+clean definition never pays for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path as FsPath
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from .errors import DefinitionError, Finding, Path, Severity
+
+
+@dataclass
+class Source:
+    """One YAML file: its text, its data, and a lazily built position index."""
+
+    file: str
+    text: str
+    data: Any = None
+    _positions: dict[Path, tuple[int, int]] | None = field(default=None, repr=False)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    def positions(self) -> dict[Path, tuple[int, int]]:
+        if self._positions is None:
+            self._positions = _index_positions(self.text)
+        return self._positions
+
+    def locate(self, path: Path) -> tuple[int, int]:
+        """Best (line, column), 1-based, for a definition path: the deepest
+        prefix of the path that exists in the file."""
+        pos = self.positions()
+        p = tuple(path)
+        while p:
+            if p in pos:
+                return pos[p]
+            p = p[:-1]
+        return (1, 1) if self.text else (0, 0)
+
+    def place(self, finding: Finding) -> Finding:
+        """Return the finding with file, line and column filled in."""
+        if finding.line:
+            return finding
+        line, col = self.locate(finding.path)
+        return Finding(
+            finding.code, finding.severity, finding.path, finding.message,
+            finding.hint, self.file, line, col,
+        )
+
+    def line_text(self, line: int) -> str:
+        if 1 <= line <= len(self.lines):
+            return self.lines[line - 1]
+        return ""
+
+
+def _index_positions(text: str) -> dict[Path, tuple[int, int]]:
+    yaml = YAML(typ="rt")
+    try:
+        root = yaml.load(text)
+    except YAMLError:
+        return {}
+    out: dict[Path, tuple[int, int]] = {}
+
+    def walk(node: Any, path: Path) -> None:
+        if isinstance(node, CommentedMap):
+            for key in node:
+                try:
+                    line, col = node.lc.key(key)
+                except (KeyError, TypeError):
+                    continue
+                child = path + (str(key),)
+                out[child] = (line + 1, col + 1)
+                walk(node[key], child)
+        elif isinstance(node, CommentedSeq):
+            for i, item in enumerate(node):
+                try:
+                    line, col = node.lc.item(i)
+                except (KeyError, TypeError):
+                    continue
+                out[path + (i,)] = (line + 1, col + 1)
+                walk(item, path + (i,))
+
+    walk(root, ())
+    return out
+
+
+def load_text(text: str, file: str = "<string>") -> Source:
+    """Parse YAML text. Raises DefinitionError with a located finding on bad YAML."""
+    yaml = YAML(typ="safe", pure=False)
+    try:
+        data = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 0
+        col = mark.column + 1 if mark else 0
+        problem = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        hint = "check indentation, quoting and that each key appears once in its mapping"
+        if "duplicate" in problem.lower():
+            hint = "a key may appear only once in a mapping; merge or rename the duplicate"
+        raise DefinitionError([
+            Finding("yaml-syntax", Severity.ERROR, (), f"YAML could not be parsed: {problem}",
+                    hint, file, line, col)
+        ]) from None
+    except YAMLError as exc:
+        raise DefinitionError([
+            Finding("yaml-syntax", Severity.ERROR, (), f"YAML could not be parsed: {exc}",
+                    "check the file is valid YAML", file, 1, 1)
+        ]) from None
+    return Source(file=file, text=text, data=data)
+
+
+def load_file(path: str | FsPath) -> Source:
+    p = FsPath(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DefinitionError([
+            Finding("file-not-found", Severity.ERROR, (), f"no such file: {p}",
+                    "check the path", str(p))
+        ]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DefinitionError([
+            Finding("file-unreadable", Severity.ERROR, (), f"cannot read {p}: {exc}",
+                    "the definition must be a readable UTF-8 text file", str(p))
+        ]) from None
+    return load_text(text, str(path))

@@ -1,0 +1,159 @@
+"""Nodes: ownership, provisioning addresses, MACs and fabric topology."""
+
+from __future__ import annotations
+
+import csv
+from ipaddress import IPv4Address
+from itertools import combinations
+from typing import Iterable
+
+from ClusterShell.NodeSet import NodeSet
+
+from .. import hostlist
+from ..errors import Finding, error
+from .registry import Context, check
+
+
+@check("node-ownership")
+def node_ownership(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    for (a, na), (b, nb) in combinations(ctx.group_nodes.items(), 2):
+        both = na.intersection(nb)
+        if not both:
+            continue
+        ca, cb = d.nodes[a].control_plane, d.nodes[b].control_plane
+        if ca != cb:
+            yield error("node-two-control-planes", ("nodes", b, "hosts"),
+                        f"{len(both)} node(s) {both} are owned by {ca} (group `{a}`) and by {cb} (group `{b}`)",
+                        "a GPU node has exactly one owning control plane: remove the hosts from one group")
+        else:
+            yield error("node-in-two-groups", ("nodes", b, "hosts"),
+                        f"{len(both)} node(s) {both} are in both `{a}` and `{b}`",
+                        "each node belongs to exactly one node group")
+
+
+def group_ip_range(start: IPv4Address, count: int) -> tuple[int, int]:
+    first = int(start)
+    return first, first + count - 1
+
+
+@check("addressing")
+def addressing(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    prov = d.network.provisioning
+    net = prov.subnet
+    lo, hi = int(net.network_address) + 1, int(net.broadcast_address) - 1
+    if not lo <= int(prov.server) <= hi:
+        yield error("ip-outside-subnet", ("network", "provisioning", "server"),
+                    f"provisioning server {prov.server} is outside {net}", f"use an address inside {net}")
+    ranges: list[tuple[int, int, tuple, str]] = []
+    for gname, g in d.nodes.items():
+        n = len(ctx.group_nodes[gname])
+        first, last = group_ip_range(g.addressing.ipv4_start, n)
+        path = ("nodes", gname, "addressing", "ipv4_start")
+        if not (lo <= first and last <= hi):
+            yield error("ip-outside-subnet", path,
+                        f"{n} host(s) from {g.addressing.ipv4_start} run to {IPv4Address(min(last, 2**32 - 1))}, "
+                        f"outside the provisioning subnet {net}",
+                        f"start the group so all {n} addresses fit in {net} ({IPv4Address(lo)}-{IPv4Address(hi)})")
+        ranges.append((first, last, path, f"node group `{gname}`"))
+    ranges.append((int(prov.server), int(prov.server), ("network", "provisioning", "server"), "the provisioning server"))
+    if prov.dynamic_range:
+        dr = prov.dynamic_range
+        path = ("network", "provisioning", "dynamic_range")
+        if not (lo <= int(dr.start) <= int(dr.end) <= hi):
+            yield error("ip-outside-subnet", path, f"dynamic range {dr.start}-{dr.end} is not an ordered range inside {net}",
+                        f"keep start <= end inside {net}")
+        ranges.append((int(dr.start), int(dr.end), path, "the dynamic DHCP range"))
+    ranges.sort(key=lambda r: r[0])
+    for (a0, a1, _, aname), (b0, b1, bpath, bname) in zip(ranges, ranges[1:]):
+        if b0 <= a1:
+            yield error("ip-duplicate", bpath,
+                        f"addresses {IPv4Address(b0)}-{IPv4Address(min(a1, b1))} are given to both {aname} and {bname}",
+                        "move one range so provisioning addresses are unique")
+    yield from _macs(ctx)
+
+
+def _macs(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    seen: dict[str, str] = {}
+    for gname, g in d.nodes.items():
+        mac = g.addressing.mac
+        hosts = ctx.group_nodes[gname]
+        path = ("nodes", gname, "addressing", "mac")
+        if mac.source == "list":
+            macs = list(mac.macs)
+            if len(macs) != len(hosts):
+                yield error("mac-count", path + ("macs",),
+                            f"{len(macs)} MAC(s) listed for {len(hosts)} host(s) in `{gname}`",
+                            "list exactly one MAC per host, in hostlist order")
+        elif mac.source == "inventory":
+            file = ctx.base_dir / mac.file
+            try:
+                with open(file, newline="", encoding="utf-8") as fh:
+                    rows = {r[0].strip(): r[1].strip().lower() for r in csv.reader(fh)
+                            if len(r) >= 2 and r[0].strip() and not r[0].startswith("#") and r[0] != "host"}
+            except OSError as exc:
+                yield error("mac-inventory", path + ("file",), f"cannot read MAC inventory {file}: {exc.strerror}",
+                            "the path is relative to the definition file; the file holds `host,mac` lines")
+                continue
+            missing = hosts.difference(NodeSet.fromlist(list(rows))) if rows else hosts
+            if missing:
+                yield error("mac-inventory", path + ("file",),
+                            f"MAC inventory {mac.file} has no entry for {len(missing)} host(s): {missing}",
+                            "add `host,mac` lines for every host of the group")
+            macs = [rows[h] for h in hosts if h in rows]
+        else:
+            continue
+        for m in macs:
+            if m in seen and seen[m] != gname:
+                yield error("mac-duplicate", path, f"MAC {m} is used in both `{seen[m]}` and `{gname}`",
+                            "every node's provisioning NIC has its own MAC")
+                break
+            if m in seen:
+                yield error("mac-duplicate", path, f"MAC {m} appears twice in `{gname}`",
+                            "every node's provisioning NIC has its own MAC")
+                break
+            seen[m] = gname
+
+
+@check("topology")
+def topology(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    known = ctx.all_nodes
+    for fname, fabric in d.network.fabrics.items():
+        topo = fabric.topology
+        base = ("network", "fabrics", fname, "topology")
+        attached = NodeSet()
+        if topo.kind == "tree":
+            names = set(topo.switches)
+            for sname, sw in topo.switches.items():
+                if sw.nodes:
+                    yield from _attach(hostlist.parse(sw.nodes), attached, known,
+                                       base + ("switches", sname, "nodes"), f"switch `{sname}`")
+                if sw.switches:
+                    for child in hostlist.expand(sw.switches):
+                        if child not in names:
+                            yield error("ref-switch", base + ("switches", sname, "switches"),
+                                        f"switch `{sname}` lists child `{child}`, which is not defined",
+                                        "define every child switch in the same fabric")
+                if not sw.nodes and not sw.switches:
+                    yield error("switch-empty", base + ("switches", sname),
+                                f"switch `{sname}` has neither nodes nor switches",
+                                "give a leaf its `nodes` or a spine its `switches`")
+        else:
+            for bname, block in topo.blocks.items():
+                yield from _attach(hostlist.parse(block.nodes), attached, known,
+                                   base + ("blocks", bname, "nodes"), f"block `{bname}`")
+
+
+def _attach(nodes: NodeSet, attached: NodeSet, known: NodeSet, path, what: str) -> Iterable[Finding]:
+    unknown = nodes.difference(known)
+    if unknown:
+        yield error("topology-unknown-host", path, f"{what} lists {len(unknown)} host(s) in no node group: {unknown}",
+                    "list only hosts defined in `nodes`")
+    twice = nodes.intersection(attached)
+    if twice:
+        yield error("topology-node-twice", path, f"{what} lists {twice}, already attached elsewhere in this fabric",
+                    "a node hangs off one leaf switch or block per fabric")
+    attached.update(nodes)

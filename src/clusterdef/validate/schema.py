@@ -1,0 +1,127 @@
+"""Turn pydantic validation errors into located findings with helpful hints."""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import Finding, Path, Severity
+
+
+@lru_cache(maxsize=1)
+def _known_fields() -> tuple[str, ...]:
+    from ..matrix.model import ValidatedSet
+    from ..model import Definition
+
+    seen: set[str] = set()
+
+    def walk(model: type[BaseModel]) -> None:
+        for name, info in model.model_fields.items():
+            seen.add(name)
+            for sub in _models_in(info.annotation):
+                if sub.__name__ not in _visited:
+                    _visited.add(sub.__name__)
+                    walk(sub)
+
+    _visited: set[str] = set()
+    walk(Definition)
+    walk(ValidatedSet)
+    return tuple(sorted(seen))
+
+
+def _models_in(annotation: Any):
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+        return
+    for arg in getattr(annotation, "__args__", ()) or ():
+        yield from _models_in(arg)
+    meta = getattr(annotation, "__origin__", None)
+    if meta is not None and isinstance(meta, type) and issubclass(meta, BaseModel):
+        yield meta
+
+
+def _data_path(loc: tuple, data: Any) -> Path:
+    """Drop the segments pydantic adds for union members and discriminator tags,
+    so the path addresses what is in the file."""
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict):
+            if part in node:
+                out.append(part)
+                node = node[part]
+                continue
+            if str(part) in node:
+                out.append(str(part))
+                node = node[str(part)]
+                continue
+            # a tag (union member name) or a missing key: keep only if it is the last
+            if part is loc[-1]:
+                out.append(part)
+            continue
+        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            out.append(part)
+            node = node[part]
+            continue
+        if part is loc[-1] and isinstance(part, (str, int)) and not isinstance(node, (dict, list)):
+            break
+    return tuple(out)
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[Finding]:
+    findings = []
+    for err in exc.errors(include_url=False):
+        kind = err["type"]
+        loc = tuple(err["loc"])
+        path = prefix + _data_path(loc, data)
+        field = str(path[-1]) if path else "<root>"
+        parent = ".".join(str(p) for p in path[:-1]) or "the top level"
+        value = err.get("input")
+        msg = err["msg"]
+        if kind == "extra_forbidden":
+            close = difflib.get_close_matches(field, _known_fields(), n=1, cutoff=0.75)
+            hint = f"did you mean `{close[0]}`?" if close else f"remove `{field}`; see `clusterdef schema` for the fields allowed here"
+            findings.append(Finding("unknown-field", Severity.ERROR, path,
+                                    f"unknown field `{field}` in {parent}", hint))
+        elif kind == "missing":
+            findings.append(Finding("missing-field", Severity.ERROR, path,
+                                    f"missing required field `{field}` in {parent}",
+                                    f"add `{field}:` under {parent}"))
+        elif kind == "union_tag_invalid" or kind == "union_tag_not_found":
+            ctx = err.get("ctx", {})
+            findings.append(Finding("invalid-value", Severity.ERROR, path,
+                                    f"{field}: {msg}",
+                                    f"set `{ctx.get('discriminator', 'the kind field')}` to one of "
+                                    f"{ctx.get('expected_tags', 'the documented kinds')}"))
+        elif kind == "string_type" and isinstance(value, (int, float)):
+            findings.append(Finding("type-error", Severity.ERROR, path,
+                                    f"{field}: expected text, got the number {value!r}",
+                                    f"quote it: YAML reads {value!r} as a number (write \"{value}\")"))
+        elif kind == "string_pattern_mismatch":
+            pattern = err.get("ctx", {}).get("pattern", "")
+            hint = "see `clusterdef schema` for the expected format"
+            if "a-z0-9" in pattern:
+                hint = "names are lower-case letters, digits and '-', start and end alphanumeric, at most 63 characters"
+            elif "\\d+(\\.\\d+)*" in pattern:
+                hint = "write the version as the vendor does, e.g. 580.82.07 or v25.3.4"
+            elif "[0-9a-f]{2}" in pattern:
+                hint = "MAC addresses are lower-case and colon-separated, e.g. 52:54:00:12:34:56"
+            findings.append(Finding("invalid-value", Severity.ERROR, path,
+                                    f"{field}: {_describe(value)} does not match the expected format", hint))
+        elif kind.endswith("_type") or kind in ("model_type", "model_attributes_type", "dict_type", "list_type"):
+            findings.append(Finding("type-error", Severity.ERROR, path,
+                                    f"{field}: {msg} (got {_describe(value)})",
+                                    "check the field's type in `clusterdef schema`"))
+        else:
+            findings.append(Finding("invalid-value", Severity.ERROR, path,
+                                    f"{field}: {msg} (got {_describe(value)})",
+                                    "see `clusterdef schema` for allowed values"))
+    return findings
