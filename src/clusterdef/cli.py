@@ -86,11 +86,10 @@ def render(
     today: Optional[str] = TodayOpt,
 ) -> None:
     """Validate, then write the rendered tree atomically (with manifest and resolved definition)."""
-    from . import __version__
-    from .render import TARGETS, render_all
-    from .resolve import resolve
+    from .build import build_tree
+    from .render import TARGETS
     from .validate.pipeline import validate_file
-    from .writer import OutputError, sha256, write_tree
+    from .writer import OutputError, write_tree
 
     unknown = [t for t in target or [] if t not in TARGETS]
     if unknown:
@@ -102,15 +101,7 @@ def render(
         err.print("[red]nothing written[/]: fix the errors above first")
         raise typer.Exit(EXIT_BAD)
     d = result.definition
-    resolved = resolve(d, result.matrix, Path(definition).resolve().parent)
-    tree = render_all(resolved, target)
-    tree["definition.resolved.json"] = json.dumps({
-        "definition": d.model_dump(mode="json"),
-        "set": resolved.set.model_dump(mode="json"),
-    }, indent=2, sort_keys=True) + "\n"
-    meta = {"clusterdef": __version__, "cluster": d.cluster.name, "set": d.cluster.matrix,
-            "definition": {"file": str(definition), "sha256": sha256(result.source.text)},
-            "targets": sorted(target or TARGETS)}
+    tree, meta = build_tree(result, target)
     dest = output or Path("out") / d.cluster.name
     try:
         write_tree(dest, tree, meta)

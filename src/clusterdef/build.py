@@ -1,0 +1,36 @@
+"""From a validated definition to the complete output tree (targets + resolved
+definition) and its manifest metadata. Pure apart from reading MAC inventories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import __version__
+from .render import TARGETS, render_all
+from .resolve import resolve
+from .validate.pipeline import Result
+from .writer import sha256
+
+RESOLVED = "definition.resolved.json"
+
+
+def build_tree(result: Result, targets: list[str] | None = None) -> tuple[dict[str, str], dict]:
+    """Render a clean validation result. Raises ValueError if it has errors."""
+    if not result.ok:
+        raise ValueError("cannot render a definition with errors")
+    d = result.definition
+    resolved = resolve(d, result.matrix, Path(result.file).resolve().parent)
+    tree = render_all(resolved, targets)
+    tree[RESOLVED] = json.dumps({
+        "definition": d.model_dump(mode="json"),
+        "set": resolved.set.model_dump(mode="json"),
+    }, indent=2, sort_keys=True) + "\n"
+    meta = {
+        "clusterdef": __version__,
+        "cluster": d.cluster.name,
+        "set": d.cluster.matrix,
+        "definition": {"file": Path(result.file).name, "sha256": sha256(result.source.text)},
+        "targets": sorted(targets or TARGETS),
+    }
+    return tree, meta
