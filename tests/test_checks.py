@@ -1,0 +1,177 @@
+"""Each named check, parametrized: one mutation of the valid lab -> the expected finding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterdef.errors import Severity
+from clusterdef.source import load_text
+from clusterdef.validate.pipeline import validate_source
+from clusterdef.validate.registry import CHECKS, run_checks
+from conftest import CLUSTERS, TODAY, dump_yaml
+
+
+def run(data, matrix, tmp_path: Path):
+    path = dump_yaml(data, tmp_path / "def.yaml")
+    return validate_source(load_text(path.read_text(), str(path)), matrix, TODAY, CLUSTERS)
+
+
+def test_lab_is_clean(lab, matrix, tmp_path):
+    result = run(lab, matrix, tmp_path)
+    assert result.ok and result.findings == []
+
+
+def test_checks_registered_by_name():
+    run_checks  # noqa: B018 - importing run_checks registers the check modules lazily
+    from clusterdef.validate import checks_matrix, checks_nodes, checks_refs  # noqa: F401
+    assert {"references", "node-ownership", "addressing", "topology", "matrix", "tenant-capacity",
+            "tenant-isolation", "kueue", "multinode-topology", "slurm-partitions", "sections"} <= set(CHECKS)
+
+
+def set_(path, value):
+    def mutate(d):
+        node = d
+        for p in path[:-1]:
+            node = node[p]
+        node[path[-1]] = value
+    return mutate
+
+
+def delete(path):
+    def mutate(d):
+        node = d
+        for p in path[:-1]:
+            node = node[p]
+        del node[path[-1]]
+    return mutate
+
+
+def chain(*fns):
+    def mutate(d):
+        for fn in fns:
+            fn(d)
+    return mutate
+
+
+CASES = [
+    ("ref-hardware", set_(["nodes", "train", "hardware"], "hgx-h200"), ("nodes", "train", "hardware"), Severity.ERROR),
+    ("ref-image", set_(["nodes", "infer", "image"], "cpu-node"), ("nodes", "infer", "image"), Severity.ERROR),
+    ("ref-fabric", set_(["nodes", "train", "placement", "fabric"], "ib9"), ("nodes", "train", "placement", "fabric"), Severity.ERROR),
+    ("ref-node-group", set_(["slurm", "partitions", "train", "node_groups"], ["trian"]), ("slurm", "partitions", "train", "node_groups", 0), Severity.ERROR),
+    ("partition-not-slurm", set_(["slurm", "partitions", "debug", "node_groups"], ["infer"]), ("slurm", "partitions", "debug", "node_groups", 0), Severity.ERROR),
+    ("flavor-not-kubernetes", set_(["kubernetes", "kueue", "flavors", "h100", "node_groups"], ["train"]), ("kubernetes", "kueue", "flavors", "h100", "node_groups", 0), Severity.ERROR),
+    ("ref-qos", set_(["slurm", "partitions", "train", "qos"], "premium"), ("slurm", "partitions", "train", "qos"), Severity.ERROR),
+    ("ref-qos", set_(["slurm", "qos", "large", "preempt"], ["scavenger"]), ("slurm", "qos", "large", "preempt", 0), Severity.ERROR),
+    ("ref-account", set_(["slurm", "partitions", "train", "allow_accounts"], ["vision", "robotics"]), ("slurm", "partitions", "train", "allow_accounts", 1), Severity.ERROR),
+    ("ref-queue", set_(["tenants", "nlp", "kubernetes", "queues"], ["nlp-train"]), ("tenants", "nlp", "kubernetes", "queues", 0), Severity.ERROR),
+    ("ref-flavor", set_(["kubernetes", "kueue", "queues", "nlp-serve", "flavor"], "a100"), ("kubernetes", "kueue", "queues", "nlp-serve", "flavor"), Severity.ERROR),
+    ("ref-cohort", set_(["kubernetes", "kueue", "queues", "nlp-serve", "cohort"], "prod"), ("kubernetes", "kueue", "queues", "nlp-serve", "cohort"), Severity.ERROR),
+    ("node-in-two-groups", lambda d: d["nodes"].__setitem__("spare", {**d["nodes"]["train"], "hosts": "gpu004",
+                                                                      "addressing": {"ipv4_start": "10.20.0.90", "mac": {"source": "discover"}}}),
+     ("nodes", "spare", "hosts"), Severity.ERROR),
+    ("node-two-control-planes", chain(set_(["nodes", "infer", "hosts"], "gpu[004-005]"),
+                                      set_(["network", "fabrics", "ib0", "topology", "switches", "leaf02", "nodes"], "gpu[003-005]")),
+     ("nodes", "infer", "hosts"), Severity.ERROR),
+    ("ip-outside-subnet", set_(["nodes", "infer", "addressing", "ipv4_start"], "10.20.1.5"), ("nodes", "infer", "addressing", "ipv4_start"), Severity.ERROR),
+    ("ip-outside-subnet", set_(["nodes", "infer", "addressing", "ipv4_start"], "10.20.0.254"), ("nodes", "infer", "addressing", "ipv4_start"), Severity.ERROR),
+    ("ip-duplicate", set_(["nodes", "infer", "addressing", "ipv4_start"], "10.20.0.13"), ("nodes", "infer", "addressing", "ipv4_start"), Severity.ERROR),
+    ("ip-duplicate", set_(["network", "provisioning", "server"], "10.20.0.12"), None, Severity.ERROR),
+    ("mac-count", set_(["nodes", "infer", "addressing", "mac", "macs"], ["52:54:00:20:00:31"]), ("nodes", "infer", "addressing", "mac", "macs"), Severity.ERROR),
+    ("mac-duplicate", set_(["nodes", "infer", "addressing", "mac", "macs"], ["52:54:00:20:00:11", "52:54:00:20:00:32"]), ("nodes", "infer", "addressing", "mac"), Severity.ERROR),
+    ("mac-inventory", set_(["nodes", "infer", "addressing", "mac"], {"source": "inventory", "file": "no-such.csv"}), ("nodes", "infer", "addressing", "mac", "file"), Severity.ERROR),
+    ("topology-unknown-host", set_(["network", "fabrics", "ib0", "topology", "switches", "leaf01", "nodes"], "gpu[001-002,009]"), None, Severity.ERROR),
+    ("topology-node-twice", set_(["network", "fabrics", "ib0", "topology", "switches", "leaf01", "nodes"], "gpu[001-003]"), None, Severity.ERROR),
+    ("ref-switch", set_(["network", "fabrics", "ib0", "topology", "switches", "spine01", "switches"], "leaf[01-03]"), None, Severity.ERROR),
+    ("switch-empty", set_(["network", "fabrics", "ib0", "topology", "switches", "spine02"], {}), None, Severity.ERROR),
+    ("partition-default-twice", set_(["slurm", "partitions", "debug", "default"], True), ("slurm", "partitions", "debug", "default"), Severity.ERROR),
+    ("partition-no-default", delete(["slurm", "partitions", "train", "default"]), ("slurm", "partitions"), Severity.WARNING),
+    ("partition-no-topology", delete(["nodes", "train", "placement"]), ("slurm", "partitions", "train"), Severity.WARNING),
+    ("partition-no-topology", set_(["network", "fabrics", "ib0", "topology", "switches", "leaf01", "nodes"], "gpu001"), ("slurm", "partitions", "train"), Severity.WARNING),
+    ("training-without-gang", set_(["kubernetes", "kueue", "queues", "nlp-serve", "workload_class"], "training"), ("kubernetes", "kueue", "queues", "nlp-serve", "gang"), Severity.ERROR),
+    ("mig-strategy", set_(["kubernetes", "gpu_operator"], {"mig_strategy": "none", "mig_profile": "1g.10gb"}), None, Severity.ERROR),
+    ("mig-profile-unsupported", set_(["kubernetes", "gpu_operator"], {"mig_strategy": "single", "mig_profile": "1g.12gb"}), None, Severity.ERROR),
+    ("quota-reserved-over-capacity", set_(["tenants", "nlp", "quota", "reserved_gpus"], 40), ("tenants",), Severity.ERROR),
+    ("quota-burst-oversubscribed", set_(["tenants", "nlp", "quota", "burst_gpus"], 16), ("tenants",), Severity.WARNING),
+    ("queue-over-tenant-quota", set_(["kubernetes", "kueue", "queues", "nlp-serve", "nominal_gpus"], 24), ("tenants", "nlp", "kubernetes", "queues"), Severity.ERROR),
+    ("dedicated-not-isolated", set_(["tenants", "nlp", "isolation", "network"], "none"), ("tenants", "nlp", "isolation", "network"), Severity.ERROR),
+    ("dedicated-not-isolated", delete(["tenants", "nlp", "storage"]), ("tenants", "nlp", "storage"), Severity.ERROR),
+    ("dedicated-not-isolated", delete(["tenants", "nlp", "kubernetes"]), ("tenants", "nlp", "isolation", "network"), Severity.ERROR),
+    ("matrix-unknown-set", set_(["cluster", "matrix"], "2026.07-r585"), ("cluster", "matrix"), Severity.ERROR),
+    ("matrix-retired", set_(["cluster", "matrix"], "2025.01-r550"), ("cluster", "matrix"), Severity.ERROR),
+    ("matrix-candidate", set_(["cluster", "matrix"], "2026.11-r595-candidate"), ("cluster", "matrix"), Severity.ERROR),
+    ("rollback-unknown-set", set_(["upgrade", "rollback", "target"], "2024.01-r535"), ("upgrade", "rollback", "target"), Severity.ERROR),
+    ("rollback-not-validated", set_(["upgrade", "rollback", "target"], "2025.01-r550"), ("upgrade", "rollback", "target"), Severity.ERROR),
+    ("firmware-platform-unpinned", set_(["hardware", "hgx-h100", "platform"], "hgx-b300"), ("hardware", "hgx-h100", "platform"), Severity.ERROR),
+    ("firmware-component-unpinned", set_(["hardware", "hgx-h100", "firmware"], ["bmc", "psu"]), ("hardware", "hgx-h100", "firmware", 1), Severity.ERROR),
+    ("slurm-missing", delete(["slurm"]), ("nodes", "train", "control_plane"), Severity.ERROR),
+    ("tenant-slurm-without-slurm", delete(["slurm"]), ("tenants", "vision", "slurm"), Severity.ERROR),
+    ("slurm-without-nodes", chain(set_(["nodes", "train", "control_plane"], "kubernetes"),
+                                  set_(["slurm", "partitions", "train", "node_groups"], ["infer"])), ("slurm",), Severity.ERROR),
+    ("unknown-field", set_(["hardware", "hgx-h100", "memory_gb"], 2048), ("hardware", "hgx-h100", "memory_gb"), Severity.ERROR),
+    ("missing-field", delete(["nodes", "train", "image"]), ("nodes", "train", "image"), Severity.ERROR),
+    ("type-error", set_(["images", "gpu-node", "version"], 2026.07), ("images", "gpu-node", "version"), Severity.ERROR),
+    ("invalid-value", set_(["nodes", "train", "control_plane"], "both"), ("nodes", "train", "control_plane"), Severity.ERROR),
+    ("invalid-value", set_(["nodes", "train", "addressing", "mac", "source"], "csv"), ("nodes", "train", "addressing", "mac"), Severity.ERROR),
+    ("invalid-value", set_(["nodes", "train", "hosts"], "gpu[001-"), ("nodes", "train", "hosts"), Severity.ERROR),
+]
+
+
+@pytest.mark.parametrize("code, mutate, path, severity", CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_check_finds(code, mutate, path, severity, lab, matrix, tmp_path):
+    mutate(lab)
+    result = run(lab, matrix, tmp_path)
+    hits = [f for f in result.findings if f.code == code]
+    assert hits, f"expected {code}, got {[(f.code, f.message) for f in result.findings]}"
+    hit = hits[0]
+    assert hit.severity is severity
+    assert hit.hint and hit.message
+    if path is not None:
+        assert hit.path == path
+    assert hit.file.endswith("def.yaml") and hit.line > 0
+    # the line points at the key the path names (or its parent, for missing keys)
+    if hit.path in result.source.positions() and isinstance(hit.path[-1], str):
+        assert hit.path[-1] in result.source.line_text(hit.line)
+
+
+def test_all_findings_reported_at_once(lab, matrix, tmp_path):
+    lab["nodes"]["train"]["hardware"] = "nope"
+    lab["nodes"]["infer"]["image"] = "nope"
+    lab["tenants"]["nlp"]["isolation"]["network"] = "none"
+    codes = {f.code for f in run(lab, matrix, tmp_path).findings}
+    assert {"ref-hardware", "ref-image", "dedicated-not-isolated"} <= codes
+
+
+def test_schema_errors_all_reported(lab, matrix, tmp_path):
+    lab["hardware"]["hgx-h100"]["memory_gb"] = 1
+    del lab["nodes"]["infer"]["image"]
+    codes = [f.code for f in run(lab, matrix, tmp_path).findings]
+    assert "unknown-field" in codes and "missing-field" in codes
+
+
+def test_unknown_field_suggests_the_right_name(lab, matrix, tmp_path):
+    lab["hardware"]["hgx-h100"]["memory_gb"] = 1
+    f = next(f for f in run(lab, matrix, tmp_path).findings if f.code == "unknown-field")
+    assert "memory_gib" in f.hint
+
+
+def test_slurm_eos_is_a_warning(matrix):
+    from clusterdef.matrix.checks import check_set
+    from datetime import date
+
+    vs = matrix.sets["2025.10-r580"]
+    problems = check_set(vs, matrix.compat, date(2027, 1, 15))
+    assert [(p.code, p.severity) for p in problems] == [("matrix-slurm-eos", Severity.WARNING)]
+
+
+def test_eol_driver_branch_is_an_error_unless_retired(matrix):
+    from clusterdef.matrix.checks import check_set
+
+    retired = matrix.sets["2025.01-r550"]
+    assert "matrix-driver-eol" not in {p.code for p in check_set(retired, matrix.compat, TODAY)}
+    revived = retired.model_copy(update={"status": "validated"})
+    problems = {p.code: p for p in check_set(revived, matrix.compat, TODAY)}
+    assert problems["matrix-driver-eol"].severity is Severity.ERROR
+    assert "R550" in problems["matrix-driver-eol"].message
