@@ -1,0 +1,138 @@
+"""The CLI as a user runs it: exit codes, formats, atomic render, schema, matrix verbs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterdef.cli import app
+from conftest import CLUSTERS, ROOT, dump_yaml
+
+runner = CliRunner()
+LAB = str(CLUSTERS / "lab.yaml")
+
+
+def cli(*args):
+    return runner.invoke(app, [*args])
+
+
+def test_validate_clean_exits_0():
+    r = cli("validate", LAB, "--today", "2026-11-30")
+    assert r.exit_code == 0, r.output
+    assert "ok" in r.output
+
+
+def test_validate_warnings_exit_1_only_with_strict(lab, tmp_path):
+    del lab["slurm"]["partitions"]["train"]["default"]
+    path = str(dump_yaml(lab, tmp_path / "warn.yaml"))
+    assert cli("validate", path, "--today", "2026-11-30").exit_code == 0
+    r = cli("validate", path, "--strict", "--today", "2026-11-30")
+    assert r.exit_code == 1
+    assert "partition-no-default" in r.output
+
+
+def test_validate_json(lab, tmp_path):
+    lab["nodes"]["train"]["image"] = "gpu-nod"
+    path = str(dump_yaml(lab, tmp_path / "bad.yaml"))
+    r = cli("validate", path, "--format", "json", "--today", "2026-11-30")
+    assert r.exit_code == 2
+    doc = json.loads(r.stdout)
+    assert doc["ok"] is False
+    f = doc["findings"][0]
+    assert f["code"] == "ref-image" and f["path"] == "nodes.train.image" and f["line"] > 0
+    assert "gpu-node" in f["hint"]
+
+
+def test_text_report_shows_offending_line(lab, tmp_path):
+    lab["nodes"]["train"]["image"] = "gpu-nod"
+    path = dump_yaml(lab, tmp_path / "bad.yaml")
+    r = subprocess.run([sys.executable, "-m", "clusterdef", "validate", str(path)], capture_output=True, text=True)
+    assert r.returncode == 2
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if t.strip() == "image: gpu-nod")
+    assert f"bad.yaml:{line}:" in r.stderr
+    assert "image: gpu-nod" in r.stderr and "hint:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_render_writes_tree_manifest_and_resolved(tmp_path):
+    out = tmp_path / "out"
+    r = cli("render", LAB, "-o", str(out), "--today", "2026-11-30")
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["set"] == "2026.07-r580"
+    for rel in manifest["files"]:
+        assert (out / rel).is_file()
+    resolved = json.loads((out / "definition.resolved.json").read_text())
+    assert resolved["set"]["components"]["driver"] == "580.126.20"
+    assert resolved["definition"]["cluster"]["name"] == "lab"
+
+
+def test_render_only_selected_target(tmp_path):
+    out = tmp_path / "out"
+    assert cli("render", LAB, "-o", str(out), "-t", "versions", "--today", "2026-11-30").exit_code == 0
+    assert (out / "versions.json").is_file() and not (out / "inventory").exists()
+    assert cli("render", LAB, "-o", str(out), "-t", "nope").exit_code == 2
+
+
+def test_render_of_bad_input_writes_nothing_and_keeps_old_tree(lab, tmp_path):
+    out = tmp_path / "out"
+    assert cli("render", LAB, "-o", str(out), "--today", "2026-11-30").exit_code == 0
+    before = (out / "manifest.json").read_text()
+    lab["nodes"]["train"]["hardware"] = "missing"
+    bad = str(dump_yaml(lab, tmp_path / "bad.yaml"))
+    r = cli("render", bad, "-o", str(out), "--today", "2026-11-30")
+    assert r.exit_code == 2
+    assert (out / "manifest.json").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml", "out"]
+
+
+def test_render_refuses_foreign_output_dir(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    r = cli("render", LAB, "-o", str(tmp_path / "mine"), "--today", "2026-11-30")
+    assert r.exit_code == 2
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "x"
+
+
+def test_missing_file_exit_2():
+    r = cli("validate", "no/such.yaml")
+    assert r.exit_code == 2 and "file-not-found" in r.output
+
+
+def test_committed_schema_is_current_and_validates_examples():
+    import jsonschema
+    from ruamel.yaml import YAML
+
+    committed = json.loads((ROOT / "schema" / "clusterdef.schema.json").read_text())
+    r = cli("schema")
+    assert r.exit_code == 0
+    assert json.loads(r.stdout) == committed, "run: clusterdef schema -o schema/clusterdef.schema.json"
+    validator = jsonschema.Draft202012Validator(committed)
+    for example in sorted(CLUSTERS.glob("*.yaml")):
+        data = YAML(typ="safe").load(example.read_text())
+        assert list(validator.iter_errors(data)) == [], example.name
+        assert example.read_text().startswith("# yaml-language-server: $schema=../schema/clusterdef.schema.json")
+
+
+def test_schema_rejects_unknown_fields():
+    import jsonschema
+
+    schema = json.loads((ROOT / "schema" / "clusterdef.schema.json").read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"cluster": {"name": "x", "matrix": "y", "colour": 1}}, schema)
+
+
+def test_matrix_list_and_show():
+    r = cli("matrix", "list", "--format", "json", "--today", "2026-11-30")
+    assert r.exit_code == 0
+    sets = {s["name"]: s for s in json.loads(r.stdout)}
+    assert sets["2026.07-r580"]["status"] == "validated" and sets["2026.07-r580"]["problems"] == []
+    assert {p["code"] for p in sets["2025.01-r550"]["problems"]} == {"matrix-slurm-unknown"} or \
+        sets["2025.01-r550"]["status"] == "retired"
+    r = cli("matrix", "show", "2026.07-r580", "--today", "2026-11-30")
+    assert r.exit_code == 0 and "580.126.20" in r.output and "hgx-h100" in r.output
+    r = cli("matrix", "show", "2026.07-r58")
+    assert r.exit_code == 2 and "2026.07-r580" in r.output

@@ -1,0 +1,78 @@
+"""Validated sets load, are consistent, and the compatibility rules catch broken sets."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterdef.errors import Severity
+from clusterdef.matrix.checks import check_set
+from clusterdef.matrix.compat import past, ver
+from clusterdef.matrix.load import load_matrix
+from conftest import TODAY
+
+
+def test_ships_older_current_and_candidate_sets(matrix):
+    statuses = [vs.status for vs in matrix.sets.values()]
+    assert statuses.count("validated") >= 2 and "candidate" in statuses
+    for vs in matrix.sets.values():
+        assert vs.provenance.sources, vs.name
+        assert vs.baseline and (matrix.root / vs.baseline).is_file(), vs.name
+        assert {"dgx-h100", "hgx-h100"} <= set(vs.firmware), vs.name
+
+
+@pytest.mark.parametrize("name", ["2025.10-r580", "2026.07-r580", "2026.11-r595-candidate"])
+def test_live_sets_are_consistent(matrix, name):
+    assert check_set(matrix.sets[name], matrix.compat, TODAY) == []
+
+
+def with_components(vs, **changes):
+    return vs.model_copy(update={"components": vs.components.model_copy(update=changes)})
+
+
+@pytest.mark.parametrize("changes, code", [
+    ({"driver": "580.65.06", "cuda": "13.0.2"}, "matrix-driver-cuda"),
+    ({"kubernetes": "1.31.4"}, "matrix-operator-k8s"),
+    ({"gpu_operator": "v99.1.0"}, "matrix-operator-unknown"),
+    ({"nccl": "2.27.6"}, "matrix-nccl-cuda"),
+    ({"nccl": "9.9.9"}, "matrix-nccl-unknown"),
+    ({"cuda": "11.0.0"}, "matrix-cuda-unknown"),
+    ({"slurm": "26.11.0"}, "matrix-slurm-unknown"),
+    ({"driver": "570.172.08"}, "matrix-driver-eol"),
+])
+def test_broken_sets_are_caught(matrix, changes, code):
+    vs = with_components(matrix.sets["2026.07-r580"], **changes)
+    problems = check_set(vs, matrix.compat, TODAY)
+    assert code in {p.code for p in problems}, problems
+    assert all(p.hint for p in problems)
+
+
+def test_min_driver_lookup(matrix):
+    c = matrix.compat
+    assert c.min_driver("13.0.2") == "580.95.05"
+    assert c.min_driver("12.8.0") == "570.26"
+    assert c.min_driver("10.0.0") is None
+
+
+def test_slurm_upgrade_window(matrix):
+    c = matrix.compat
+    assert c.slurm_window("24.05") == 2
+    assert c.slurm_window("24.11") == 3
+    assert c.slurm_window("25.11") == 3
+    assert c.slurm_rule.slurmdbd_first is True
+
+
+def test_versions_compare_numerically():
+    assert ver("580.126.20") > ver("580.95.05")
+    assert ver("v26.3.3") > ver("v25.10.1")
+    assert past("2026-06", TODAY) and not past("2026-11", TODAY) and not past(None, TODAY)
+
+
+def test_broken_matrix_file_is_a_located_finding(tmp_path):
+    (tmp_path / "sets").mkdir()
+    (tmp_path / "sets" / "x.yaml").write_text("name: x\nstatus: blessed\ncomponents: {}\n")
+    _, findings = load_matrix(tmp_path)
+    by_code = {f.code for f in findings}
+    assert "invalid-value" in by_code and "missing-field" in by_code
+    status = next(f for f in findings if f.path == ("status",))
+    assert status.line == 2 and status.file.endswith("x.yaml")
+    assert all(f.severity is Severity.ERROR for f in findings)
