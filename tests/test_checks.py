@@ -113,7 +113,7 @@ CASES = [
     ("missing-field", delete(["nodes", "train", "image"]), ("nodes", "train", "image"), Severity.ERROR),
     ("type-error", set_(["images", "gpu-node", "version"], 2026.07), ("images", "gpu-node", "version"), Severity.ERROR),
     ("invalid-value", set_(["nodes", "train", "control_plane"], "both"), ("nodes", "train", "control_plane"), Severity.ERROR),
-    ("invalid-value", set_(["nodes", "train", "addressing", "mac", "source"], "csv"), ("nodes", "train", "addressing", "mac"), Severity.ERROR),
+    ("invalid-value", set_(["nodes", "train", "addressing", "mac", "source"], "csv"), ("nodes", "train", "addressing", "mac", "source"), Severity.ERROR),
     ("invalid-value", set_(["nodes", "train", "hosts"], "gpu[001-"), ("nodes", "train", "hosts"), Severity.ERROR),
 ]
 

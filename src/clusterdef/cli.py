@@ -17,8 +17,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 matrix_app = typer.Typer(no_args_is_help=True, help="Validated version sets.")
 app.add_typer(matrix_app, name="matrix")
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 EXIT_OK, EXIT_WARN, EXIT_BAD = 0, 1, 2
 

@@ -3,12 +3,12 @@ so that renderers stay pure functions of data."""
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 from pathlib import Path
 
 from . import hostlist
+from .inventory import read_inventories
 from .matrix.load import Matrix
 from .matrix.model import ValidatedSet
 from .model import Definition
@@ -39,15 +39,14 @@ class Resolved:
 
 
 def read_macs(definition: Definition, base_dir: Path) -> dict[str, dict[str, str]]:
-    out: dict[str, dict[str, str]] = {}
+    """group -> host -> MAC. Groups sharing an inventory file share one mapping."""
+    files = {g: base_dir / n.addressing.mac.file for g, n in definition.nodes.items()
+             if n.addressing.mac.source == "inventory"}
+    inventories = read_inventories(files.values())
+    out: dict[str, dict[str, str]] = {g: inventories[f].macs for g, f in files.items()}
     for gname, g in definition.nodes.items():
-        src = g.addressing.mac
-        if src.source == "list":
-            out[gname] = dict(zip(hostlist.parse(g.hosts), src.macs))
-        elif src.source == "inventory":
-            with open(base_dir / src.file, newline="", encoding="utf-8") as fh:
-                out[gname] = {r[0].strip(): r[1].strip().lower() for r in csv.reader(fh)
-                              if len(r) >= 2 and r[0].strip() and not r[0].startswith("#") and r[0] != "host"}
+        if g.addressing.mac.source == "list":
+            out[gname] = dict(zip(hostlist.parse(g.hosts), g.addressing.mac.macs))
     return out
 
 

@@ -79,7 +79,7 @@ def _index_positions(text: str) -> dict[Path, tuple[int, int]]:
                     line, col = node.lc.key(key)
                 except (KeyError, TypeError):
                     continue
-                child = path + (str(key),)
+                child = path + (key,)
                 out[child] = (line + 1, col + 1)
                 walk(node[key], child)
         elif isinstance(node, CommentedSeq):
@@ -101,13 +101,19 @@ def load_text(text: str, file: str = "<string>") -> Source:
     try:
         data = yaml.load(text)
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        # An unclosed bracket is noticed lines later; point at where it was opened.
+        opened = exc.context_mark if exc.context and "flow" in str(exc.context) else None
+        mark = opened or exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0
         col = mark.column + 1 if mark else 0
-        problem = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        if opened and exc.problem_mark:
+            problem += f" (noticed at line {exc.problem_mark.line + 1})"
         hint = "check indentation, quoting and that each key appears once in its mapping"
         if "duplicate" in problem.lower():
             hint = "a key may appear only once in a mapping; merge or rename the duplicate"
+        elif opened:
+            hint = "close the [ or { opened here, or put the value in quotes"
         raise DefinitionError([
             Finding("yaml-syntax", Severity.ERROR, (), f"YAML could not be parsed: {problem}",
                     hint, file, line, col)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from ipaddress import IPv4Address
 from itertools import combinations
 from typing import Iterable
@@ -66,11 +65,17 @@ def addressing(ctx: Context) -> Iterable[Finding]:
                         f"keep start <= end inside {net}")
         ranges.append((int(dr.start), int(dr.end), path, "the dynamic DHCP range"))
     ranges.sort(key=lambda r: r[0])
-    for (a0, a1, _, aname), (b0, b1, bpath, bname) in zip(ranges, ranges[1:]):
+    # Sweep in start order, comparing each range with the one reaching furthest so far.
+    reach = ranges[0]
+    for cur in ranges[1:]:
+        b0, b1, bpath, bname = cur
+        a0, a1, _, aname = reach
         if b0 <= a1:
             yield error("ip-duplicate", bpath,
                         f"addresses {IPv4Address(b0)}-{IPv4Address(min(a1, b1))} are given to both {aname} and {bname}",
                         "move one range so provisioning addresses are unique")
+        if b1 > a1:
+            reach = cur
     yield from _macs(ctx)
 
 
@@ -88,21 +93,19 @@ def _macs(ctx: Context) -> Iterable[Finding]:
                             f"{len(macs)} MAC(s) listed for {len(hosts)} host(s) in `{gname}`",
                             "list exactly one MAC per host, in hostlist order")
         elif mac.source == "inventory":
-            file = ctx.base_dir / mac.file
-            try:
-                with open(file, newline="", encoding="utf-8") as fh:
-                    rows = {r[0].strip(): r[1].strip().lower() for r in csv.reader(fh)
-                            if len(r) >= 2 and r[0].strip() and not r[0].startswith("#") and r[0] != "host"}
-            except OSError as exc:
-                yield error("mac-inventory", path + ("file",), f"cannot read MAC inventory {file}: {exc.strerror}",
-                            "the path is relative to the definition file; the file holds `host,mac` lines")
+            inv = ctx.inventories[ctx.base_dir / mac.file]
+            if inv.problems:
+                more = f" (and {len(inv.problems) - 3} more)" if len(inv.problems) > 3 else ""
+                yield error("mac-inventory", path + ("file",), "; ".join(inv.problems[:3]) + more,
+                            "the path is relative to the definition file; each line is `host,mac`")
                 continue
-            missing = hosts.difference(NodeSet.fromlist(list(rows))) if rows else hosts
+            missing = [h for h in hosts if h not in inv.macs]
             if missing:
                 yield error("mac-inventory", path + ("file",),
-                            f"MAC inventory {mac.file} has no entry for {len(missing)} host(s): {missing}",
+                            f"MAC inventory {mac.file} has no entry for {len(missing)} host(s): "
+                            f"{hostlist.fold(missing)}",
                             "add `host,mac` lines for every host of the group")
-            macs = [rows[h] for h in hosts if h in rows]
+            macs = [inv.macs[h] for h in hosts if h in inv.macs]
         else:
             continue
         for m in macs:

@@ -6,18 +6,8 @@ from typing import Iterable
 
 from ClusterShell.NodeSet import NodeSet
 
-from .. import hostlist
 from ..errors import Finding, error, warning
 from .registry import Context, check
-
-
-def fabric_nodes(ctx: Context, fabric_name: str) -> NodeSet:
-    fabric = ctx.definition.network.fabrics.get(fabric_name)
-    if fabric is None:
-        return NodeSet()
-    topo = fabric.topology
-    members = topo.switches.values() if topo.kind == "tree" else topo.blocks.values()
-    return hostlist.union(m.nodes for m in members if getattr(m, "nodes", None))
 
 
 @check("slurm-partitions")
@@ -53,7 +43,7 @@ def multinode_topology(ctx: Context) -> Iterable[Finding]:
                               f"multi-node partition `{pname}` uses `{gname}`, which has no fabric placement",
                               "add `placement.fabric` and the fabric's switch topology, or set max_nodes: 1")
                 continue
-            missing = ctx.group_nodes[gname].difference(fabric_nodes(ctx, g.placement.fabric))
+            missing = ctx.group_nodes[gname].difference(ctx.fabric_nodes.get(g.placement.fabric, NodeSet()))
             if missing:
                 yield warning("partition-no-topology", ("slurm", "partitions", pname),
                               f"multi-node partition `{pname}`: {len(missing)} node(s) of `{gname}` ({missing}) "

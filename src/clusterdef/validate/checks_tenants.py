@@ -11,8 +11,8 @@ from .registry import Context, check
 @check("tenant-capacity")
 def tenant_capacity(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
-    if not d.tenants:
-        return
+    if not d.tenants or any(g.hardware not in d.hardware for g in d.nodes.values()):
+        return  # capacity is unknown while a node group names an undefined hardware type
     capacity = ctx.total_gpus
     reserved = sum(t.quota.reserved_gpus for t in d.tenants.values())
     ceiling = sum(t.quota.reserved_gpus + t.quota.burst_gpus for t in d.tenants.values())

@@ -63,13 +63,21 @@ def validate_source(source: Source, matrix: Matrix, today: date, base_dir: Path 
     return result
 
 
+def _text_only(path) -> Source | None:
+    """The file's text without data, so a YAML syntax error can still show its line."""
+    try:
+        return Source(str(path), Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def validate_file(path: str | Path, matrices: str | Path | None = None, today: date | None = None) -> Result:
     """Load and validate one definition file. Never raises on bad input."""
     today = today or date.today()
     try:
         source = load_file(path)
     except DefinitionError as exc:
-        return Result(str(path), None, None, None, list(exc.findings))
+        return Result(str(path), _text_only(path), None, None, list(exc.findings))
     root = Path(matrices) if matrices else find_matrices(path)
     if root is None or not (root / "sets").is_dir():
         return Result(str(path), source, None, None, [source.place(Finding(

@@ -48,6 +48,24 @@ class Context:
         return {name: hostlist.parse(g.hosts) for name, g in self.definition.nodes.items()}
 
     @cached_property
+    def inventories(self):
+        """MAC inventory files named by node groups, each read once."""
+        from ..inventory import read_inventories
+
+        return read_inventories(self.base_dir / g.addressing.mac.file for g in self.definition.nodes.values()
+                                if g.addressing.mac.source == "inventory")
+
+    @cached_property
+    def fabric_nodes(self) -> dict[str, NodeSet]:
+        """Hosts attached to each fabric's leaf switches or blocks."""
+        out = {}
+        for name, fabric in self.definition.network.fabrics.items():
+            topo = fabric.topology
+            members = topo.switches.values() if topo.kind == "tree" else topo.blocks.values()
+            out[name] = hostlist.union(m.nodes for m in members if getattr(m, "nodes", None))
+        return out
+
+    @cached_property
     def all_nodes(self) -> NodeSet:
         return hostlist.union(self.group_nodes.values())
 

@@ -49,6 +49,8 @@ def _data_path(loc: tuple, data: Any) -> Path:
     out: list[str | int] = []
     node = data
     for part in loc:
+        if part == "[key]":  # pydantic's marker for an invalid mapping key: the key itself is the place
+            continue
         if isinstance(node, dict):
             if part in node:
                 out.append(part)
@@ -97,10 +99,13 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
                                     f"add `{field}:` under {parent}"))
         elif kind == "union_tag_invalid" or kind == "union_tag_not_found":
             ctx = err.get("ctx", {})
+            tag = str(ctx.get("discriminator", "kind")).strip("'\"")
+            if kind == "union_tag_invalid":
+                path = path + (tag,)
             findings.append(Finding("invalid-value", Severity.ERROR, path,
-                                    f"{field}: {msg}",
-                                    f"set `{ctx.get('discriminator', 'the kind field')}` to one of "
-                                    f"{ctx.get('expected_tags', 'the documented kinds')}"))
+                                    f"{field}: {tag} {_describe(ctx.get('tag', value))} is not one of "
+                                    f"{ctx.get('expected_tags', 'the documented kinds')}",
+                                    f"set `{tag}` to one of {ctx.get('expected_tags', 'the documented kinds')}"))
         elif kind == "string_type" and isinstance(value, (int, float)):
             findings.append(Finding("type-error", Severity.ERROR, path,
                                     f"{field}: expected text, got the number {value!r}",
@@ -116,6 +121,10 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
                 hint = "MAC addresses are lower-case and colon-separated, e.g. 52:54:00:12:34:56"
             findings.append(Finding("invalid-value", Severity.ERROR, path,
                                     f"{field}: {_describe(value)} does not match the expected format", hint))
+        elif kind.endswith("_parsing"):
+            findings.append(Finding("type-error", Severity.ERROR, path,
+                                    f"{field}: {msg} (got {_describe(value)})",
+                                    "check the field's type in `clusterdef schema`"))
         elif kind.endswith("_type") or kind in ("model_type", "model_attributes_type", "dict_type", "list_type"):
             findings.append(Finding("type-error", Severity.ERROR, path,
                                     f"{field}: {msg} (got {_describe(value)})",

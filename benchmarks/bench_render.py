@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Benchmark `clusterdef validate` and `clusterdef render` on generated estates of 1024, 4096 and 16384 nodes.
+
+    .venv/bin/python benchmarks/bench_render.py              # table; exit 1 when a target is missed
+    .venv/bin/python benchmarks/bench_render.py --no-fail --json /tmp/bench.json
+
+For each size the estate (scripts/gen_estate.py, 48 tenants) is generated into a temporary folder, then:
+
+* CLI: `python -m clusterdef validate|render` as real subprocesses, REPEATS times each; median wall seconds
+  and peak RSS (MB) of that one child process;
+* in-process: the same work through the library functions, with imports and interpreter start-up
+  excluded, split into parse (definition YAML), matrix (matrices/ YAML), model (pydantic), checks
+  (semantic checks) and render (resolve + targets + resolved JSON + atomic write).
+
+Targets (checked on the 4096-node estate, the size of clusters/estate.yaml):
+  validate + render CLI wall (sum of the two medians) <= 1.0 s, peak RSS of either <= 200 MB,
+  and the render CLI wall grows at most 2.0x from 1024 to 16384 nodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.dont_write_bytecode = True  # keep scripts/ free of __pycache__
+
+from gen_estate import generate  # noqa: E402
+
+SIZES = (1024, 4096, 16384)
+TENANTS = 48
+TODAY = "2026-11-30"
+MATRICES = ROOT / "matrices"
+TARGET_WALL_S = 1.0      # 4096 nodes: validate + render CLI wall
+TARGET_RSS_MB = 200.0    # 4096 nodes: peak RSS of either command
+TARGET_RATIO = 2.0       # render CLI wall, 16384 / 1024 nodes
+
+
+def run_cli(args: list[str], cwd: Path) -> tuple[float, float, int]:
+    """Run `python -m clusterdef ARGS` once; return (wall seconds, peak RSS in MB, exit code).
+
+    Peak RSS: os.wait4() returns the resource usage of exactly the child it reaped, so its
+    ru_maxrss is that process's own high-water mark (KiB on Linux). getrusage(RUSAGE_CHILDREN)
+    would not do: its ru_maxrss is the maximum over *all* children reaped so far, a running
+    maximum rather than a sum, so deltas between runs are meaningless. The CLI starts no
+    grandchildren, so the child's own peak is the whole command's peak.
+    """
+    cmd = [sys.executable, "-m", "clusterdef", *args]
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen consistent
+        if proc.returncode != 0:
+            out.seek(0)
+            sys.stderr.write(out.read().decode(errors="replace")[-4000:])
+    return wall, usage.ru_maxrss / 1024, proc.returncode
+
+
+def in_process(defn: Path, out_dir: Path) -> dict[str, float]:
+    """The work of `validate` then `render`, timed per stage, with every import already done."""
+    from clusterdef import __version__, hostlist
+    from clusterdef.matrix.load import load_matrix
+    from clusterdef.model import Definition
+    from clusterdef.render import TARGETS, render_all
+    from clusterdef.resolve import resolve
+    from clusterdef.source import load_file
+    from clusterdef.validate.registry import Context, run_checks
+    from clusterdef.writer import sha256, write_tree
+
+    hostlist.parse.cache_clear()  # an lru_cache: a warm cache would hide the parsing cost of repeats
+    t = {}
+    t0 = time.perf_counter()
+    source = load_file(defn)
+    t1 = time.perf_counter()
+    matrix, mfind = load_matrix(MATRICES)
+    t2 = time.perf_counter()
+    d = Definition.model_validate(source.data)
+    t3 = time.perf_counter()
+    findings = run_checks(Context(d, matrix, date.fromisoformat(TODAY), defn.parent))
+    t4 = time.perf_counter()
+    if findings or mfind:
+        raise SystemExit(f"{defn}: unexpected findings: {[f.code for f in findings + mfind]}")
+    resolved = resolve(d, matrix, defn.parent)
+    tree = render_all(resolved)
+    tree["definition.resolved.json"] = json.dumps({"definition": d.model_dump(mode="json"),
+                                                   "set": resolved.set.model_dump(mode="json")},
+                                                  indent=2, sort_keys=True) + "\n"
+    write_tree(out_dir, tree, {"clusterdef": __version__, "cluster": d.cluster.name, "set": d.cluster.matrix,
+                               "definition": {"file": str(defn), "sha256": sha256(source.text)},
+                               "targets": sorted(TARGETS)})
+    t5 = time.perf_counter()
+    t.update(parse=t1 - t0, matrix=t2 - t1, model=t3 - t2, checks=t4 - t3, render=t5 - t4)
+    t["validate"] = t4 - t0
+    t["total"] = t5 - t0
+    return t
+
+
+def bench_size(nodes: int, repeats: int, work: Path) -> dict:
+    folder = work / f"n{nodes}"
+    defn = generate(nodes, TENANTS, folder, "estate").resolve()
+    common = ["--matrices", str(MATRICES), "--today", TODAY]
+    res: dict = {"nodes": nodes, "gpus": nodes * 8, "tenants": TENANTS,
+                 "yaml_bytes": defn.stat().st_size}
+    for verb, extra in (("validate", ["--strict"]), ("render", ["-o", str(folder / "out-cli")])):
+        walls, rss = [], []
+        for _ in range(repeats):
+            wall, peak, rc = run_cli([verb, str(defn), *common, *extra], folder)
+            if rc != 0:
+                raise SystemExit(f"clusterdef {verb} failed on {nodes} nodes (exit {rc})")
+            walls.append(wall)
+            rss.append(peak)
+        res[f"{verb}_wall_s"] = statistics.median(walls)
+        res[f"{verb}_walls_s"] = walls
+        res[f"{verb}_rss_mb"] = max(rss)
+    stages = [in_process(defn, folder / "out-lib") for _ in range(repeats)]
+    res["in_process_s"] = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--no-fail", action="store_true", help="report only; exit 0 even when a target is missed")
+    p.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    p.add_argument("--repeats", type=int, default=3, help="runs per measurement, median reported (default 3)")
+    p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="node counts (default 1024 4096 16384)")
+    a = p.parse_args(argv)
+
+    results = []
+    with tempfile.TemporaryDirectory(prefix="clusterdef-bench-") as tmp:
+        for n in a.sizes:
+            print(f"... {n} nodes", file=sys.stderr, flush=True)
+            results.append(bench_size(n, a.repeats, Path(tmp)))
+
+    hdr = (f"{'nodes':>6} {'GPUs':>6} | {'validate':>8} {'render':>8} {'rss MB':>7} | "
+           f"{'parse':>6} {'matrix':>6} {'model':>6} {'checks':>7} {'render':>7} {'total':>7}")
+    print(f"CLI: median wall s of {a.repeats} runs (python -m clusterdef, start-up included), max peak RSS; "
+          f"in-process: median s, imports excluded")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in results:
+        ip = r["in_process_s"]
+        print(f"{r['nodes']:>6} {r['gpus']:>6} | {r['validate_wall_s']:>8.3f} {r['render_wall_s']:>8.3f} "
+              f"{max(r['validate_rss_mb'], r['render_rss_mb']):>7.1f} | {ip['parse']:>6.3f} {ip['matrix']:>6.3f} "
+              f"{ip['model']:>6.3f} {ip['checks']:>7.3f} {ip['render']:>7.3f} {ip['total']:>7.3f}")
+
+    by_n = {r["nodes"]: r for r in results}
+    failures = []
+    summary: dict = {}
+    if 1024 in by_n and 16384 in by_n:
+        ratio = by_n[16384]["render_wall_s"] / by_n[1024]["render_wall_s"]
+        ip_ratio = by_n[16384]["in_process_s"]["total"] / by_n[1024]["in_process_s"]["total"]
+        summary.update(render_ratio_16384_1024=ratio, in_process_ratio_16384_1024=ip_ratio)
+        print(f"render CLI wall 16384/1024 nodes: {ratio:.2f}x (target <= {TARGET_RATIO}); "
+              f"in-process validate+render: {ip_ratio:.2f}x")
+        if ratio > TARGET_RATIO:
+            failures.append(f"render wall ratio 16384/1024 = {ratio:.2f} > {TARGET_RATIO}")
+    if 4096 in by_n:
+        r = by_n[4096]
+        wall = r["validate_wall_s"] + r["render_wall_s"]
+        rss = max(r["validate_rss_mb"], r["render_rss_mb"])
+        summary.update(wall_4096_s=wall, rss_4096_mb=rss)
+        print(f"4096 nodes: validate + render CLI wall {wall:.3f} s (target <= {TARGET_WALL_S}), "
+              f"peak RSS {rss:.1f} MB (target <= {TARGET_RSS_MB})")
+        if wall > TARGET_WALL_S:
+            failures.append(f"4096-node validate+render wall {wall:.3f} s > {TARGET_WALL_S} s")
+        if rss > TARGET_RSS_MB:
+            failures.append(f"4096-node peak RSS {rss:.1f} MB > {TARGET_RSS_MB} MB")
+    for f in failures:
+        print(f"MISSED: {f}")
+
+    if a.json:
+        Path(a.json).write_text(json.dumps({
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+            "repeats": a.repeats, "results": results, "summary": summary,
+            "targets": {"wall_4096_s": TARGET_WALL_S, "rss_4096_mb": TARGET_RSS_MB,
+                        "render_ratio_16384_1024": TARGET_RATIO},
+            "missed": failures}, indent=2) + "\n", encoding="utf-8")
+    return 1 if failures and not a.no_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

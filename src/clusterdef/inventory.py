@@ -1,0 +1,52 @@
+"""MAC inventories: CSV files of `host,mac` lines exported from the vendor or the
+asset system. Read once per file; problems are reported, never raised."""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class Inventory:
+    file: Path
+    macs: dict[str, str] = field(default_factory=dict)  # host -> lower-case MAC
+    problems: tuple[str, ...] = ()  # human-readable, each naming file:line
+
+
+def read_inventory(file: Path) -> Inventory:
+    try:
+        with open(file, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+    except OSError as exc:
+        return Inventory(file, {}, (f"cannot read {file}: {exc.strerror or exc}",))
+    except UnicodeDecodeError as exc:
+        return Inventory(file, {}, (f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})",))
+    except csv.Error as exc:
+        return Inventory(file, {}, (f"{file} is not a valid CSV file: {exc}",))
+    macs: dict[str, str] = {}
+    problems: list[str] = []
+    for n, row in enumerate(rows, 1):
+        if not row or not row[0].strip() or row[0].startswith("#") or (n == 1 and row[0].strip() == "host"):
+            continue
+        host = row[0].strip()
+        mac = row[1].strip().lower() if len(row) > 1 else ""
+        if not HOST.match(host):
+            problems.append(f"{file}:{n}: {host!r} is not a host name")
+        elif not MAC.match(mac):
+            problems.append(f"{file}:{n}: {mac!r} is not a MAC address (write 52:54:00:12:34:56)")
+        elif host in macs:
+            problems.append(f"{file}:{n}: host {host} is listed twice")
+        else:
+            macs[host] = mac
+    return Inventory(file, macs, tuple(problems))
+
+
+def read_inventories(files) -> dict[Path, Inventory]:
+    """Each distinct file once."""
+    return {f: read_inventory(f) for f in dict.fromkeys(files)}

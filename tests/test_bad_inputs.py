@@ -1,0 +1,141 @@
+"""Bad-input corpus: every tests/bad/*.yaml is a complete definition with exactly one
+thing broken. Its header names the finding the real CLI must report and the line it
+must point at:
+
+    # expect: <finding-code>
+    # line: <1-based line>
+    # why: <one sentence>
+    # xfail: <reason>          (optional: a known validator bug; both checks xfail)
+    # xfail-text: <reason>     (optional: a bug of the text format only)
+
+The CLI runs as a subprocess, as a user would run it. All runs are started at once in
+a thread pool (a session fixture) so the ~170 subprocesses take seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BAD = REPO / "tests" / "bad"
+TODAY = "2026-11-30"
+CASES = sorted(BAD.glob("*.yaml"))
+
+HEADER = re.compile(r"^#\s*(expect|line|why|xfail|xfail-text):\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Header:
+    code: str
+    line: int
+    why: str
+    xfail: str | None
+    xfail_text: str | None
+
+
+def read_header(path: Path) -> Header:
+    fields: dict[str, str] = {}
+    for text in path.read_text(encoding="utf-8").splitlines():
+        m = HEADER.match(text)
+        if not m:
+            break
+        fields[m[1]] = m[2]
+    missing = {"expect", "line", "why"} - set(fields)
+    assert not missing, f"{path.name}: header lacks {sorted(missing)}"
+    return Header(fields["expect"], int(fields["line"]), fields["why"], fields.get("xfail"),
+                  fields.get("xfail-text"))
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "CLUSTERDEF_MATRICES": str(REPO / "matrices")}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clusterdef", *args], cwd=REPO, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+
+
+def validate(path: Path, fmt: str) -> subprocess.CompletedProcess:
+    return cli("validate", str(path), "--format", fmt, "--today", TODAY)
+
+
+@pytest.fixture(scope="session")
+def runs() -> dict[tuple[str, str], subprocess.CompletedProcess]:
+    """Both formats for every corpus file, run concurrently once per session."""
+    jobs = [(p, fmt) for p in CASES for fmt in ("json", "text")]
+    with ThreadPoolExecutor(max_workers=min(16, (os.cpu_count() or 2) * 2)) as pool:
+        done = list(pool.map(lambda job: validate(*job), jobs))
+    return {(p.name, fmt): r for (p, fmt), r in zip(jobs, done)}
+
+
+def _params(text: bool = False):
+    out = []
+    for path in CASES:
+        header = read_header(path)
+        reason = header.xfail or (header.xfail_text if text else None)
+        marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+        out.append(pytest.param(path, header, id=path.name, marks=marks))
+    return out
+
+
+def test_corpus_is_large_enough():
+    assert len(CASES) >= 40, f"only {len(CASES)} bad-input cases in {BAD}"
+
+
+def test_headers_are_well_formed():
+    for path in CASES:
+        header = read_header(path)
+        assert re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", header.code), f"{path.name}: bad code {header.code!r}"
+        n_lines = len(path.read_text(encoding="utf-8").splitlines())
+        assert 1 <= header.line <= n_lines, f"{path.name}: line {header.line} outside the file"
+        assert "yaml-language-server" not in path.read_text(encoding="utf-8"), path.name
+
+
+@pytest.mark.parametrize(("path", "header"), _params())
+def test_json_report(path: Path, header: Header, runs):
+    """exit 2, no traceback, the expected finding at the expected line, with a hint."""
+    r = runs[(path.name, "json")]
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 2, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    report = json.loads(r.stdout)
+    assert report["ok"] is False
+    findings = report["findings"]
+    seen = [(f["code"], f["line"]) for f in findings]
+    matching = [f for f in findings if f["code"] == header.code and f["line"] == header.line]
+    assert matching, f"expected {header.code} at line {header.line} ({header.why}); got {seen}"
+    f = matching[0]
+    assert f["file"].endswith(path.name), f["file"]
+    assert f["severity"] == "error"
+    assert f["hint"].strip(), f"{header.code} at line {header.line} has no hint"
+    assert f["message"].strip()
+
+
+@pytest.mark.parametrize(("path", "header"), _params(text=True))
+def test_text_report(path: Path, header: Header, runs):
+    """The same finding as `file:line:` with its code on stderr, no traceback."""
+    t = runs[(path.name, "text")]
+    assert "Traceback" not in t.stderr + t.stdout, t.stderr
+    assert t.returncode == 2, f"exit {t.returncode}\n{t.stderr}"
+    located = [ln for ln in t.stderr.splitlines() if f"{path.name}:{header.line}:" in ln]
+    assert located, f"no `{path.name}:{header.line}:` in text output:\n{t.stderr}"
+    assert any(header.code in ln for ln in located), f"`{header.code}` not on the located line(s): {located}"
+
+
+def test_render_of_bad_file_writes_nothing(tmp_path):
+    bad = next(p for p in CASES if read_header(p).code == "matrix-unknown-set")
+    out = tmp_path / "out"
+    r = cli("render", str(bad), "-o", str(out), "--today", TODAY)
+    assert "Traceback" not in r.stderr + r.stdout, r.stderr
+    assert r.returncode == 2, f"exit {r.returncode}\n{r.stderr}"
+    assert "matrix-unknown-set" in r.stderr
+    assert not out.exists(), f"render created {out} for an invalid definition"
+    assert list(tmp_path.iterdir()) == []
