@@ -30,9 +30,14 @@ def parse(expr: str) -> NodeSet:
     return ns
 
 
+@lru_cache(maxsize=4096)
+def names(expr: str) -> tuple[str, ...]:
+    """All host names, in Slurm's order (sorted by prefix, then index); expanded once per expression."""
+    return tuple(parse(expr))
+
+
 def expand(expr: str) -> list[str]:
-    """All host names, in Slurm's order (sorted by prefix, then index)."""
-    return list(parse(expr))
+    return list(names(expr))
 
 
 def fold(hosts) -> str:

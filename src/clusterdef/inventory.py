@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,17 @@ class Inventory:
 
 
 def read_inventory(file: Path) -> Inventory:
+    """Read (or reuse, while the file is unchanged) one inventory."""
+    try:
+        st = Path(file).stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    return _read(Path(file), stamp)
+
+
+@lru_cache(maxsize=64)
+def _read(file: Path, stamp) -> Inventory:
     try:
         with open(file, newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))

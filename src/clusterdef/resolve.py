@@ -34,7 +34,7 @@ class Resolved:
         g = self.definition.nodes[group]
         macs = self.macs.get(group, {})
         first = int(g.addressing.ipv4_start)
-        for i, host in enumerate(hostlist.parse(g.hosts)):
+        for i, host in enumerate(hostlist.names(g.hosts)):
             yield Node(host, group, IPv4Address(first + i), macs.get(host, ""))
 
 
@@ -46,7 +46,7 @@ def read_macs(definition: Definition, base_dir: Path) -> dict[str, dict[str, str
     out: dict[str, dict[str, str]] = {g: inventories[f].macs for g, f in files.items()}
     for gname, g in definition.nodes.items():
         if g.addressing.mac.source == "list":
-            out[gname] = dict(zip(hostlist.parse(g.hosts), g.addressing.mac.macs))
+            out[gname] = dict(zip(hostlist.names(g.hosts), g.addressing.mac.macs))
     return out
 
 

@@ -21,7 +21,7 @@ def switch_of(resolved: Resolved) -> dict[str, dict[str, str]]:
         where: dict[str, str] = {}
         for name, m in members:
             if m.nodes:
-                for host in hostlist.parse(m.nodes):
+                for host in hostlist.names(m.nodes):
                     where[host] = name
         out[fname] = where
     return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ipaddress import IPv4Address
-from itertools import combinations
 from typing import Iterable
 
 from ClusterShell.NodeSet import NodeSet
@@ -16,7 +15,18 @@ from .registry import Context, check
 @check("node-ownership")
 def node_ownership(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
-    for (a, na), (b, nb) in combinations(ctx.group_nodes.items(), 2):
+    seen = NodeSet()
+    earlier: list[tuple[str, NodeSet]] = []
+    for b, nb in ctx.group_nodes.items():
+        # One intersection per group against everything before it; pairs only when it overlaps.
+        if seen.intersection(nb):
+            yield from _overlaps(d, earlier, b, nb)
+        seen.update(nb)
+        earlier.append((b, nb))
+
+
+def _overlaps(d, earlier, b: str, nb: NodeSet) -> Iterable[Finding]:
+    for a, na in earlier:
         both = na.intersection(nb)
         if not both:
             continue
@@ -99,13 +109,18 @@ def _macs(ctx: Context) -> Iterable[Finding]:
                 yield error("mac-inventory", path + ("file",), "; ".join(inv.problems[:3]) + more,
                             "the path is relative to the definition file; each line is `host,mac`")
                 continue
-            missing = [h for h in hosts if h not in inv.macs]
+            macs, missing = [], []
+            for h in hostlist.names(g.hosts):
+                m = inv.macs.get(h)
+                if m is None:
+                    missing.append(h)
+                else:
+                    macs.append(m)
             if missing:
                 yield error("mac-inventory", path + ("file",),
                             f"MAC inventory {mac.file} has no entry for {len(missing)} host(s): "
                             f"{hostlist.fold(missing)}",
                             "add `host,mac` lines for every host of the group")
-            macs = [inv.macs[h] for h in hosts if h in inv.macs]
         else:
             continue
         for m in macs:
