@@ -81,9 +81,20 @@ class Context:
         return sum(self.gpus_in(n) for n in self.definition.nodes)
 
 
+def load_checks() -> None:
+    """Import every validate/checks_*.py module so its checks register themselves."""
+    import importlib
+    import pkgutil
+
+    from .. import validate
+
+    for mod in pkgutil.iter_modules(validate.__path__):
+        if mod.name.startswith("checks_"):
+            importlib.import_module(f"{validate.__name__}.{mod.name}")
+
+
 def run_checks(ctx: Context, only: Iterable[str] | None = None) -> list[Finding]:
-    # Import the check modules so they register themselves.
-    from . import checks_matrix, checks_nodes, checks_refs, checks_scheduling, checks_tenants  # noqa: F401
+    load_checks()
 
     names = list(only) if only is not None else list(CHECKS)
     findings: list[Finding] = []
