@@ -48,28 +48,21 @@ def _data_path(loc: tuple, data: Any) -> Path:
     so the path addresses what is in the file."""
     out: list[str | int] = []
     node = data
-    for part in loc:
+    last = len(loc) - 1
+    for i, part in enumerate(loc):
         if part == "[key]":  # pydantic's marker for an invalid mapping key: the key itself is the place
             continue
         if isinstance(node, dict):
-            if part in node:
+            key = part if part in node else str(part) if str(part) in node else None
+            if key is not None:
+                out.append(key)
+                node = node[key]
+            elif i == last:  # a missing key names the place it should be
                 out.append(part)
-                node = node[part]
-                continue
-            if str(part) in node:
-                out.append(str(part))
-                node = node[str(part)]
-                continue
-            # a tag (union member name) or a missing key: keep only if it is the last
-            if part is loc[-1]:
-                out.append(part)
-            continue
-        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            # otherwise a union member or tag name that is not in the file
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             out.append(part)
             node = node[part]
-            continue
-        if part is loc[-1] and isinstance(part, (str, int)) and not isinstance(node, (dict, list)):
-            break
     return tuple(out)
 
 
