@@ -1,21 +1,16 @@
-"""Pulumi program: reads the same definition clusterdef validates and renders.
-
-Today it validates the definition and exports the validated set it runs; the
-Kubernetes resources (GPU Operator, Network Operator, Kueue, tenants) are built
-from the pure renderers once the Kubernetes target exists (issue 4)."""
+"""Pulumi program: deploys the Kubernetes side of a clusterdef definition (GPU Operator, Network
+Operator, Kueue, tenants). Stack config `clusterdef:definition` names the definition file; every
+resource argument comes from clusterdef's pure renderers (the same data `clusterdef render` writes)."""
 
 from __future__ import annotations
 
-import pulumi
+import sys
+from pathlib import Path
 
-from clusterdef.validate.pipeline import validate_file
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-config = pulumi.Config("clusterdef")
-definition_file = config.get("definition") or "clusters/lab.yaml"
-result = validate_file(definition_file)
-if not result.ok:
-    raise pulumi.RunError("\n".join(f"{f.where}: {f.code}: {f.message} (hint: {f.hint})" for f in result.errors))
+import pulumi  # noqa: E402
 
-pulumi.export("cluster", result.definition.cluster.name)
-pulumi.export("validated_set", result.definition.cluster.matrix)
-pulumi.export("components", result.matrix.sets[result.definition.cluster.matrix].components.model_dump(exclude_none=True))
+from program import deploy  # noqa: E402
+
+deploy(pulumi.Config("clusterdef").get("definition") or "clusters/lab.yaml")

@@ -91,3 +91,12 @@ def test_fold_roundtrip_through_scontrol(slurm_env, parts):
     folded = hostlist.fold(hosts)
     assert sorted(scontrol(slurm_env, "hostnames", folded).split()) == hosts
     assert sorted(hostlist.expand(folded)) == hosts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.from_regex(r"[a-z]{1,3}[0-9]{0,2}[a-z]?[0-9]{1,4}", fullmatch=True) | st.from_regex(r"[a-z]{1,6}", fullmatch=True),
+                min_size=1, max_size=30))
+def test_fast_fold_equals_clustershell_fold(hosts):
+    from ClusterShell.NodeSet import NodeSet
+
+    assert hostlist.fold(hosts) == str(NodeSet.fromlist(hosts))

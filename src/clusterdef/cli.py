@@ -210,6 +210,368 @@ def matrix_show(name: str = typer.Argument(..., help="Set name."), matrices: Opt
         raise typer.Exit(EXIT_BAD)
 
 
+# --------------------------------------------------------------------------- plan, drift, baseline
+
+class PlanFormat(str, Enum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+def _print_findings(findings, sources) -> None:
+    from .validate.report import print_text
+
+    print_text(err, findings, sources)
+
+
+@app.command()
+def plan(
+    to: Path = typer.Option(..., "--to", help="The new definition (YAML)."),
+    from_: Optional[Path] = typer.Option(None, "--from", help="The old definition (YAML)."),
+    base: Optional[str] = typer.Option(None, "--base", help="Compare with the --to file as it is at this git ref "
+                                       "(e.g. origin/main) instead of --from."),
+    fmt: PlanFormat = typer.Option(PlanFormat.text, "--format", "-f", help="text, markdown (PR comment) or json."),
+    plan_file: Optional[Path] = typer.Option(None, "--plan-file", "-o", help="Write the plan file (JSON with the "
+                                             "hashes of both definitions and rendered trees) here."),
+    allow_candidate: bool = typer.Option(False, "--allow-candidate", help="Allow a candidate target set; the "
+                                         "plan then covers the canary stage only."),
+    matrices: Optional[Path] = MatricesOpt,
+    today: Optional[str] = TodayOpt,
+) -> None:
+    """Plan the change from one definition to another: set change, compatibility, disruption, rollout, file
+    diffs. Exit 0 with a plan, 2 when refused or on bad input."""
+    from .plan import FROM_SIDE_IGNORED, PlanInputError, base_side, load_side, make_plan
+    from .plan.formats import to_json, to_markdown, to_text
+    from .writer import write_file_atomic
+
+    if (from_ is None) == (base is None):
+        err.print("[red]error[/]: give exactly one of --from OLD.yaml or --base GIT_REF")
+        raise typer.Exit(EXIT_BAD)
+    day = _today(today)
+    try:
+        # a candidate target is the plan's decision (refused without --allow-candidate), not a definition error
+        new = load_side(to, matrices, day, {"matrix-candidate"})
+        old = base_side(base, to, matrices, day) if base else load_side(from_, matrices, day, FROM_SIDE_IGNORED)
+    except PlanInputError as exc:
+        _print_findings(exc.findings, exc.sources)
+        err.print("[red]no plan[/]: fix the definition errors above first")
+        raise typer.Exit(EXIT_BAD)
+    p = make_plan(old, new, allow_candidate)
+    if fmt is PlanFormat.json:
+        sys.stdout.write(to_json(p.doc))
+    elif fmt is PlanFormat.markdown:
+        sys.stdout.write(to_markdown(p.doc))
+    else:
+        out.print(to_text(p.doc))
+    if p.refused:
+        for r in p.refusals:
+            err.print(f"[red]refused[/] {r.code}: {r.message}  [green]hint:[/] {r.hint}")
+        raise typer.Exit(EXIT_BAD)
+    if plan_file:
+        write_file_atomic(plan_file, to_json(p.doc))
+        err.print(f"plan file written to {plan_file}")
+
+
+@app.command()
+def drift(
+    definition: Path = typer.Argument(..., help="Cluster definition (YAML)."),
+    facts: Path = typer.Option(..., "--facts", help="A facts JSON file (one node or a list) or a folder of them."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
+    drain: Optional[Path] = typer.Option(None, "--drain", help="Write scontrol drain / kubectl taint lines here."),
+    prom: Optional[Path] = typer.Option(None, "--prometheus", help="Write a Prometheus text-format file here."),
+    matrices: Optional[Path] = MatricesOpt,
+    today: Optional[str] = TodayOpt,
+) -> None:
+    """Which nodes are off the validated set. Exit 0 all on-matrix, 1 when any node is off-matrix, 2 on bad
+    input."""
+    from . import drift as dr
+    from .writer import write_file_atomic
+
+    from .validate.pipeline import validate_file
+
+    result = validate_file(definition, matrices, _today(today))
+    if not result.ok:
+        _report(result, Format.text, err)
+        raise typer.Exit(EXIT_BAD)
+    try:
+        facts_list = dr.read_facts(facts)
+    except dr.FactsError as exc:
+        _print_findings(exc.findings, {})
+        raise typer.Exit(EXIT_BAD)
+    vs = result.matrix.sets[result.definition.cluster.matrix]
+    report = dr.compare(result.definition, vs, facts_list)
+    if drain:
+        lines = dr.drain_lines(report)
+        write_file_atomic(drain, "".join(line + "\n" for line in lines))
+    if prom:
+        write_file_atomic(prom, dr.prometheus(report))
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+    else:
+        for n in report.off_matrix:
+            out.print(f"[red]off-matrix[/] {n.host} ({n.group}, {n.control_plane}): " + ", ".join(
+                f"{m.component} {m.actual} (set {vs.name}: {m.expected})" for m in n.off))
+        for h in report.strangers:
+            err.print(f"[yellow]warning[/] facts for {h}, which is not in {definition}")
+        unknown = [n for n in report.nodes if n.unknown]
+        if unknown:
+            out.print(f"[yellow]{len(unknown)} node(s)[/] reported some versions as unknown (see --format json)")
+        out.print(f"{len(report.nodes)} node(s) checked against {vs.name}: "
+                  f"{len(report.off_matrix)} off-matrix, {len(report.missing)} without facts")
+    if report.off_matrix:
+        raise typer.Exit(EXIT_WARN)
+
+
+baseline_app = typer.Typer(no_args_is_help=True, help="nccl-tests performance baselines.")
+app.add_typer(baseline_app, name="baseline")
+
+
+def _parse_log(log: Path):
+    from .baseline import parse_file
+
+    try:
+        return parse_file(log)
+    except OSError as exc:
+        err.print(f"[red]error[/]: cannot read {log}: {exc}")
+        raise typer.Exit(EXIT_BAD)
+
+
+def _run_line(r) -> str:
+    from .baseline import size_name
+
+    what = f"{r.test or 'unknown test'}: {r.nodes} node(s), {r.ranks} rank(s), {', '.join(r.gpu_models) or '?'}"
+    if r.status == "ok":
+        bw = r.busbw()
+        peak = max(bw.values()) if bw else 0
+        return (f"[green]ok[/] {what}; {len(r.rows)} sizes {size_name(r.rows[0].size)}..{size_name(r.rows[-1].size)}"
+                f", peak busbw {peak:g} GB/s, avg {r.avg_busbw_gbps:g} GB/s")
+    return f"[red]{r.status}[/] {what}: {r.reason}"
+
+
+@baseline_app.command("parse")
+def baseline_parse(log: Path = typer.Argument(..., help="nccl-tests output."),
+                   fmt: Format = typer.Option(Format.text, "--format", "-f")) -> None:
+    """Parse an nccl-tests log. Exit 0 when every run is ok, 1 when a run failed or is incomplete."""
+    runs = _parse_log(log)
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps([r.to_json() for r in runs], indent=2) + "\n")
+    else:
+        if not runs:
+            out.print(f"[red]no nccl-tests run[/] found in {log}")
+        for r in runs:
+            out.print(_run_line(r))
+    if not runs or any(r.status != "ok" for r in runs):
+        raise typer.Exit(EXIT_WARN)
+
+
+def _one_run(log: Path, test: Optional[str]):
+    runs = _parse_log(log)
+    chosen = [r for r in runs if not test or r.test == test]
+    if not chosen:
+        err.print(f"[red]error[/]: no {test or 'nccl-tests'} run in {log}")
+        raise typer.Exit(EXIT_BAD)
+    if len(chosen) > 1:
+        err.print(f"[red]error[/]: {log} holds {len(chosen)} runs ({', '.join(r.test for r in chosen)}); "
+                  "choose one with --test")
+        raise typer.Exit(EXIT_BAD)
+    return chosen[0]
+
+
+def _baseline_file(set_name: str, matrices: Optional[Path]) -> Path:
+    m = _load_matrix(matrices)
+    vs = m.sets.get(set_name)
+    if vs is None:
+        err.print(f"[red]error[/]: no set named {set_name!r} in {m.root}")
+        raise typer.Exit(EXIT_BAD)
+    return Path(m.root) / (vs.baseline or f"baselines/{set_name}.yaml")
+
+
+@baseline_app.command("record")
+def baseline_record(log: Path = typer.Argument(..., help="nccl-tests output of a good run."),
+                    set_name: str = typer.Option(..., "--set", help="Validated set the run was taken on."),
+                    node_group: str = typer.Option("", "--node-group", help="Node group the run used."),
+                    test: Optional[str] = typer.Option(None, "--test", help="Which run when the log has several."),
+                    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                                          help="Baseline file (default: the set's baseline)."),
+                    matrices: Optional[Path] = MatricesOpt) -> None:
+    """Record a run as the baseline of a set, node group and node count (refuses a failed run)."""
+    from .baseline import baseline_from_run, record
+    from .writer import write_file_atomic
+
+    run = _one_run(log, test)
+    if run.status != "ok":
+        err.print(f"[red]refused[/]: cannot record a baseline from a {run.status} run: {run.reason}")
+        raise typer.Exit(EXIT_BAD)
+    dest = output or _baseline_file(set_name, matrices)
+    text = record(dest, baseline_from_run(run, set_name, node_group, source=log.name))
+    write_file_atomic(dest, text)
+    out.print(f"[green]recorded[/] {run.test} on {run.nodes} node(s) for {set_name} in {dest}")
+
+
+@baseline_app.command("compare")
+def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of the new run."),
+                     set_name: Optional[str] = typer.Option(None, "--set", help="Set whose baseline to use."),
+                     baseline_file: Optional[Path] = typer.Option(None, "--baseline", help="Baseline file."),
+                     node_group: str = typer.Option("", "--node-group"),
+                     test: Optional[str] = typer.Option(None, "--test"),
+                     tolerance: Optional[list[str]] = typer.Option(None, "--tolerance", help="BAND=PCT, bands small "
+                                                                   "(<1 MiB), medium (<256 MiB), large; repeatable."),
+                     fmt: Format = typer.Option(Format.text, "--format", "-f"),
+                     matrices: Optional[Path] = MatricesOpt) -> None:
+    """Compare a run with the recorded baseline. Exit 0 within tolerance, 1 on a regression, #wrong or a
+    failed run (even when nothing errored), 2 on bad input."""
+    from .baseline import BANDS, BaselineError, compare, load_baselines, pick, size_name
+
+    tol: dict[str, float] = {}
+    for t in tolerance or []:
+        band, _, pct = t.partition("=")
+        try:
+            if band not in {b for b, _, _ in BANDS}:
+                raise ValueError
+            tol[band] = float(pct)
+        except ValueError:
+            err.print(f"[red]error[/]: --tolerance {t!r}: use small=PCT, medium=PCT or large=PCT")
+            raise typer.Exit(EXIT_BAD)
+    if (set_name is None) == (baseline_file is None):
+        err.print("[red]error[/]: give exactly one of --set NAME or --baseline FILE")
+        raise typer.Exit(EXIT_BAD)
+    path = baseline_file or _baseline_file(set_name, matrices)
+    try:
+        baselines = load_baselines(path)
+    except BaselineError as exc:
+        err.print(f"[red]error[/]: {exc}")
+        raise typer.Exit(EXIT_BAD)
+    run = _one_run(log, test)
+    base = pick(baselines, run, node_group)
+    if base is None:
+        known = ", ".join(f"{b.test}/{b.node_group or '-'}/{b.nodes}" for b in baselines)
+        err.print(f"[red]error[/]: {path} has no baseline for {run.test or 'this test'} on {run.nodes} node(s); "
+                  f"known (test/node group/nodes): {known}")
+        raise typer.Exit(EXIT_BAD)
+    result = compare(run, base, tol)
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        for s in result.sizes:
+            colour = "green" if s.ok else "red"
+            out.print(f"  {size_name(s.size):>10} {s.band:<6} baseline {s.baseline_gbps:>8g} measured "
+                      f"{s.measured_gbps:>8g} GB/s  [{colour}]{(-s.drop_pct if s.drop_pct else 0.0):+.2f}%[/] (tolerance {s.tolerance_pct:g}%)")
+        for p in result.problems:
+            out.print(f"[red]regression[/] {p}")
+        out.print(("[green]pass[/]" if result.ok else "[red]FAIL[/]") + f": {run.test or base.test} vs baseline "
+                  f"of {base.set} ({path})")
+    if not result.ok:
+        raise typer.Exit(EXIT_WARN)
+
+
+# --------------------------------------------------------------------------- apply
+
+@app.command()
+def apply(
+    plan_file: Path = typer.Argument(..., help="Plan file written by `clusterdef plan --plan-file`."),
+    to: Optional[Path] = typer.Option(None, "--to", help="The new definition (default: the plan's file name "
+                                      "beside the plan file or in the working directory)."),
+    from_: Optional[Path] = typer.Option(None, "--from", help="The old definition (default: as for --to)."),
+    base: Optional[str] = typer.Option(None, "--base", help="The old definition is --to at this git ref (default "
+                                       "when the plan was made with --base)."),
+    playbooks: Optional[Path] = typer.Option(None, "--playbooks", help="Playbooks folder (upgrade.yml, rollback.yml, "
+                                             "gates.yml or enforce-baseline.yml, control-plane.yml, prepare.yml); "
+                                             "default: the nearest playbooks/ beside or above the definition."),
+    check: bool = typer.Option(False, "--check", help="Preview: Ansible check + diff mode, nothing changes."),
+    skip_stage: Optional[list[str]] = typer.Option(None, "--skip-stage", help="Record a stage as done by hand "
+                                                   "instead of running it: prepare or control-plane; repeatable."),
+    extra_var: Optional[list[str]] = typer.Option(None, "--extra-var", "-e", help="KEY=VALUE passed to every "
+                                                  "playbook run; repeatable."),
+    matrices: Optional[Path] = MatricesOpt,
+    today: Optional[str] = TodayOpt,
+) -> None:
+    """Run a reviewed plan through ansible-runner: canary, gates, rollback drill, control plane, waves; halt at
+    the first failing step. Writes a run record beside the plan file. Exit 0 done, 1 halted on a failure, 2 a
+    stale or refused plan or bad input (nothing run)."""
+    from rich.markup import escape
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from . import runner
+    from .plan.apply import SKIPPABLE, ApplyError, find_playbooks, prepare
+
+    extra: dict[str, str] = {}
+    for kv in extra_var or []:
+        key, sep, value = kv.partition("=")
+        if not sep or not key.strip():
+            err.print(f"[red]error[/]: --extra-var {kv!r}: use KEY=VALUE")
+            raise typer.Exit(EXIT_BAD)
+        extra[key.strip()] = value
+    bad_skip = [s for s in skip_stage or [] if s not in SKIPPABLE]
+    if bad_skip:
+        err.print(f"[red]error[/]: --skip-stage {', '.join(bad_skip)}: only {' or '.join(SKIPPABLE)} can be skipped")
+        raise typer.Exit(EXIT_BAD)
+    if from_ is not None and base is not None:
+        err.print("[red]error[/]: give at most one of --from OLD.yaml or --base GIT_REF")
+        raise typer.Exit(EXIT_BAD)
+    pb_dir = playbooks or find_playbooks(to or plan_file)
+    if pb_dir is None or not pb_dir.is_dir():
+        err.print(f"[red]error[/]: no playbooks folder {pb_dir or ''}; pass --playbooks DIR")
+        raise typer.Exit(EXIT_BAD)
+    try:
+        prep = prepare(plan_file, to, from_, base, matrices, _today(today), pb_dir, set(skip_stage or []))
+    except ApplyError as exc:
+        if exc.findings:
+            _print_findings(exc.findings, exc.sources)
+        for reason in exc.reasons:
+            err.print(f"[red]refused[/]: {escape(reason)}")
+        if exc.hint:
+            err.print(f"  [green]hint:[/] {escape(exc.hint)}")
+        raise typer.Exit(EXIT_BAD)
+    doc = prep.doc
+    record_path, pdd = runner.run_paths(plan_file)
+    inventory = runner.write_inventory(pdd, prep.inventory)
+    header = {"plan_file": str(plan_file), "cluster": doc.get("cluster"), "from_set": doc["from"].get("set"),
+              "to_set": doc["to"].get("set"), "playbooks": str(pb_dir), "extravars": extra}
+    mode = " (check mode: nothing changes)" if check else ""
+    err.print(f"applying {plan_file}: {doc['from'].get('set')} -> {doc['to'].get('set')} on {doc.get('cluster')}, "
+              f"{len(prep.steps)} steps{mode}")
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
+                  "{task.total}"), TimeElapsedColumn(), console=err, transient=True) as progress:
+        bar = progress.add_task("starting", total=len(prep.steps))
+        current = {"label": ""}
+
+        def on_step(i, step) -> None:
+            current["label"] = escape(step.label)
+            progress.update(bar, description=current["label"])
+
+        def on_event(event) -> None:
+            data = event.get("event_data") or {}
+            if event.get("event") == "playbook_on_task_start" and data.get("task"):
+                progress.update(bar, description=f"{current['label']}: {escape(data['task'])}")
+
+        def on_done(i, step, result) -> None:
+            hosts = f" {step.to_json()['hosts']}" if step.hosts else ""
+            if result is None:
+                progress.console.print(f"[yellow]skipped[/] {escape(step.label)}: {escape(step.skipped)}")
+            elif result.ok:
+                progress.console.print(f"[green]ok[/] {escape(step.label)}{hosts} ({step.playbook.name})")
+            else:
+                progress.console.print(f"[red]failed[/] {escape(step.label)}{hosts} ({step.playbook.name}, "
+                                       f"rc {result.rc}): {escape(', '.join(result.failed_hosts) or result.status)}")
+                for f in result.failures:
+                    progress.console.print(f"  {escape(f)}")
+                progress.console.print(f"  artifacts: {result.artifact_dir}")
+            progress.advance(bar)
+
+        try:
+            record = runner.execute(prep.steps, pdd, inventory, record_path, header, extra, check,
+                                    on_step, on_event, on_done)
+        except runner.RunnerMissing as exc:
+            err.print(f"[red]error[/]: {exc}")
+            raise typer.Exit(EXIT_BAD)
+    err.print(f"run record: {record_path}")
+    if record["status"] != "succeeded":
+        not_run = ", ".join(dict.fromkeys(r["stage"] for r in record["not_run"])) or "nothing"
+        out.print(f"[red]halted[/] at {escape(record['halted_at'] or '?')}; not run: {escape(not_run)}")
+        raise typer.Exit(EXIT_WARN)
+    out.print(f"[green]applied[/] {plan_file}{mode}: {len(record['runs'])} steps")
+
+
 def main() -> None:
     try:
         app()

@@ -16,6 +16,15 @@ class DcgmExporter(Model):
     service_monitor: bool = True
 
 
+class DriverPool(Model):
+    """Kubernetes node groups that run the driver of another validated set (an NVIDIADriver
+    resource of their own): how a canary pool runs the new driver before the rest."""
+
+    node_groups: tuple[str, ...] = Field(min_length=1)
+    matrix: str
+    """Name of the validated (or candidate) set whose driver the pool runs."""
+
+
 class GpuOperator(Model):
     namespace: Name = "gpu-operator"
     mig_strategy: Literal["none", "single", "mixed"] = "none"
@@ -23,6 +32,8 @@ class GpuOperator(Model):
     """MIG profile to partition GPUs into (needs mig_strategy single or mixed)."""
     driver_repository: str = "nvcr.io/nvidia"
     dcgm_exporter: DcgmExporter = DcgmExporter()
+    driver_pools: dict[Name, DriverPool] = {}
+    """Pools pinning a different driver; the other Kubernetes GPU groups run the set's driver."""
 
 
 class NetworkOperator(Model):
@@ -63,3 +74,6 @@ class Kubernetes(Model):
     network_operator: NetworkOperator = NetworkOperator()
     kueue: Kueue = Kueue()
     node_labels: dict[str, str] = {}
+    """Extra labels for every Kubernetes-owned node."""
+    gpu_node_taint: bool = True
+    """Taint Kubernetes GPU nodes `nvidia.com/gpu=present:NoSchedule` so only GPU workloads land there."""

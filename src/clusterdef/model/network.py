@@ -24,6 +24,8 @@ class Provisioning(Model):
     """Range for unknown or discovering nodes."""
     domain: str = "cluster.local"
     http_port: int = Field(default=80, ge=1, le=65535)
+    tftp_root: str = "/srv/tftp"
+    """Directory dnsmasq serves the first-stage iPXE binaries from (undionly.kpxe, ipxe.efi)."""
 
 
 class Switch(Model):

@@ -37,6 +37,9 @@ class TenantKubernetes(Model):
     """Identity-provider groups bound to the namespace."""
     allow_from_namespaces: tuple[str, ...] = ()
     """Namespaces allowed through the default-deny network policy."""
+    pod_security: Literal["privileged", "baseline", "restricted"] | None = None
+    """Pod Security Standard enforced on the namespace; default: restricted when the tenant
+    is dedicated, baseline when shared."""
 
 
 class Storage(Model):

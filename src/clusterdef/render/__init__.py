@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..resolve import Resolved
-from . import inventory, versions
+from . import ansible, images, inventory, kubernetes, pxe, slurm, versions
 
 FileTree = dict[str, str]
 Renderer = Callable[[Resolved], FileTree]
@@ -15,6 +15,11 @@ Renderer = Callable[[Resolved], FileTree]
 TARGETS: dict[str, Renderer] = {
     "inventory": inventory.render,
     "versions": versions.render,
+    "pxe": pxe.render,
+    "images": images.render,
+    "slurm": slurm.render,
+    "ansible": ansible.render,
+    "kubernetes": kubernetes.render,
 }
 
 

@@ -1,0 +1,43 @@
+"""The Pulumi program's body: validate the definition, build the plan with clusterdef's pure renderers,
+and create one component per part. Kept out of __main__.py so tests can run it under mocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+
+from clusterdef.render.kubernetes import plan as kubernetes_plan
+from clusterdef.resolve import resolve
+from clusterdef.validate.pipeline import validate_file
+
+from components import GpuOperator, Kueue, NetworkOperator, Tenant
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def deploy(definition_file: str | Path, matrices: str | Path | None = None, today=None) -> dict:
+    path = Path(definition_file)
+    if not path.is_absolute():
+        path = PROJECT / path
+    result = validate_file(path, matrices, today)
+    if not result.ok:
+        raise pulumi.RunError("\n".join(f"{f.where}: {f.code}: {f.message} (hint: {f.hint})" for f in result.errors))
+    d = result.definition
+    resolved = resolve(d, result.matrix, path.parent)
+    pulumi.export("cluster", d.cluster.name)
+    pulumi.export("validated_set", resolved.set.name)
+    pulumi.export("components", resolved.set.components.model_dump(exclude_none=True))
+    p = kubernetes_plan(resolved)
+    if p is None:
+        return {}
+    out: dict = {"gpu_operator": GpuOperator("gpu-operator", p.gpu_operator_release, p.gpu_operator_namespace,
+                                             p.gpu_operator_values, p.nvidia_drivers)}
+    if p.network_operator_values is not None:
+        out["network_operator"] = NetworkOperator("network-operator", p.network_operator_namespace,
+                                                  p.network_operator_values)
+    out["kueue"] = Kueue("kueue", p.kueue_manager_config, p.kueue_objects)
+    out["tenants"] = {name: Tenant(f"tenant-{name}", objs, out["kueue"]) for name, objs in p.tenants.items()}
+    pulumi.export("gpu_operator_release", p.gpu_operator_release)
+    pulumi.export("tenants", sorted(p.tenants))
+    return out

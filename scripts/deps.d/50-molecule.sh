@@ -1,0 +1,68 @@
+# Molecule tests of the Ansible roles (tests/test_roles.py): rootful podman with runc and a
+# Debian 12 base image built with debootstrap (no registry), plus the containers.podman collection.
+# Sourced by scripts/install-test-deps (bash, as root, with apt_install and $CLUSTERDEF_CACHE).
+#
+# Cached under $CLUSTERDEF_CACHE/molecule/:
+#   containers.conf     host quirks (see TESTING.md); tests point CONTAINERS_CONF at it, and it is
+#                       copied to /etc/containers/containers.conf when that file is absent or ours
+#   bookworm.tar        the debootstrap root (python3 + python3-apt for Ansible, apt-utils for the
+#                       scenarios' local apt repositories), imported as localhost/clusterdef-molecule:bookworm
+#   collections/        ansible_collections/containers/podman from the `ansible` wheel (no Galaxy here)
+# Set CLUSTERDEF_MOLECULE=0 to skip all of it (the molecule tests then skip, or fail under CI).
+
+if [ "${CLUSTERDEF_MOLECULE:-1}" != "0" ]; then
+  apt_install podman runc conmon catatonit containernetworking-plugins iptables debootstrap unzip
+
+  molecule_dir="$CLUSTERDEF_CACHE/molecule"
+  mkdir -p "$molecule_dir"
+
+  # Host quirks: root cannot raise rlimits; cgroups are hybrid, so runc + cgroupfs.
+  conf="$molecule_dir/containers.conf"
+  cat >"$conf.tmp" <<EOF
+# written by clusterdef scripts/deps.d/50-molecule.sh
+[containers]
+default_ulimits = ["nofile=$(ulimit -Hn):$(ulimit -Hn)", "nproc=$(cat /proc/sys/kernel/pid_max):$(cat /proc/sys/kernel/pid_max)"]
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+EOF
+  mv "$conf.tmp" "$conf"
+  if [ ! -e /etc/containers/containers.conf ] || grep -q "written by clusterdef" /etc/containers/containers.conf; then
+    mkdir -p /etc/containers && cp "$conf" /etc/containers/containers.conf
+  fi
+
+  # Base image: one debootstrap root, shared by every scenario.
+  molecule_image=localhost/clusterdef-molecule:bookworm
+  molecule_tar="$molecule_dir/bookworm.tar"
+  if [ ! -s "$molecule_tar" ]; then
+    root="$molecule_dir/root.tmp.$$"
+    rm -rf "$root" && mkdir -p "$root"
+    echo "debootstrap bookworm molecule base image (once; cached)"
+    if ! debootstrap --variant=minbase --include=python3,python3-apt,apt-utils,procps \
+         bookworm "$root" http://deb.debian.org/debian >"$root.log" 2>&1; then
+      tail -n 20 "$root.log" >&2; rm -rf "$root"; return 1
+    fi
+    rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root.log"
+    tar -C "$root" -cf "$molecule_tar.tmp" . && mv "$molecule_tar.tmp" "$molecule_tar"
+    rm -rf "$root"
+    CONTAINERS_CONF="$conf" podman rmi -f "$molecule_image" >/dev/null 2>&1 || true
+  fi
+  if ! CONTAINERS_CONF="$conf" podman image exists "$molecule_image"; then
+    CONTAINERS_CONF="$conf" podman import --change 'CMD ["sleep", "infinity"]' \
+      "$molecule_tar" "$molecule_image" >/dev/null
+  fi
+
+  # containers.podman from the ansible wheel (the wheel is big; only the collection is kept).
+  if [ ! -f "$molecule_dir/collections/ansible_collections/containers/podman/MANIFEST.json" ]; then
+    wheel_dir="$molecule_dir/wheel.tmp.$$"
+    rm -rf "$wheel_dir" && mkdir -p "$wheel_dir"
+    python3 -m venv "$wheel_dir/venv"   # the host python may have no pip; a throwaway venv has one
+    "$wheel_dir/venv/bin/pip" download -q --no-deps --disable-pip-version-check -d "$wheel_dir" "ansible>=12,<13"
+    rm -rf "$molecule_dir/collections.tmp" && mkdir -p "$molecule_dir/collections.tmp"
+    unzip -q "$wheel_dir"/ansible-*.whl 'ansible_collections/containers/podman/*' -d "$molecule_dir/collections.tmp"
+    rm -rf "$molecule_dir/collections" && mv "$molecule_dir/collections.tmp" "$molecule_dir/collections"
+    rm -rf "$wheel_dir"
+  fi
+fi

@@ -1,0 +1,279 @@
+"""Drift: which nodes run versions other than the validated set says they should.
+
+Input is the JSON the `gpu_facts` Ansible role writes per node (docs/facts-format.md):
+
+    {"host": "gpu001", "collected_at": "2026-11-30T02:00:00Z",
+     "versions": {"driver": "580.126.20", "cuda": "13.0.2", "nccl": "2.30.4",
+                  "container_toolkit": "1.19.1", "kernel": "6.8.0-60-generic",
+                  "slurm": "25.11.7", "kubelet": "v1.34.2",
+                  "firmware": {"bmc": "...", "gpu_vbios": "...", ...}}}
+
+Any version may be "unknown" (the collector could not read it): such a component is
+reported as unknown, never as on-matrix and never as off-matrix. A fact file holds one
+such object or a JSON list of them; a directory is read file by file (*.json).
+
+Pure apart from reading the facts: outputs (report, drain list, Prometheus text) are
+returned as data or text for the CLI to print or write.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import hostlist
+from .errors import Finding, Severity
+from .model import Definition
+from .matrix.model import ValidatedSet
+
+UNKNOWN = "unknown"
+SOFTWARE = ("driver", "cuda", "nccl", "container_toolkit")
+TAINT_KEY = "clusterdef.dev/off-matrix"
+
+
+@dataclass(frozen=True)
+class Expected:
+    group: str
+    control_plane: str
+    platform: str
+    versions: dict[str, str]  # component -> version ("firmware.bmc" for firmware)
+
+
+@dataclass
+class Mismatch:
+    component: str
+    expected: str
+    actual: str
+
+
+@dataclass
+class NodeReport:
+    host: str
+    group: str
+    control_plane: str
+    off: list[Mismatch] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    collected_at: str = ""
+
+    @property
+    def off_matrix(self) -> bool:
+        return bool(self.off)
+
+
+@dataclass
+class DriftReport:
+    set: str
+    nodes: list[NodeReport]
+    missing: list[str]  # hosts in the definition without facts
+    strangers: list[str]  # hosts in the facts that the definition does not know
+
+    @property
+    def off_matrix(self) -> list[NodeReport]:
+        return [n for n in self.nodes if n.off]
+
+    def to_json(self) -> dict:
+        return {
+            "set": self.set,
+            "checked": len(self.nodes),
+            "off_matrix": len(self.off_matrix),
+            "missing": hostlist.fold(self.missing) if self.missing else "",
+            "missing_count": len(self.missing),
+            "unknown_hosts": sorted(self.strangers),
+            "nodes": [{"host": n.host, "group": n.group, "control_plane": n.control_plane,
+                       "collected_at": n.collected_at,
+                       "off": [{"component": m.component, "expected": m.expected, "actual": m.actual}
+                               for m in n.off],
+                       "unknown": n.unknown} for n in self.off_matrix],
+            "unknown_components": {n.host: n.unknown for n in self.nodes if n.unknown},
+        }
+
+
+def expectations(definition: Definition, vs: ValidatedSet) -> dict[str, Expected]:
+    """Per node group: what every node of it must run."""
+    c = vs.components
+    out = {}
+    for gname, g in definition.nodes.items():
+        hw = definition.hardware[g.hardware]
+        want = {k: getattr(c, k) for k in SOFTWARE}
+        want["kernel"] = definition.images[g.image].kernel
+        if g.control_plane == "slurm":
+            want["slurm"] = c.slurm
+        else:
+            want["kubelet"] = c.kubernetes
+        pins = vs.firmware.get(hw.platform, {})
+        for comp in hw.firmware:
+            if comp in pins:
+                want[f"firmware.{comp}"] = pins[comp]
+        out[gname] = Expected(gname, g.control_plane, hw.platform, want)
+    return out
+
+
+def _norm(component: str, value: str) -> str:
+    value = str(value).strip()
+    if component in ("kubelet", "slurm", "gpu_operator"):
+        return value.lstrip("v")
+    return value
+
+
+class FactsError(Exception):
+    def __init__(self, findings: list[Finding]):
+        super().__init__("; ".join(f"{f.where}: {f.message}" for f in findings))
+        self.findings = findings
+
+
+def _bad(file: str, line: int, message: str, hint: str) -> Finding:
+    return Finding("facts-invalid", Severity.ERROR, (), message, hint, file=file, line=line, column=1 if line else 0)
+
+
+FORMAT_HINT = "each fact is {\"host\": ..., \"collected_at\": ..., \"versions\": {...}}; see docs/facts-format.md"
+
+
+def read_facts(path: str | Path) -> list[tuple[str, dict]]:
+    """(file, fact) pairs from a file or a directory of *.json. Raises FactsError with
+    every problem (file:line) when any file is not valid facts."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.glob("*.json"))
+        if not files:
+            raise FactsError([_bad(str(path), 0, f"no *.json fact files in {path}",
+                                   "point --facts at the folder the gpu_facts role writes to")])
+    elif path.is_file():
+        files = [path]
+    else:
+        raise FactsError([_bad(str(path), 0, f"{path} does not exist", "pass a facts file or folder")])
+    facts: list[tuple[str, dict]] = []
+    problems: list[Finding] = []
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8")
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problems.append(Finding("facts-invalid", Severity.ERROR, (), f"not JSON: {exc.msg}", FORMAT_HINT,
+                                    file=str(f), line=exc.lineno, column=exc.colno))
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(_bad(str(f), 0, f"cannot read: {exc}", FORMAT_HINT))
+            continue
+        items = data if isinstance(data, list) else [data]
+        for i, item in enumerate(items):
+            where = f"{f}" + (f" [{i}]" if isinstance(data, list) else "")
+            if not isinstance(item, dict) or not isinstance(item.get("host"), str) or not item["host"]:
+                problems.append(_bad(str(f), 0, f"{where}: a fact needs a non-empty string `host`", FORMAT_HINT))
+                continue
+            versions = item.get("versions")
+            if not isinstance(versions, dict) or not isinstance(versions.get("firmware", {}), dict):
+                problems.append(_bad(str(f), 0, f"{where}: `versions` must be a mapping (with `firmware` a mapping)",
+                                     FORMAT_HINT))
+                continue
+            facts.append((str(f), item))
+    if problems:
+        raise FactsError(problems)
+    return facts
+
+
+def compare(definition: Definition, vs: ValidatedSet, facts: list[tuple[str, dict]]) -> DriftReport:
+    groups = expectations(definition, vs)
+    owner: dict[str, str] = {}
+    for gname, g in definition.nodes.items():
+        for host in hostlist.names(g.hosts):
+            owner[host] = gname
+    reports: list[NodeReport] = []
+    seen: set[str] = set()
+    strangers: list[str] = []
+    for _, fact in facts:
+        host = fact["host"]
+        gname = owner.get(host)
+        if gname is None:
+            strangers.append(host)
+            continue
+        seen.add(host)
+        exp = groups[gname]
+        versions = fact["versions"]
+        firmware = versions.get("firmware") or {}
+        rep = NodeReport(host, gname, exp.control_plane, collected_at=str(fact.get("collected_at", "")))
+        for comp, want in exp.versions.items():
+            if comp.startswith("firmware."):
+                got = firmware.get(comp[9:], UNKNOWN)
+            else:
+                got = versions.get(comp, UNKNOWN)
+            got = UNKNOWN if got is None else str(got)
+            if got == UNKNOWN or got == "":
+                rep.unknown.append(comp)
+            elif _norm(comp, got) != _norm(comp, want):
+                rep.off.append(Mismatch(comp, want, got))
+        reports.append(rep)
+    missing = [h for h in owner if h not in seen]
+    return DriftReport(vs.name, reports, missing, strangers)
+
+
+def _reason(n: NodeReport) -> str:
+    parts = [f"{m.component} {m.actual}!={m.expected}" for m in n.off]
+    text = "clusterdef off-matrix: " + ", ".join(parts)
+    return text.replace('"', "'")[:250]
+
+
+def drain_lines(report: DriftReport) -> list[str]:
+    """Shell lines: `scontrol update ... State=DRAIN` for Slurm-owned nodes (nodes with the same
+    reason folded into one hostlist) and `kubectl taint` for Kubernetes-owned nodes."""
+    by_reason: dict[str, list[str]] = {}
+    lines: list[str] = []
+    for n in report.off_matrix:
+        if n.control_plane == "slurm":
+            by_reason.setdefault(_reason(n), []).append(n.host)
+    for reason, hosts in by_reason.items():
+        lines.append(f'scontrol update NodeName={hostlist.fold(hosts)} State=DRAIN Reason="{reason}"')
+    for n in report.off_matrix:
+        if n.control_plane == "kubernetes":
+            value = "-".join(sorted({m.component.replace("firmware.", "fw-").replace("_", "-") for m in n.off}))[:63]
+            lines.append(f"kubectl taint nodes {n.host} {TAINT_KEY}={value.strip('-')}:NoExecute --overwrite")
+    return lines
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def prometheus(report: DriftReport) -> str:
+    """Prometheus text exposition format (for node_exporter's textfile collector)."""
+    out = [
+        "# HELP clusterdef_drift_nodes_checked Nodes whose facts were compared with the validated set.",
+        "# TYPE clusterdef_drift_nodes_checked gauge",
+        f'clusterdef_drift_nodes_checked{{set="{_label(report.set)}"}} {len(report.nodes)}',
+        "# HELP clusterdef_drift_nodes_off_matrix Nodes running at least one component off the validated set.",
+        "# TYPE clusterdef_drift_nodes_off_matrix gauge",
+        f'clusterdef_drift_nodes_off_matrix{{set="{_label(report.set)}"}} {len(report.off_matrix)}',
+        "# HELP clusterdef_drift_nodes_missing Nodes of the definition without facts.",
+        "# TYPE clusterdef_drift_nodes_missing gauge",
+        f'clusterdef_drift_nodes_missing{{set="{_label(report.set)}"}} {len(report.missing)}',
+        "# HELP clusterdef_node_off_matrix 1 for each node component that differs from the validated set.",
+        "# TYPE clusterdef_node_off_matrix gauge",
+    ]
+    for n in report.off_matrix:
+        for m in n.off:
+            out.append(f'clusterdef_node_off_matrix{{node="{_label(n.host)}",group="{_label(n.group)}",'
+                       f'component="{_label(m.component)}",expected="{_label(m.expected)}",'
+                       f'actual="{_label(m.actual)}"}} 1')
+    out.append("# HELP clusterdef_node_component_unknown 1 for each node component the collector could not read.")
+    out.append("# TYPE clusterdef_node_component_unknown gauge")
+    for n in report.nodes:
+        for comp in n.unknown:
+            out.append(f'clusterdef_node_component_unknown{{node="{_label(n.host)}",group="{_label(n.group)}",'
+                       f'component="{_label(comp)}"}} 1')
+    return "\n".join(out) + "\n"
+
+
+def facts_for(definition: Definition, vs: ValidatedSet, collected_at: str = "2026-11-30T02:00:00Z") -> list[dict]:
+    """On-matrix facts for every node of a definition (for tests, benchmarks and docs)."""
+    groups = expectations(definition, vs)
+    out = []
+    for gname, g in definition.nodes.items():
+        exp = groups[gname]
+        versions: dict = {k: v for k, v in exp.versions.items() if not k.startswith("firmware.")}
+        if "kubelet" in versions:
+            versions["kubelet"] = "v" + versions["kubelet"].lstrip("v")
+        versions["firmware"] = {k[9:]: v for k, v in exp.versions.items() if k.startswith("firmware.")}
+        for host in hostlist.names(g.hosts):
+            out.append({"host": host, "collected_at": collected_at,
+                        "versions": {**versions, "firmware": dict(versions["firmware"])}})
+    return out

@@ -1,0 +1,389 @@
+"""`clusterdef plan`: what changes between two definitions, how disruptive each change
+is, whether the set transition is allowed, and the rollout that applies it.
+
+Both sides are validated and rendered in memory (validate_file + build_tree), so every
+render target registered in TARGETS shows up in the file diffs without plan knowing it.
+The result is one JSON-able document (`Plan.doc`); formats.py turns it into text,
+Markdown or JSON, and the plan file is that JSON with the hashes of both definitions
+and rendered trees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from .. import __version__, hostlist
+from ..build import build_tree
+from ..errors import Finding, Severity
+from ..model import Definition
+from ..validate.pipeline import Result, validate_file
+from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_hash
+from .rollout import Stage, choose_canary, gates, rollback_target, waves
+from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, LIVE, NONE, REBOOT, REFLASH, RESTART, SEVERITY,
+                         Problem, transition)
+
+PLAN_FORMAT = 1
+# Lifecycle findings about the set a cluster runs today do not stop planning the way off it.
+FROM_SIDE_IGNORED = {"matrix-retired", "matrix-candidate", "matrix-driver-eol", "matrix-slurm-eos",
+                     "rollback-not-validated", "rollback-unknown-set"}
+
+
+class PlanInputError(Exception):
+    """A side that cannot be validated or read; carries the findings (file:line, hint)."""
+
+    def __init__(self, findings: list[Finding], sources: dict | None = None):
+        super().__init__("; ".join(f"{f.where}: {f.code} {f.message}" for f in findings))
+        self.findings = findings
+        self.sources = sources or {}
+
+
+@dataclass
+class Side:
+    label: str  # the file name (or ref:path) shown in the plan
+    result: Result
+    tree: dict[str, str]
+
+    @property
+    def definition(self) -> Definition:
+        assert self.result.definition is not None
+        return self.result.definition
+
+    @property
+    def text(self) -> str:
+        return self.result.source.text if self.result.source else ""
+
+
+def load_side(path: str | Path, matrices: str | Path | None, today: date, ignore: set[str] = frozenset(),
+              label: str | None = None) -> Side:
+    result = validate_file(path, matrices, today)
+    if ignore:
+        result.findings = [f for f in result.findings if f.code not in ignore]
+    if not result.ok:
+        raise PlanInputError(result.errors or result.findings,
+                             {result.file: result.source} if result.source else {})
+    tree, _ = build_tree(result)
+    return Side(label or Path(path).name, result, tree)
+
+
+def _git(args: list[str], cwd: Path) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise PlanInputError([Finding("plan-git", Severity.ERROR, (), f"git {' '.join(args)} failed: "
+                                      f"{proc.stderr.strip() or proc.stdout.strip()}",
+                                      "pass a ref that exists (e.g. origin/main after `git fetch`), or use "
+                                      "--from OLD.yaml")])
+    return proc.stdout
+
+
+def materialise_base(ref: str, definition: str | Path, workdir: Path) -> Path:
+    """Write the definition as it is at git `ref` (and the MAC inventories it names, from the
+    same ref, else from the working tree) into `workdir`; return the file path."""
+    from ..source import load_file
+
+    definition = Path(definition).resolve()
+    if shutil.which("git") is None:
+        raise PlanInputError([Finding("plan-git", Severity.ERROR, (), "--base needs git, which is not installed",
+                                      "install git or use --from OLD.yaml")])
+    top = Path(_git(["rev-parse", "--show-toplevel"], definition.parent).strip())
+    rel = definition.relative_to(top).as_posix()
+    text = _git(["show", f"{ref}:{rel}"], top)
+    out = workdir / definition.name
+    out.write_text(text, encoding="utf-8")
+    try:
+        data = load_file(out).data
+    except Exception:
+        return out  # validation reports the problem with its line
+    for group in (data.get("nodes") or {}).values() if isinstance(data, dict) else []:
+        mac = ((group or {}).get("addressing") or {}).get("mac") or {}
+        if isinstance(mac, dict) and mac.get("source") == "inventory" and isinstance(mac.get("file"), str):
+            src_rel = (Path(rel).parent / mac["file"]).as_posix()
+            dest = workdir / mac["file"]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            proc = subprocess.run(["git", "show", f"{ref}:{src_rel}"], cwd=top, capture_output=True, timeout=60)
+            if proc.returncode == 0:
+                dest.write_bytes(proc.stdout)
+            elif (definition.parent / mac["file"]).is_file():
+                shutil.copyfile(definition.parent / mac["file"], dest)
+    return out
+
+
+@dataclass
+class Plan:
+    doc: dict
+    refusals: list[Problem] = field(default_factory=list)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.refusals)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _hosts_of(d: Definition, pred) -> list[str]:
+    out: list[str] = []
+    for g in d.nodes.values():
+        if pred(g):
+            out.extend(hostlist.names(g.hosts))
+    return out
+
+
+def _component_hosts(d: Definition, comp: str) -> list[str]:
+    gpu = lambda g: d.hardware[g.hardware].gpu is not None  # noqa: E731
+    if comp in ("driver", "cuda", "nccl", "container_toolkit"):
+        return _hosts_of(d, gpu)
+    if comp in ("kubernetes", "gpu_operator"):
+        return _hosts_of(d, lambda g: g.control_plane == "kubernetes")
+    if comp == "slurm":
+        return _hosts_of(d, lambda g: g.control_plane == "slurm")
+    return _hosts_of(d, lambda g: True)
+
+
+def _layer_changes(old: Side, new: Side) -> list[dict]:
+    """Every component and firmware pin that changes with the set, with its layer, class and nodes."""
+    d, ovs, nvs = new.definition, old.result.matrix.sets[old.definition.cluster.matrix], \
+        new.result.matrix.sets[new.definition.cluster.matrix]
+    oc, nc = ovs.components.model_dump(), nvs.components.model_dump()
+    out = []
+    has = {"slurm": bool(d.slurm) and any(g.control_plane == "slurm" for g in d.nodes.values()),
+           "kubernetes": any(g.control_plane == "kubernetes" for g in d.nodes.values())}
+    has["gpu_operator"] = has["kubernetes"]
+    for comp in nc:
+        if oc.get(comp) == nc.get(comp) or not has.get(comp, True):
+            continue
+        hosts = _component_hosts(d, comp)
+        out.append({"component": comp, "layer": LAYER_OF.get(comp, "firmware"), "from": oc.get(comp),
+                    "to": nc.get(comp), "disruption": COMPONENT_DISRUPTION.get(comp, RESTART),
+                    "nodes": len(hosts), "hosts": hostlist.fold(hosts) if hosts else "", "_hosts": hosts})
+    for hname, hw in d.hardware.items():
+        groups_hosts = _hosts_of(d, lambda g: g.hardware == hname)
+        if not groups_hosts:
+            continue
+        for comp in hw.firmware:
+            a = ovs.firmware.get(hw.platform, {}).get(comp)
+            b = nvs.firmware.get(hw.platform, {}).get(comp)
+            if a != b:
+                out.append({"component": f"firmware.{comp}", "hardware": hname, "platform": hw.platform,
+                            "layer": "firmware", "from": a, "to": b, "disruption": REFLASH,
+                            "nodes": len(groups_hosts), "hosts": hostlist.fold(groups_hosts),
+                            "_hosts": groups_hosts})
+    order = [name for name, _ in LAYERS]
+    return sorted(out, key=lambda lc: order.index(lc["layer"]))
+
+
+def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
+    d = new.definition
+    matrix = new.result.matrix
+    old_set = matrix.sets.get(old.definition.cluster.matrix) or old.result.matrix.sets[old.definition.cluster.matrix]
+    new_set = matrix.sets[d.cluster.matrix]
+    refusals: list[Problem] = []
+    warnings: list[Problem] = []
+
+    if new_set.status == "retired":
+        refusals.append(Problem("plan-target-retired", f"target set {new_set.name} is retired",
+                                "plan towards a validated set (`clusterdef matrix list`)"))
+    elif new_set.status == "candidate" and not allow_candidate:
+        refusals.append(Problem("plan-target-candidate", f"target set {new_set.name} is a candidate, not validated",
+                                "pass --allow-candidate to plan the canary stage only; waves need a validated set"))
+    canary_only = new_set.status == "candidate"
+
+    has_slurm = d.slurm is not None and any(g.control_plane == "slurm" for g in d.nodes.values())
+    has_k8s = any(g.control_plane == "kubernetes" for g in d.nodes.values())
+    t = transition(matrix.compat, old_set, new_set, has_slurm, has_k8s) if old_set.name != new_set.name else None
+    if t:
+        refusals += t.refusals
+        warnings += t.warnings
+
+    layer_changes = _layer_changes(old, new) if t else []
+    changes: list[Change] = model_changes(old.definition, d)
+
+    # ---- nodes that need a node-level stage, by group, and the layers they take
+    node_hosts: set[str] = set()
+    for lc in layer_changes:
+        if lc["disruption"] in (REBOOT, REFLASH, RESTART):
+            node_hosts.update(lc["_hosts"])
+    for c in changes:
+        if c.disruption in (REBOOT, REFLASH):
+            node_hosts.update(h for h in c.hosts)
+    group_of = {h: g for g, n in d.nodes.items() for h in hostlist.names(n.hosts)}
+    by_group: dict[str, set[str]] = {}
+    for h in node_hosts:
+        if h in group_of:
+            by_group.setdefault(group_of[h], set()).add(h)
+
+    def layer_steps(hosts: set[str], include_daemons: bool) -> list[str]:
+        steps = []
+        for layer, _ in LAYERS:
+            parts = []
+            for lc in layer_changes:
+                if lc["layer"] != layer or not hosts.intersection(lc["_hosts"]):
+                    continue
+                if lc["component"] == "gpu_operator" or (
+                        not include_daemons and lc["component"] in ("slurm", "kubernetes")):
+                    continue  # the GPU Operator is cluster-wide: the control-plane stage upgrades it
+                what = lc["component"] + (f" on {lc['hardware']}" if "hardware" in lc else "")
+                parts.append(f"{what} {lc['from']} -> {lc['to']}")
+            if layer == "driver":
+                for c in changes:
+                    if c.disruption == REBOOT and hosts.intersection(c.hosts):
+                        parts.append(f"{c.dotted}: {c.old} -> {c.new}")
+            if layer == "firmware":
+                for c in changes:
+                    if c.disruption == REFLASH and hosts.intersection(c.hosts):
+                        parts.append(f"{c.dotted}: {c.old} -> {c.new}")
+            if parts:
+                how = {"firmware": "reflash, power-cycle", "driver": "reboot", "cuda-nccl": "reboot into the image",
+                       "container-toolkit": "restart containerd", "kubernetes": "restart kubelet",
+                       "slurm": "restart slurmd"}[layer]
+                steps.append(f"layer {layer}: " + "; ".join(parts) + f" ({how}, then health check)")
+        return steps
+
+    stages: list[Stage] = []
+    rb_set, rb_problems = rollback_target(d, matrix, old_set.name, new_set.name)
+    for p in rb_problems:
+        warnings.append(Problem("rollback-target", p, "set upgrade.rollback.target to a validated set"))
+    baseline = new_set.baseline
+    gate_list = gates(d, has_slurm, has_k8s, baseline)
+    stages.append(Stage("prepare", "prepare", steps=[
+        f"snapshot: rendered tree {tree_hash(old.tree)[:12]}, slurmdbd database dump, etcd snapshot",
+        "record versions: `clusterdef drift --facts ...` shows every node on "
+        f"{old_set.name} (or lists the exceptions)",
+        f"check the rollback target {rb_set or '(none)'} is on hand (packages, images, firmware bundles)",
+    ]))
+    affected_groups = sorted(by_group, key=list(d.nodes).index)
+    canary_hosts: list[str] = []
+    if by_group:
+        group, canary_hosts, switches, cw = choose_canary(d, affected_groups)
+        warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
+        pol = d.upgrade
+        stages.append(Stage("canary", "canary", canary_hosts, [
+            f"drain {hostlist.fold(canary_hosts)} (timeout {pol.drain.timeout_minutes} min)",
+            *layer_steps(set(canary_hosts), include_daemons=False)], gate_list, switches))
+        if pol.rollback.exercise_on_canary and rb_set:
+            stages.append(Stage("rollback drill", "rollback-drill", canary_hosts, [
+                f"roll the canary back to {rb_set} (same layers, reverse order)",
+                "run the gates on the rollback target",
+                f"re-apply {new_set.name} to the canary"], gate_list, switches))
+    cp_steps: list[str] = []
+    if t:
+        for i, hop in enumerate(t.slurm):
+            last = i == len(t.slurm) - 1
+            cp_steps.append(f"slurmdbd -> {hop.version} (first; database conversion, dump taken in prepare)")
+            cp_steps.append(f"slurmctld -> {hop.version}")
+            if not last:
+                cp_steps.append(f"slurmd -> {hop.version} on every Slurm node (rolling restart, jobs keep "
+                                "running) before the next hop")
+        for m in t.apiserver:
+            cp_steps.append(f"kube-apiserver and control plane -> {m}")
+        ogo, ngo = old_set.components.gpu_operator, new_set.components.gpu_operator
+        if has_k8s and ogo != ngo:
+            cp_steps.append(f"GPU Operator {ogo} -> {ngo} (Helm upgrade with the rendered values)")
+    for c in changes:
+        if c.disruption in (LIVE, RESTART):
+            cp_steps.append(f"{c.disruption}: {c.dotted}" + (f" ({len(c.hosts)} nodes)" if c.hosts else ""))
+    if cp_steps and canary_hosts:
+        daemons = [lc for lc in layer_changes if lc["component"] in ("slurm", "kubernetes")]
+        for lc in daemons:
+            mine = [h for h in canary_hosts if h in set(lc["_hosts"])]
+            if mine:
+                cp_steps.append(f"{'slurmd' if lc['component'] == 'slurm' else 'kubelet'} -> {lc['to']} on the "
+                                f"canary {hostlist.fold(mine)}")
+    if cp_steps:
+        stages.append(Stage("control plane and cluster config", "control-plane", [], cp_steps,
+                            gate_list[2:] if canary_hosts else []))
+    wave_list = waves(d, by_group, set(canary_hosts))
+    withheld = 0
+    if canary_only:
+        withheld = len(wave_list)
+        stages = [s for s in stages if s.kind != "control-plane"]
+    else:
+        for i, (hosts, switches) in enumerate(wave_list, 1):
+            stages.append(Stage(f"wave {i}", "wave", hosts, [
+                f"drain {hostlist.fold(hosts)} (timeout {d.upgrade.drain.timeout_minutes} min, "
+                f"grace {d.upgrade.drain.grace_seconds} s)",
+                *layer_steps(set(hosts), include_daemons=True),
+                "resume the nodes; halt the rollout here if any gate fails"], gate_list, switches))
+
+    # ---- disruption summary
+    summary: dict[str, dict] = {}
+    for cls in (REFLASH, REBOOT, RESTART, LIVE, NONE):
+        hosts: set[str] = set()
+        n = 0
+        for lc in layer_changes:
+            if lc["disruption"] == cls:
+                n += 1
+                hosts.update(lc["_hosts"])
+        for c in changes:
+            if c.disruption == cls:
+                n += 1
+                hosts.update(c.hosts)
+        if n:
+            summary[cls] = {"changes": n, "nodes": len(hosts)}
+
+    files = tree_diff(old.tree, new.tree)
+    doc = {
+        "plan_format": PLAN_FORMAT,
+        "clusterdef": __version__,
+        "cluster": d.cluster.name,
+        "from": {"file": old.label, "set": old_set.name, "status": old_set.status,
+                 "definition_sha256": _sha(old.text), "tree_sha256": tree_hash(old.tree)},
+        "to": {"file": new.label, "set": new_set.name, "status": new_set.status,
+               "definition_sha256": _sha(new.text), "tree_sha256": tree_hash(new.tree)},
+        "refused": bool(refusals),
+        "refusals": [p.to_json() for p in refusals],
+        "warnings": [p.to_json() for p in warnings],
+        "canary_only": canary_only,
+        "set_change": {
+            "from": old_set.name, "to": new_set.name, "to_status": new_set.status,
+            "layers": [{k: v for k, v in lc.items() if not k.startswith("_")} for lc in layer_changes],
+        },
+        "compatibility": t.to_json() if t else None,
+        "changes": [c.to_json() for c in changes],
+        "disruption": summary,
+        "rollout": {
+            "layer_order": [name for name, _ in LAYERS],
+            "canary": {"hosts": hostlist.fold(canary_hosts) if canary_hosts else "", "nodes": len(canary_hosts)},
+            "waves": len(wave_list), "waves_withheld": withheld,
+            "wave_size": d.upgrade.wave_size,
+            "gates": gate_list,
+            "rollback": {"target": rb_set, "exercised_on_canary": bool(canary_hosts)
+                         and d.upgrade.rollback.exercise_on_canary},
+            "stages": [s.to_json() for s in stages],
+        },
+        "files": [f.to_json() for f in files],
+        "kubernetes_objects": kubernetes_summary(old.tree, new.tree, files),
+    }
+    return Plan(doc, refusals)
+
+
+def severity(cls: str) -> int:
+    return SEVERITY.get(cls, 0)
+
+
+def check_plan_file(doc: dict, old_text: str, new_text: str, old_tree: dict, new_tree: dict) -> list[str]:
+    """Reasons a plan file no longer matches the definitions and trees (empty when it does)."""
+    out = []
+    for side, text, tree in (("from", old_text, old_tree), ("to", new_text, new_tree)):
+        rec = doc.get(side) or {}
+        if rec.get("definition_sha256") != _sha(text):
+            out.append(f"the {side} definition changed since the plan was made")
+        if rec.get("tree_sha256") != tree_hash(tree):
+            out.append(f"the rendered {side} tree changed since the plan was made")
+    return out
+
+
+def base_side(ref: str, definition: str | Path, matrices, today: date) -> Side:
+    from ..matrix.load import find_matrices
+
+    root = Path(matrices) if matrices else find_matrices(definition)
+    with tempfile.TemporaryDirectory(prefix="clusterdef-base-") as tmp:
+        path = materialise_base(ref, definition, Path(tmp))
+        side = load_side(path, root, today, FROM_SIDE_IGNORED, label=f"{ref}:{Path(definition).name}")
+    return side

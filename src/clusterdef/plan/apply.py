@@ -1,0 +1,271 @@
+"""From a plan file to the Ansible runs that carry it out (`clusterdef apply`).
+
+The plan file is checked first: both definitions are validated and rendered again in memory
+and their hashes compared with the plan's (`check_plan_file`); a stale plan is refused before
+anything runs. Then each rollout stage becomes one or more steps, each step one
+`ansible-playbook` run on one upgrade wave group of the *rendered* inventory
+(`ansible/inventory/hosts.yml`, `upgrade_waves` > `wave_000` (canary), `wave_001`...):
+
+| plan stage | steps (playbook in the playbooks folder) |
+|---|---|
+| prepare | `prepare.yml` when the folder has one, else recorded as skipped |
+| canary | `upgrade.yml` on the canary wave, then the gates |
+| rollback drill | `rollback.yml`, the gates, `upgrade.yml` again (re-apply the target) |
+| control plane and cluster config | `control-plane.yml` (required unless `--skip-stage control-plane`) |
+| wave N | `upgrade.yml` on the wave, then the gates |
+
+Gates are `gates.yml` (site specific: NCCL vs baseline, Slurm job, GPU pod) when present, else
+`enforce-baseline.yml` limited to the wave (health and drift through node_admission).
+Every run gets `clusterdef_wave`, `clusterdef_stage` and `clusterdef_step` as extra vars.
+Nothing here runs Ansible or prints: runner.py runs the steps, cli.py shows them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from ruamel.yaml import YAML, YAMLError
+
+from .. import hostlist
+from . import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_file, load_side
+
+GATES = ("gates.yml", "enforce-baseline.yml")
+STAGE_KINDS = ("prepare", "canary", "rollback-drill", "control-plane", "wave")
+SKIPPABLE = ("prepare", "control-plane")
+_RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::(\d+))?\]")
+
+
+class ApplyError(Exception):
+    """The plan cannot be applied as it stands (stale, refused, unreadable, no playbook):
+    nothing has run. `reasons` are one line each; `findings`/`sources` carry definition errors."""
+
+    def __init__(self, reasons: list[str], hint: str = "", findings=None, sources=None):
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
+        self.hint = hint
+        self.findings = findings or []
+        self.sources = sources or {}
+
+
+@dataclass
+class Step:
+    stage: str          # the plan stage's name ("canary", "wave 1", ...)
+    kind: str           # the plan stage's kind
+    action: str         # prepare | upgrade | gates | rollback | reapply | control-plane
+    playbook: Path | None  # None: skipped (reason in `skipped`)
+    wave: str = ""      # inventory group (wave_NNN) or "" for cluster-wide steps
+    hosts: list[str] = field(default_factory=list)
+    limit: str | None = None
+    skipped: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.stage}: {self.action}" + (f" {self.wave}" if self.wave else "")
+
+    def extravars(self, extra: dict) -> dict:
+        return {**extra, "clusterdef_wave": self.wave or "none", "clusterdef_stage": self.stage,
+                "clusterdef_step": self.action}
+
+    def to_json(self) -> dict:
+        return {"stage": self.stage, "kind": self.kind, "action": self.action,
+                "playbook": str(self.playbook) if self.playbook else None, "wave": self.wave,
+                "hosts": hostlist.fold(self.hosts) if self.hosts else "", "nodes": len(self.hosts),
+                "limit": self.limit, **({"skipped": self.skipped} if self.skipped else {})}
+
+
+# --------------------------------------------------------------------------- the rendered inventory
+
+def expand_pattern(pattern: str) -> list[str]:
+    """Hosts of an Ansible inventory host pattern with ranges: `gpu[001:004]`, `n[a:c]x[1:4:2]`."""
+    m = _RANGE.search(pattern)
+    if not m:
+        return [pattern]
+    lo, hi, step = m.group(1), m.group(2), int(m.group(3) or 1)
+    head, tail = pattern[:m.start()], pattern[m.end():]
+    if lo.isdigit() and hi.isdigit():
+        width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
+        items = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1, step)]
+    elif len(lo) == 1 and len(hi) == 1:
+        items = [chr(c) for c in range(ord(lo), ord(hi) + 1, step)]
+    else:
+        raise ValueError(f"host range {m.group(0)!r} is neither numeric nor single letters")
+    return [h for item in items for h in expand_pattern(head + item + tail)]
+
+
+def inventory_waves(hosts_yml: str) -> dict[str, list[str]]:
+    """`{wave_NNN: [hosts]}` in order from a rendered `ansible/inventory/hosts.yml`."""
+    data = YAML(typ="safe", pure=True).load(hosts_yml) or {}
+    groups = (((data.get("all") or {}).get("children") or {}).get("upgrade_waves") or {}).get("children") or {}
+    out: dict[str, list[str]] = {}
+    for name in sorted(groups, key=lambda g: int(g.split("_")[-1]) if g.split("_")[-1].isdigit() else 1 << 30):
+        hosts = (groups[name] or {}).get("hosts") or {}
+        out[name] = [h for pattern in hosts for h in expand_pattern(str(pattern))]
+    return out
+
+
+def wave_groups(stage: dict, waves: dict[str, list[str]]) -> list[tuple[str, list[str], str | None]]:
+    """(group, hosts, limit) covering the stage's hosts: usually exactly one whole wave group;
+    a stage with only some of a group's hosts (nodes the change does not touch are left out
+    of the plan) gets a limit to its hosts."""
+    want = list(hostlist.names(stage["hosts"])) if stage.get("hosts") else []
+    wanted = set(want)
+    out = []
+    covered: set[str] = set()
+    for group, hosts in waves.items():
+        mine = [h for h in hosts if h in wanted]
+        if mine:
+            covered.update(mine)
+            out.append((group, mine, None if len(mine) == len(hosts) else ",".join(mine)))
+    missing = [h for h in want if h not in covered]
+    if missing:
+        raise ApplyError([f"stage {stage['name']!r}: {hostlist.fold(missing)} belong to no upgrade wave of the "
+                          "rendered inventory"], "render the ansible target (it writes upgrade_waves) and plan again")
+    return out
+
+
+# --------------------------------------------------------------------------- plan -> steps
+
+def _playbook(playbooks: Path, *names: str) -> Path | None:
+    for n in names:
+        if (playbooks / n).is_file():
+            return playbooks / n
+    return None
+
+
+def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: set[str] = frozenset()) -> list[Step]:
+    """The ordered steps of the plan's rollout. Raises ApplyError (nothing has run) when a
+    playbook a stage needs is missing or a stage's hosts are not in the inventory's waves."""
+    problems: list[str] = []
+    steps: list[Step] = []
+    upgrade, rollback = _playbook(playbooks, "upgrade.yml"), _playbook(playbooks, "rollback.yml")
+    gates = _playbook(playbooks, *GATES)
+
+    def need(pb: Path | None, name: str, stage: str) -> Path | None:
+        if pb is None:
+            problems.append(f"stage {stage!r} needs {name} in {playbooks}, which has none")
+        return pb
+
+    def per_wave(stage: dict, *actions: tuple[str, Path | None, str]) -> None:
+        for group, hosts, limit in wave_groups(stage, waves):
+            for action, pb, pb_name in actions:
+                steps.append(Step(stage["name"], stage["kind"], action, need(pb, pb_name, stage["name"]), group,
+                                  hosts, limit if action in ("upgrade", "reapply", "rollback") else (limit or group)))
+
+    for stage in doc.get("rollout", {}).get("stages", []):
+        kind, name = stage.get("kind"), stage.get("name", "?")
+        if kind not in STAGE_KINDS:
+            problems.append(f"stage {name!r} has an unknown kind {kind!r} (plan file from a newer clusterdef?)")
+            continue
+        try:
+            if kind in skip:
+                steps.append(Step(name, kind, kind, None, skipped="skipped by --skip-stage"))
+            elif kind == "prepare":
+                pb = _playbook(playbooks, "prepare.yml")
+                steps.append(Step(name, kind, "prepare", pb,
+                                  skipped="" if pb else "no prepare.yml: snapshot and record versions by hand"))
+            elif kind == "control-plane":
+                pb = _playbook(playbooks, "control-plane.yml")
+                if pb is None:
+                    problems.append(f"stage {name!r} needs control-plane.yml in {playbooks}, which has none; "
+                                    "write one, or upgrade the control plane by hand and pass "
+                                    "--skip-stage control-plane")
+                steps.append(Step(name, kind, "control-plane", pb))
+            elif kind in ("canary", "wave"):
+                per_wave(stage, ("upgrade", upgrade, "upgrade.yml"), ("gates", gates, " or ".join(GATES)))
+            elif kind == "rollback-drill":
+                per_wave(stage, ("rollback", rollback, "rollback.yml"), ("gates", gates, " or ".join(GATES)),
+                         ("reapply", upgrade, "upgrade.yml"))
+        except ApplyError as exc:
+            problems += exc.reasons
+    if problems:
+        raise ApplyError(list(dict.fromkeys(problems)), "nothing was run; fix the playbooks folder (--playbooks) "
+                         "or the plan")
+    return steps
+
+
+# --------------------------------------------------------------------------- the plan file and its definitions
+
+@dataclass
+class Prepared:
+    doc: dict
+    old: Side
+    new: Side
+    steps: list[Step]
+    inventory: dict[str, str]  # relpath under ansible/ -> text, from the new rendered tree
+
+
+def read_plan_file(path: Path) -> dict:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ApplyError([f"cannot read the plan file {path}: {exc}"], "pass the file `clusterdef plan --plan-file` wrote")
+    except json.JSONDecodeError as exc:
+        raise ApplyError([f"{path}:{exc.lineno}: not a plan file (invalid JSON: {exc.msg})"],
+                         "pass the file `clusterdef plan --plan-file` wrote")
+    if not isinstance(doc, dict) or "plan_format" not in doc or not isinstance(doc.get("rollout"), dict):
+        raise ApplyError([f"{path}: not a clusterdef plan file (no plan_format/rollout)"],
+                         "pass the file `clusterdef plan --plan-file` wrote")
+    if doc.get("refused"):
+        raise ApplyError([f"{path}: the plan was refused: " + "; ".join(r.get("message", "?") for r in
+                                                                        doc.get("refusals", []))])
+    return doc
+
+
+def _locate(label: str, plan_path: Path) -> Path | None:
+    for base in (Path(plan_path).parent, Path.cwd()):
+        if (base / label).is_file():
+            return base / label
+    return None
+
+
+def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | None, matrices, today: date,
+            playbooks: Path, skip: set[str] = frozenset()) -> Prepared:
+    """Read the plan file, re-render both definitions and refuse a stale plan; map the stages
+    to steps. The definitions default to the plan's file names beside the plan file (or in the
+    working directory); a `REF:name` from side is read from git like `plan --base`."""
+    doc = read_plan_file(plan_path)
+    to = to or _locate(doc["to"].get("file", ""), plan_path)
+    if to is None:
+        raise ApplyError([f"cannot find the new definition {doc['to'].get('file')!r} beside {plan_path}"],
+                         "pass --to DEF.yaml")
+    label = doc["from"].get("file", "")
+    if from_ is None and base is None:
+        if ":" in label and _locate(label, plan_path) is None:
+            base = label.split(":", 1)[0]
+        else:
+            from_ = _locate(label, plan_path)
+            if from_ is None:
+                raise ApplyError([f"cannot find the old definition {label!r} beside {plan_path}"],
+                                 "pass --from OLD.yaml or --base GIT_REF")
+    try:
+        new = load_side(to, matrices, today, {"matrix-candidate"})
+        old = base_side(base, to, matrices, today) if base else load_side(from_, matrices, today, FROM_SIDE_IGNORED)
+    except PlanInputError as exc:
+        raise ApplyError(["a definition no longer validates"], "fix it and plan again", exc.findings, exc.sources)
+    stale = check_plan_file(doc, old.text, new.text, old.tree, new.tree)
+    if stale:
+        raise ApplyError(stale, "the plan no longer describes these definitions: run `clusterdef plan` again, "
+                         "review it, and apply the new plan file")
+    inventory = {rel[len("ansible/"):]: text for rel, text in new.tree.items() if rel.startswith("ansible/")}
+    if "inventory/hosts.yml" not in inventory:
+        raise ApplyError(["the rendered tree has no ansible/inventory/hosts.yml"],
+                         "the ansible render target writes the inventory with the upgrade waves")
+    try:
+        waves = inventory_waves(inventory["inventory/hosts.yml"])
+    except (YAMLError, ValueError) as exc:
+        raise ApplyError([f"the rendered inventory cannot be read: {exc}"])
+    return Prepared(doc, old, new, steps_for_plan(doc, waves, Path(playbooks), skip), inventory)
+
+
+def find_playbooks(start: Path | None) -> Path | None:
+    """The nearest `playbooks/` folder beside or above `start` (the definition), else in the
+    working directory."""
+    here = Path(start).resolve().parent if start else Path.cwd()
+    for d in (here, *here.parents, Path.cwd()):
+        if (d / "playbooks" / "upgrade.yml").is_file():
+            return d / "playbooks"
+    return None

@@ -1,0 +1,212 @@
+"""Plan output formats from the plan document: rich text (coloured), Markdown for a
+pull-request comment (Mermaid diagram of the waves, a collapsed section per file diff)
+and JSON (the plan file)."""
+
+from __future__ import annotations
+
+import json
+
+from rich.markup import escape
+
+from .transition import LIVE, NONE, REBOOT, REFLASH, RESTART
+
+COLOUR = {REFLASH: "red", REBOOT: "yellow", RESTART: "cyan", LIVE: "green", NONE: "dim"}
+ORDER = (REFLASH, REBOOT, RESTART, LIVE, NONE)
+MD_DIFF_LINES = 150  # per file in Markdown; the JSON plan keeps whole diffs
+MD_DIFF_CHARS = 30000  # all diffs together, to stay inside a PR comment
+
+
+def to_json(doc: dict) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def _val(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, (dict, list)):
+        text = json.dumps(v, sort_keys=True)
+        return text if len(text) <= 60 else text[:57] + "..."
+    return str(v)
+
+
+def _md(v) -> str:
+    return _val(v).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(doc: dict) -> str:
+    f, t = doc["from"], doc["to"]
+    out = [f"## clusterdef plan: `{doc['cluster']}` {f['set']} → {t['set']}", ""]
+    if doc["refused"]:
+        out += ["> [!CAUTION]", "> **Refused.** This plan cannot be applied:"]
+        out += [f"> - `{p['code']}`: {p['message']} (hint: {p['hint']})" for p in doc["refusals"]]
+        out.append("")
+    if doc.get("canary_only"):
+        out += ["> [!WARNING]", f"> Target set `{t['set']}` is a **{t['status']}**: this plan covers the canary "
+                f"and its rollback drill only; {doc['rollout']['waves_withheld']} wave(s) are withheld until the "
+                "set is validated.", ""]
+    for w in doc["warnings"]:
+        out.append(f"- ⚠️ `{w['code']}`: {w['message']}")
+    if doc["warnings"]:
+        out.append("")
+    out += [f"From `{f['file']}` (set `{f['set']}`, {f['status']}) to `{t['file']}` (set `{t['set']}`, "
+            f"{t['status']}).", ""]
+
+    sc = doc["set_change"]
+    out += ["### Set change", ""]
+    if sc["layers"]:
+        out += ["| layer | component | from | to | disruption | nodes |", "|---|---|---|---|---|---|"]
+        for lc in sc["layers"]:
+            comp = lc["component"] + (f" ({lc['hardware']})" if "hardware" in lc else "")
+            out.append(f"| {lc['layer']} | {comp} | {_md(lc['from'])} | {_md(lc['to'])} | {lc['disruption']} "
+                       f"| {lc['nodes']} |")
+    else:
+        out.append("No change of validated set.")
+    out.append("")
+    comp = doc.get("compatibility")
+    if comp:
+        out += ["**Compatibility across the transition**", ""]
+        out += [f"- ✅ {c}" for c in comp["checks"]]
+        out += [f"- ❌ {p['message']}" for p in comp["refusals"]]
+        out += [f"- ⚠️ {p['message']}" for p in comp["warnings"]]
+        out.append("")
+
+    out += ["### Disruption", ""]
+    if doc["disruption"]:
+        out += ["| class | changes | nodes |", "|---|---|---|"]
+        for cls in ORDER:
+            if cls in doc["disruption"]:
+                s = doc["disruption"][cls]
+                out.append(f"| {cls} | {s['changes']} | {s['nodes']} |")
+        out.append("")
+    if doc["changes"]:
+        out += ["<details><summary>Definition changes (" + str(len(doc["changes"])) + ")</summary>", "",
+                "| field | from | to | disruption | nodes |", "|---|---|---|---|---|"]
+        for c in doc["changes"]:
+            out.append(f"| `{c['path']}` | {_md(c['from'])} | {_md(c['to'])} | {c['disruption']} | "
+                       f"{c['nodes']}{' (' + c['hosts'] + ')' if c['hosts'] and len(c['hosts']) < 40 else ''} |")
+        out += ["", "</details>", ""]
+
+    ro = doc["rollout"]
+    out += ["### Rollout", "",
+            "Layer order (one layer at a time): " + " → ".join(ro["layer_order"]) + ".",
+            f"Canary: {ro['canary']['nodes']} node(s) `{ro['canary']['hosts'] or '-'}`; "
+            f"waves of at most {ro['wave_size']} node(s): {ro['waves']}; rollback target: "
+            f"`{ro['rollback']['target'] or '-'}`"
+            + (" (exercised on the canary before wave 1)." if ro["rollback"]["exercised_on_canary"] else "."), ""]
+    stages = ro["stages"]
+    if stages:
+        out += ["```mermaid", "flowchart TD"]
+        for i, s in enumerate(stages):
+            label = s["name"] + (f"<br/>{s['nodes']} nodes: {s['hosts']}" if s["nodes"] else "")
+            if len(label) > 120:
+                label = label[:117] + "..."
+            out.append(f'  s{i}["{label}"]')
+        for i in range(1, len(stages)):
+            out.append(f"  s{i - 1} --> s{i}")
+        if ro["waves"] and not doc.get("canary_only"):
+            out.append("  halt{{halt on the first failing wave}}")
+            first_wave = next(i for i, s in enumerate(stages) if s["kind"] == "wave")
+            out.append(f"  s{first_wave} -. gate fails .-> halt")
+        out += ["```", ""]
+    out += ["**Gates** after the canary, the control plane and every wave:", ""]
+    out += [f"- {g}" for g in ro["gates"]]
+    out.append("")
+    out += ["<details><summary>Stages, step by step</summary>", ""]
+    seen_steps: list[str] | None = None
+    for s in stages:
+        where = f" — {s['nodes']} node(s) `{s['hosts']}`" if s["nodes"] else ""
+        sw = f" on {', '.join(s['switches'])}" if s["switches"] else ""
+        out.append(f"1. **{s['name']}**{where}{sw}")
+        steps = s["steps"][1:]  # after the drain line, waves repeat the same layers
+        if s["kind"] == "wave" and steps == seen_steps:
+            out.append("   - drain, the same layers as the wave before, gates, resume")
+            continue
+        if s["kind"] == "wave":
+            seen_steps = steps
+        out += [f"   - {escape_md(step)}" for step in s["steps"]]
+    out += ["", "</details>", ""]
+
+    if doc["kubernetes_objects"]:
+        out += ["### Kubernetes objects", "", "| change | kind | namespace | name | fields |", "|---|---|---|---|---|"]
+        for o in doc["kubernetes_objects"]:
+            out.append(f"| {o['change']} | {o['kind']} | {o['namespace'] or '-'} | {o['name']} | "
+                       f"{_md(', '.join(o['fields']))} |")
+        out.append("")
+
+    out += ["### Rendered files", ""]
+    if not doc["files"]:
+        out += ["No rendered file changes.", ""]
+    budget = MD_DIFF_CHARS
+    for fd in doc["files"]:
+        lines = fd["diff"].splitlines()
+        shown = lines[:MD_DIFF_LINES]
+        body = "\n".join(shown)
+        if len(body) > budget:
+            body, shown = "", []
+        budget -= len(body)
+        more = len(lines) - len(shown)
+        out += [f"<details><summary><code>{fd['path']}</code> ({fd['status']}, +{fd['added']} −{fd['removed']})"
+                "</summary>", "", "```diff", body, "```"]
+        if more:
+            out.append(f"{more} more diff line(s) in the JSON plan (`--format json`).")
+        out += ["", "</details>", ""]
+    out += [f"<sub>plan format {doc['plan_format']}, clusterdef {doc['clusterdef']}; definitions "
+            f"{f['definition_sha256'][:12]} → {t['definition_sha256'][:12]}, trees {f['tree_sha256'][:12]} → "
+            f"{t['tree_sha256'][:12]}</sub>", ""]
+    return "\n".join(out)
+
+
+def escape_md(text: str) -> str:
+    return text.replace("<", "&lt;")
+
+
+def to_text(doc: dict) -> str:
+    """Rich markup for the console."""
+    f, t = doc["from"], doc["to"]
+    e = escape
+    out = [f"[bold]plan[/] {e(doc['cluster'])}: {e(f['set'])} ({f['status']}) -> {e(t['set'])} ({t['status']})"]
+    for p in doc["refusals"]:
+        out.append(f"[red]refused[/] {p['code']}: {e(p['message'])}  [green]hint:[/] {e(p['hint'])}")
+    for w in doc["warnings"]:
+        out.append(f"[yellow]warning[/] {w['code']}: {e(w['message'])}")
+    if doc.get("canary_only"):
+        out.append(f"[yellow]canary only[/]: {doc['rollout']['waves_withheld']} wave(s) withheld until "
+                   f"{e(t['set'])} is validated")
+    if doc["set_change"]["layers"]:
+        out.append("[bold]set change[/]")
+        for lc in doc["set_change"]["layers"]:
+            c = COLOUR[lc["disruption"]]
+            comp = lc["component"] + (f" ({lc['hardware']})" if "hardware" in lc else "")
+            out.append(f"  {lc['layer']:<18} {e(comp):<28} {e(_val(lc['from']))} -> {e(_val(lc['to']))}  "
+                       f"[{c}]{lc['disruption']}[/] {lc['nodes']} nodes")
+    comp = doc.get("compatibility")
+    if comp:
+        out += [f"  [green]ok[/] {e(c)}" for c in comp["checks"]]
+    if doc["changes"]:
+        out.append("[bold]definition changes[/]")
+        for ch in doc["changes"]:
+            c = COLOUR[ch["disruption"]]
+            out.append(f"  {e(ch['path'])}: {e(_val(ch['from']))} -> {e(_val(ch['to']))}  [{c}]{ch['disruption']}[/]"
+                       + (f" {ch['nodes']} nodes" if ch["nodes"] else ""))
+    if doc["disruption"]:
+        out.append("[bold]disruption[/] " + ", ".join(
+            f"[{COLOUR[k]}]{k}[/]: {v['changes']} change(s), {v['nodes']} node(s)"
+            for k, v in sorted(doc["disruption"].items(), key=lambda kv: ORDER.index(kv[0]))))
+    ro = doc["rollout"]
+    out.append(f"[bold]rollout[/] canary {e(ro['canary']['hosts'] or '-')}, {ro['waves']} wave(s) of <= "
+               f"{ro['wave_size']}, rollback to {e(ro['rollback']['target'] or '-')}")
+    for s in ro["stages"]:
+        out.append(f"  [bold]{e(s['name'])}[/]" + (f" {s['nodes']} nodes {e(s['hosts'])}" if s["nodes"] else ""))
+        out += [f"    - {e(step)}" for step in s["steps"]]
+    for o in doc["kubernetes_objects"]:
+        out.append(f"  k8s {o['change']} {e(o['kind'])} {e(o['namespace'])}/{e(o['name'])}")
+    if doc["files"]:
+        out.append("[bold]rendered files[/]")
+        for fd in doc["files"]:
+            out.append(f"  {fd['status']:<8} {e(fd['path'])} [green]+{fd['added']}[/] [red]-{fd['removed']}[/]")
+        for fd in doc["files"]:
+            for line in fd["diff"].splitlines()[:200]:
+                colour = "green" if line.startswith("+") else "red" if line.startswith("-") else \
+                    "cyan" if line.startswith("@@") else ""
+                out.append(f"[{colour}]{e(line)}[/]" if colour else e(line))
+    return "\n".join(out)

@@ -1,0 +1,145 @@
+"""Rollout planning: layer order, canary pool across leaf switches (or blocks), validation
+gates, topology-aligned waves with drain, and the rollback target exercised on the canary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import hostlist
+from ..matrix.load import Matrix
+from ..model import Definition
+
+
+@dataclass
+class Stage:
+    name: str
+    kind: str  # prepare | control-plane | canary | rollback-drill | wave
+    hosts: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    gates: list[str] = field(default_factory=list)
+    switches: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "nodes": len(self.hosts),
+                "hosts": hostlist.fold(self.hosts) if self.hosts else "", "switches": self.switches,
+                "steps": self.steps, "gates": self.gates}
+
+
+def leaves(definition: Definition, group: str) -> list[tuple[str, list[str]]]:
+    """(leaf switch or block, hosts of `group` on it) in topology order, for the group's fabric.
+    Hosts not found in the topology are put under `-`."""
+    g = definition.nodes[group]
+    members = list(hostlist.names(g.hosts))
+    fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
+    out: list[tuple[str, list[str]]] = []
+    placed: set[str] = set()
+    if fabric is not None:
+        topo = fabric.topology
+        items = topo.switches.items() if topo.kind == "tree" else topo.blocks.items()
+        mine = set(members)
+        for name, m in items:
+            if m.nodes:
+                hosts = [h for h in hostlist.names(m.nodes) if h in mine and h not in placed]
+                if hosts:
+                    out.append((name, hosts))
+                    placed.update(hosts)
+    rest = [h for h in members if h not in placed]
+    if rest:
+        out.append(("-", rest))
+    return out
+
+
+def choose_canary(definition: Definition, affected_groups: list[str]) -> tuple[str, list[str], list[str], list[str]]:
+    """(group, hosts, switches, warnings). Round-robin across the leaves of the canary group so
+    that a multi-node collective crosses the fabric."""
+    policy = definition.upgrade.canary
+    warnings: list[str] = []
+    group = policy.node_group if policy.node_group in definition.nodes else None
+    if group is None:
+        candidates = affected_groups or list(definition.nodes)
+        slurm = [g for g in candidates if definition.nodes[g].control_plane == "slurm"]
+        group = (slurm or candidates)[0]
+    by_leaf = [(name, hosts) for name, hosts in leaves(definition, group) if name != "-"] or \
+        leaves(definition, group)
+    if len([n for n, _ in by_leaf if n != "-"]) < policy.min_leaf_switches:
+        warnings.append(f"canary group {group} spans {len(by_leaf)} leaf switch(es), fewer than "
+                        f"upgrade.canary.min_leaf_switches={policy.min_leaf_switches}: the collective test "
+                        "will not cross the fabric")
+    use = by_leaf[:max(policy.min_leaf_switches, 1)]
+    hosts: list[str] = []
+    switches: list[str] = []
+    i = 0
+    while len(hosts) < policy.nodes and any(i < len(h) for _, h in use):
+        for name, h in use:
+            if i < len(h) and len(hosts) < policy.nodes:
+                hosts.append(h[i])
+                if name not in switches:
+                    switches.append(name)
+        i += 1
+    if len(hosts) < policy.nodes:
+        warnings.append(f"canary group {group} has only {len(hosts)} node(s) on the chosen switches; "
+                        f"policy asks for {policy.nodes}")
+    return group, hosts, switches, warnings
+
+
+def waves(definition: Definition, hosts_by_group: dict[str, set[str]], skip: set[str]) -> list[tuple[list[str], list[str]]]:
+    """Waves of at most `wave_size` nodes that follow the topology: whole leaf switches (or
+    blocks) fill a wave; a leaf larger than a wave is split. Groups never share a wave."""
+    size = definition.upgrade.wave_size
+    out: list[tuple[list[str], list[str]]] = []
+    for group in definition.nodes:
+        want = hosts_by_group.get(group)
+        if not want:
+            continue
+        cur: list[str] = []
+        cur_sw: list[str] = []
+        for name, hosts in leaves(definition, group):
+            hosts = [h for h in hosts if h in want and h not in skip]
+            if not hosts:
+                continue
+            if cur and len(cur) + len(hosts) > size:
+                out.append((cur, cur_sw))
+                cur, cur_sw = [], []
+            while len(hosts) > size:
+                out.append((hosts[:size], [name]))
+                hosts = hosts[size:]
+            cur += hosts
+            cur_sw.append(name)
+        if cur:
+            out.append((cur, cur_sw))
+    return out
+
+
+def gates(definition: Definition, has_slurm: bool, has_k8s: bool, baseline: str | None) -> list[str]:
+    tol = definition.upgrade.baseline_tolerance.busbw_drop_pct
+    out = ["node health check (GPUs visible, ECC, NVLink/fabric links, RDMA devices)",
+           "drift: `clusterdef drift` shows the nodes on the target set"]
+    if baseline:
+        out.append(f"NCCL all_reduce_perf across the nodes vs baseline ({baseline}): "
+                   f"`clusterdef baseline compare`, large messages within {tol:g}%, #wrong = 0")
+    else:
+        out.append("NCCL all_reduce_perf across the nodes (the target set has no baseline: record one)")
+    if has_slurm:
+        out.append("Slurm job: `srun --gres=gpu:<type>:N` on the nodes completes")
+    if has_k8s:
+        out.append("Kubernetes GPU pod: a pod requesting nvidia.com/gpu runs nvidia-smi on the nodes")
+    return out
+
+
+def rollback_target(definition: Definition, matrix: Matrix, old_set: str, new_set: str) -> tuple[str, list[str]]:
+    """The set to return to under pressure: `previous` is the set the cluster runs now when it is
+    validated, else the newest validated set other than the target."""
+    problems = []
+    target = definition.upgrade.rollback.target
+    if target == "previous":
+        vs = matrix.sets.get(old_set)
+        if vs is not None and vs.status == "validated":
+            return old_set, problems
+        valid = sorted(n for n, s in matrix.sets.items() if s.status == "validated" and n != new_set)
+        if valid:
+            return valid[-1], problems
+        problems.append("no validated set to roll back to")
+        return "", problems
+    if target == new_set:
+        problems.append(f"rollback target {target} is the upgrade target itself")
+    return target, problems

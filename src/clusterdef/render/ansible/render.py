@@ -1,0 +1,186 @@
+"""Inventory and group_vars for the roles (see the package docstring)."""
+
+from __future__ import annotations
+
+import re
+
+
+from ... import hostlist
+from ...resolve import Resolved
+from .. import yamlout
+from ..inventory import switch_of
+
+ROOT = "ansible"
+
+# Which vendor tool reads and flashes each firmware component by default (compat/firmware-tools.yaml:
+# nvfwupd for BMC/SBIOS/CPLD/PSU/GPU tray over Redfish, MFT's mlxfwmanager for ConnectX/BlueField in-band).
+DEFAULT_TOOLS = {"cx7": "mlxfwmanager", "bf3": "mlxfwmanager"}
+DEFAULT_TOOL = "nvfwupd"
+
+# Container runtimes the container_toolkit role configures for NVIDIA per control plane: Kubernetes nodes
+# run containerd (a drop-in adds the `nvidia` runtime); Slurm nodes start containers with enroot/pyxis,
+# whose hook calls nvidia-container-cli directly, so they only need the toolkit's own config.toml.
+RUNTIMES = {"kubernetes": ("containerd",), "slurm": ()}
+
+
+def ident(name: str) -> str:
+    """An Ansible-safe group name part (letters, digits, underscores)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def patterns(hosts) -> list[str]:
+    """Hosts folded into Ansible range patterns: gpu[0001-0128] -> gpu[0001:0128]."""
+    hosts = list(hosts)
+    if not hosts:
+        return []
+    folded = hostlist.parse(hostlist.fold(hosts))
+    return [re.sub(r"\[(\d+)-(\d+)\]", r"[\1:\2]", str(part)) for part in folded.contiguous()]
+
+
+def _hosts(hosts) -> dict:
+    return {"hosts": {p: None for p in patterns(hosts)}}
+
+
+def waves(resolved: Resolved) -> list[list[str]]:
+    """Upgrade waves: wave 0 is the canary (`upgrade.canary.nodes` taken round-robin over the
+    first `min_leaf_switches` leaves of the canary group), then waves of at most `wave_size`
+    nodes filled with whole leaf switches (a leaf larger than a wave is split), in definition order."""
+    d = resolved.definition
+    up = d.upgrade
+    places = switch_of(resolved)
+    units: list[tuple[str, list[str]]] = []  # (group, hosts of one leaf)
+    for gname, g in d.nodes.items():
+        where = places.get(g.placement.fabric if g.placement else "", {})
+        by_leaf: dict[str, list[str]] = {}
+        for host in hostlist.names(g.hosts):
+            by_leaf.setdefault(where.get(host, ""), []).append(host)
+        units.extend((gname, hosts) for hosts in by_leaf.values())
+
+    canary_group = up.canary.node_group or next(
+        (n for n, g in d.nodes.items() if g.control_plane == "slurm"), next(iter(d.nodes), None))
+    leaves = [hosts for gname, hosts in units if gname == canary_group][:max(up.canary.min_leaf_switches, 1)]
+    canary: list[str] = []
+    for i in range(max((len(h) for h in leaves), default=0)):
+        for hosts in leaves:
+            if i < len(hosts) and len(canary) < up.canary.nodes:
+                canary.append(hosts[i])
+    taken = set(canary)
+
+    out: list[list[str]] = [canary] if canary else []
+    current: list[str] = []
+    for _, hosts in units:
+        hosts = [h for h in hosts if h not in taken]
+        for start in range(0, len(hosts), up.wave_size):
+            piece = hosts[start:start + up.wave_size]
+            if current and len(current) + len(piece) > up.wave_size:
+                out.append(current)
+                current = []
+            current.extend(piece)
+    if current:
+        out.append(current)
+    return out
+
+
+def inventory(resolved: Resolved) -> dict:
+    d = resolved.definition
+    places = switch_of(resolved)
+    groups: dict[str, dict] = {}
+    cps: dict[str, list[str]] = {}
+    hws: dict[str, list[str]] = {}
+    racks: dict[str, list[str]] = {}
+    switches: dict[str, list[str]] = {}
+    for gname, g in d.nodes.items():
+        hosts = hostlist.names(g.hosts)
+        groups[f"group_{ident(gname)}"] = _hosts(hosts)
+        cps.setdefault(g.control_plane, []).append(f"group_{ident(gname)}")
+        hws.setdefault(g.hardware, []).append(f"group_{ident(gname)}")
+        if g.placement and g.placement.rack:
+            racks.setdefault(g.placement.rack, []).append(f"group_{ident(gname)}")
+        where = places.get(g.placement.fabric if g.placement else "", {})
+        for host in hosts:
+            if host in where:
+                switches.setdefault(where[host], []).append(host)
+
+    def children(names) -> dict:
+        return {"children": {n: None for n in names}}
+
+    tree: dict[str, dict] = {"nodes": {"children": groups}}
+    for cp in sorted(cps):
+        tree[f"cp_{cp}"] = children(cps[cp])
+    for hw in sorted(hws):
+        tree[f"hw_{ident(hw)}"] = children(hws[hw])
+    if d.slurm:
+        for pname, p in d.slurm.partitions.items():
+            tree[f"partition_{ident(pname)}"] = children(f"group_{ident(g)}" for g in p.node_groups)
+    for rack in sorted(racks):
+        tree[f"rack_{ident(rack)}"] = children(racks[rack])
+    for sw in sorted(switches):
+        tree[f"switch_{ident(sw)}"] = _hosts(switches[sw])
+    tree["upgrade_waves"] = {"children": {f"wave_{i:03d}": _hosts(w) for i, w in enumerate(waves(resolved))}}
+    return {"all": {"children": tree}}
+
+
+def _rollback_set(resolved: Resolved):
+    """The set `rollback.yml` returns to: the named target, or the newest other validated set."""
+    target = resolved.definition.upgrade.rollback.target
+    sets = resolved.matrix.sets
+    if target != "previous":
+        return sets.get(target)
+    older = sorted((n for n, s in sets.items() if s.status == "validated" and n < resolved.set.name), reverse=True)
+    return sets[older[0]] if older else None
+
+
+def variables(resolved: Resolved) -> dict[str, dict]:
+    """group_vars: group name -> variables (every name carries its role's prefix)."""
+    d, vs = resolved.definition, resolved.set
+    c = vs.components
+    back = _rollback_set(resolved) or vs
+    bc = back.components
+    out: dict[str, dict] = {"all": {
+        "nvidia_driver_version": c.driver,
+        "nvidia_driver_rollback_version": bc.driver,
+        "node_drain_timeout_s": d.upgrade.drain.timeout_minutes * 60,
+        "node_drain_grace_s": d.upgrade.drain.grace_seconds,
+        "node_admission_set": vs.name,
+        "cuda_userspace_cuda_version": c.cuda,
+        "cuda_userspace_nccl_version": c.nccl,
+        "cuda_userspace_driver_version": c.driver,
+        "container_toolkit_version": c.container_toolkit,
+        "node_admission_expected": {
+            "driver": c.driver, "cuda": c.cuda, "nccl": c.nccl, "container_toolkit": c.container_toolkit,
+            "slurm": c.slurm, "kubelet": c.kubernetes.lstrip("v"),
+        },
+    }}
+    for cp in sorted({g.control_plane for g in d.nodes.values()}):
+        out[f"cp_{cp}"] = {"node_drain_control_plane": cp, "node_admission_control_plane": cp,
+                           "nvidia_driver_control_plane": cp, "firmware_control_plane": cp,
+                           "container_toolkit_runtimes": list(RUNTIMES.get(cp, ()))}
+    used = {g.hardware for g in d.nodes.values()}
+    for hname, hw in d.hardware.items():
+        if hname not in used:
+            continue
+        pins = vs.firmware.get(hw.platform, {})
+        baseline = {comp: pins[comp] for comp in hw.firmware if comp in pins}
+        tools = {comp: DEFAULT_TOOLS.get(comp, DEFAULT_TOOL) for comp in hw.firmware}
+        out[f"hw_{ident(hname)}"] = {
+            "gpu_facts_firmware_tools": tools,
+            "node_admission_firmware": baseline,
+            "firmware_baseline": baseline,
+            "firmware_tools": tools,
+        }
+    return out
+
+
+def _yaml(header: str, data) -> str:
+    # Host patterns map to nothing: `gpu[0001:0128]:` rather than `... : null`.
+    return header + yamlout.dump(data).replace(": null\n", ":\n")
+
+
+def render(resolved: Resolved) -> dict[str, str]:
+    d, vs = resolved.definition, resolved.set
+    banner = (f"# Cluster {d.cluster.name}, validated set {vs.name} ({vs.status}).\n"
+              "# Rendered by clusterdef from the definition; edit the definition, not this file.\n")
+    tree = {f"{ROOT}/inventory/hosts.yml": _yaml(banner, inventory(resolved))}
+    for group, values in variables(resolved).items():
+        tree[f"{ROOT}/group_vars/{group}.yml"] = _yaml(banner + "---\n", values)
+    return tree

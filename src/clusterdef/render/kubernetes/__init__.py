@@ -1,0 +1,84 @@
+"""Kubernetes target: Helm values and Kubernetes objects for the Kubernetes-owned part of the cluster.
+
+`plan(resolved)` returns the data (what infra/ deploys through Pulumi); `render(resolved)` writes the
+same data as YAML files under kubernetes/. Both are pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...resolve import Resolved
+from . import gpu_operator, kueue, network_operator, nodes, tenants
+from .common import KUEUE_VERSION, NETWORK_OPERATOR_VERSION, dump, dump_all
+
+ROOT = "kubernetes"
+_FILES = {"Topology": "topologies.yaml", "ResourceFlavor": "resourceflavors.yaml", "Cohort": "cohorts.yaml",
+          "WorkloadPriorityClass": "workloadpriorityclasses.yaml", "ClusterQueue": "clusterqueues.yaml"}
+
+
+@dataclass(frozen=True)
+class KubernetesPlan:
+    gpu_operator_release: str
+    gpu_operator_namespace: str
+    gpu_operator_values: dict
+    nvidia_drivers: list[dict]
+    network_operator_namespace: str
+    network_operator_values: dict | None
+    kueue_manager_config: dict
+    kueue_objects: list[dict]
+    tenants: dict[str, list[dict]] = field(default_factory=dict)
+    nodes: dict = field(default_factory=dict)
+
+
+def plan(resolved: Resolved) -> KubernetesPlan | None:
+    d = resolved.definition
+    if d.kubernetes is None:
+        return None
+    k = d.kubernetes
+    return KubernetesPlan(
+        gpu_operator_release=resolved.set.components.gpu_operator,
+        gpu_operator_namespace=k.gpu_operator.namespace,
+        gpu_operator_values=gpu_operator.values(resolved),
+        nvidia_drivers=gpu_operator.nvidia_drivers(resolved),
+        network_operator_namespace=k.network_operator.namespace,
+        network_operator_values=network_operator.values(resolved),
+        kueue_manager_config=kueue.manager_config(resolved),
+        kueue_objects=kueue.cluster_objects(resolved),
+        tenants={n: tenants.objects(resolved, n) for n, t in d.tenants.items() if t.kubernetes},
+        nodes=nodes.document(resolved),
+    )
+
+
+def render(resolved: Resolved) -> dict[str, str]:
+    p = plan(resolved)
+    if p is None:
+        return {}
+    name, vs = resolved.definition.cluster.name, resolved.set.name
+    made = f"clusterdef: cluster {name}, validated set {vs}"
+    out = {
+        f"{ROOT}/gpu-operator/values.yaml": dump(
+            p.gpu_operator_values,
+            f"{made}\nHelm values for the NVIDIA GPU Operator chart {p.gpu_operator_release} "
+            f"(namespace {p.gpu_operator_namespace})"),
+        f"{ROOT}/kueue/manager-config.yaml": dump(
+            p.kueue_manager_config, f"{made}\nKueue {KUEUE_VERSION} controller configuration (controller_manager_config.yaml)"),
+    }
+    if p.nvidia_drivers:
+        out[f"{ROOT}/gpu-operator/nvidiadrivers.yaml"] = dump_all(
+            p.nvidia_drivers, f"{made}\nNVIDIADriver per driver pool (nodes labelled clusterdef.dev/driver-pool)")
+    if p.network_operator_values is not None:
+        out[f"{ROOT}/network-operator/values.yaml"] = dump(
+            p.network_operator_values,
+            f"{made}\nHelm values for the NVIDIA Network Operator chart {NETWORK_OPERATOR_VERSION} "
+            f"(namespace {p.network_operator_namespace})")
+    by_kind: dict[str, list[dict]] = {}
+    for obj in p.kueue_objects:
+        by_kind.setdefault(obj["kind"], []).append(obj)
+    for kind, objs in by_kind.items():
+        out[f"{ROOT}/kueue/{_FILES[kind]}"] = dump_all(objs, f"{made}\nKueue {KUEUE_VERSION}: {kind}")
+    for tname, objs in p.tenants.items():
+        out[f"{ROOT}/tenants/{tname}.yaml"] = dump_all(objs, f"{made}\nTenant {tname}")
+    out[f"{ROOT}/nodes/labels-taints.yaml"] = dump(
+        p.nodes, f"{made}\nNode labels and taints per node group (kubelet --node-labels / --register-with-taints)\n"
+                 "and fabric topology labels of Kubernetes-owned nodes (Kueue Topology levels)")
+    return out

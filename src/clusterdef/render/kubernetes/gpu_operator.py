@@ -1,0 +1,123 @@
+"""GPU Operator: Helm values for the set's release, per-pool NVIDIADriver resources, and the
+ClusterPolicy spec the chart builds from those values (for schema checks and previews)."""
+
+from __future__ import annotations
+
+import copy
+
+from ...resolve import Resolved
+from .common import DEFAULT_POOL, GPU_TOLERATION, L_DRIVER_POOL, L_SET, gpu_nodes
+from .topology import rdma_groups
+
+
+def _v(version: str) -> str:
+    return version if version.startswith("v") else "v" + version
+
+
+def kubernetes_gpu_groups(resolved: Resolved) -> list[str]:
+    d = resolved.definition
+    return [n for n, g in d.nodes.items() if g.control_plane == "kubernetes" and d.hardware[g.hardware].gpu]
+
+
+def driver_pool_of(resolved: Resolved) -> dict[str, str]:
+    """Kubernetes GPU group -> driver pool name (`default` for groups in no pool)."""
+    pools = resolved.definition.kubernetes.gpu_operator.driver_pools
+    out = {g: DEFAULT_POOL for g in kubernetes_gpu_groups(resolved)}
+    for pname, pool in pools.items():
+        for g in pool.node_groups:
+            out[g] = pname
+    return out
+
+
+def tolerations(resolved: Resolved) -> list[dict]:
+    """What the operands (and the driver) must tolerate: the GPU taint and the Kubernetes groups' own taints."""
+    d = resolved.definition
+    out = [dict(GPU_TOLERATION)]
+    for gname in kubernetes_gpu_groups(resolved):
+        for t in d.nodes[gname].taints:
+            tol = {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} if t.value else \
+                {"key": t.key, "operator": "Exists", "effect": t.effect}
+            if tol not in out:
+                out.append(tol)
+    return out
+
+
+def values(resolved: Resolved) -> dict:
+    d, vs = resolved.definition, resolved.set
+    k = d.kubernetes
+    op = k.gpu_operator
+    c = vs.components
+    facts = resolved.matrix.compat.operator(c.gpu_operator)
+    nodes = sum(gpu_nodes(d, g)[0] for g in kubernetes_gpu_groups(resolved))
+    parallel = max(1, min(d.upgrade.wave_size * d.upgrade.max_parallel_waves, nodes or 1))
+    rdma = bool(k.network_operator.enabled and rdma_groups(resolved))
+
+    driver: dict = {
+        "enabled": True,
+        "repository": op.driver_repository,
+        "version": c.driver,
+    }
+    if op.driver_pools:
+        driver["nvidiaDriverCRD"] = {"enabled": True, "deployDefaultCR": False}
+    driver["rdma"] = {"enabled": rdma}
+    driver["upgradePolicy"] = {
+        "autoUpgrade": True,
+        "maxParallelUpgrades": parallel,
+        "maxUnavailable": parallel,
+        "gpuPodDeletion": {"force": False, "timeoutSeconds": d.upgrade.drain.grace_seconds, "deleteEmptyDir": True},
+        "drain": {"enable": True, "force": False, "timeoutSeconds": d.upgrade.drain.timeout_minutes * 60,
+                  "deleteEmptyDir": True},
+    }
+    out: dict = {
+        "daemonsets": {"tolerations": tolerations(resolved)},
+        "mig": {"strategy": op.mig_strategy},
+        "driver": driver,
+        "toolkit": {"enabled": True, "version": _v(c.container_toolkit)},
+    }
+    device_plugin = (facts.model_extra or {}).get("device_plugin") if facts else None
+    out["devicePlugin"] = {"enabled": True, **({"version": _v(str(device_plugin))} if device_plugin else {})}
+    out["dcgmExporter"] = {"enabled": op.dcgm_exporter.enabled,
+                           "serviceMonitor": {"enabled": op.dcgm_exporter.enabled and op.dcgm_exporter.service_monitor}}
+    out["migManager"] = {"enabled": op.mig_strategy != "none",
+                         "config": {"default": f"all-{op.mig_profile}" if op.mig_profile else "all-disabled"}}
+    return out
+
+
+def nvidia_drivers(resolved: Resolved) -> list[dict]:
+    """One NVIDIADriver per driver pool plus `default` for the other Kubernetes GPU groups.
+    Empty when no pool pins a driver (the ClusterPolicy then deploys the set's driver everywhere)."""
+    d = resolved.definition
+    op = d.kubernetes.gpu_operator
+    if not op.driver_pools:
+        return []
+    tol = tolerations(resolved)
+    pools = [(DEFAULT_POOL, resolved.set)] + [(n, resolved.matrix.sets[p.matrix]) for n, p in op.driver_pools.items()]
+    return [{
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "NVIDIADriver",
+        "metadata": {"name": name, "labels": {L_SET: vs.name}},
+        "spec": {
+            "driverType": "gpu",
+            "repository": op.driver_repository,
+            "image": "driver",
+            "version": vs.components.driver,
+            "nodeSelector": {L_DRIVER_POOL: name},
+            "tolerations": copy.deepcopy(tol),
+        },
+    } for name, vs in pools]
+
+
+def cluster_policy_spec(vals: dict) -> dict:
+    """The ClusterPolicy `spec` the chart's templates/clusterpolicy.yaml builds from these values, for
+    the keys clusterdef sets. Sections map one to one, except two renames: driver.upgradePolicy.
+    gpuPodDeletion is spec podDeletion, and driver.nvidiaDriverCRD.enabled is spec
+    driver.useNvidiaDriverCRD (deployDefaultCR only steers the chart)."""
+    spec = copy.deepcopy(vals)
+    driver = spec.get("driver", {})
+    crd = driver.pop("nvidiaDriverCRD", None)
+    if crd is not None:
+        driver["useNvidiaDriverCRD"] = crd.get("enabled", False)
+    policy = driver.get("upgradePolicy")
+    if policy and "gpuPodDeletion" in policy:
+        policy["podDeletion"] = policy.pop("gpuPodDeletion")
+    return spec

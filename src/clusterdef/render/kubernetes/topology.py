@@ -1,0 +1,91 @@
+"""Fabric topology as node labels (block, leaf, hostname) and Kueue Topology levels, so that
+topology-aware placement keeps a gang on as few leaves and blocks as possible."""
+
+from __future__ import annotations
+
+from ... import hostlist
+from ...resolve import Resolved
+from .common import KUEUE_API, L_BLOCK, L_HOSTNAME, L_LEAF, label_value
+
+
+def rdma_groups(resolved: Resolved) -> list[str]:
+    """Kubernetes-owned groups whose compute fabric carries RDMA (InfiniBand or RoCE)."""
+    d = resolved.definition
+    out = []
+    for n, g in d.nodes.items():
+        if g.control_plane != "kubernetes" or g.placement is None:
+            continue
+        f = d.network.fabrics.get(g.placement.fabric)
+        if f is not None and f.rdma and f.kind in ("infiniband", "roce"):
+            out.append(n)
+    return out
+
+
+def levels(kind: str) -> list[str]:
+    return [L_BLOCK, L_LEAF, L_HOSTNAME] if kind == "tree" else [L_BLOCK, L_HOSTNAME]
+
+
+def fabric_of_groups(resolved: Resolved, groups) -> str | None:
+    """The fabric all the groups are placed on, or None when they are not all on one fabric."""
+    d = resolved.definition
+    fabrics = {d.nodes[g].placement.fabric if d.nodes[g].placement else None for g in groups}
+    if len(fabrics) != 1:
+        return None
+    f = fabrics.pop()
+    return f if f in d.network.fabrics else None
+
+
+def topologies(resolved: Resolved, fabrics) -> list[dict]:
+    d = resolved.definition
+    return [{
+        "apiVersion": KUEUE_API,
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": lv} for lv in levels(d.network.fabrics[name].topology.kind)]},
+    } for name in sorted(fabrics)]
+
+
+def node_labels(resolved: Resolved, groups: list[str]) -> dict[str, dict]:
+    """fabric -> {levels, nodes: [{hosts, labels}]} for the hosts of `groups`, one entry per
+    leaf switch (tree) or block, hosts folded per node group."""
+    d = resolved.definition
+    out: dict[str, dict] = {}
+    by_fabric: dict[str, list[str]] = {}
+    for g in groups:
+        p = d.nodes[g].placement
+        if p is not None and p.fabric in d.network.fabrics:
+            by_fabric.setdefault(p.fabric, []).append(g)
+    for fname, fgroups in sorted(by_fabric.items()):
+        topo = d.network.fabrics[fname].topology
+        members = hostlist.union(d.nodes[g].hosts for g in fgroups)
+        entries = []
+        if topo.kind == "tree":
+            parents: dict[str, list[str]] = {}
+            for sname, sw in topo.switches.items():
+                if sw.switches:
+                    for child in hostlist.names(sw.switches):
+                        parents.setdefault(child, []).append(sname)
+            for sname, sw in topo.switches.items():
+                if not sw.nodes:
+                    continue
+                here = hostlist.parse(sw.nodes).intersection(members)
+                if not here:
+                    continue
+                block = min(parents.get(sname, [sname]))
+                entries.extend(_split(d, fgroups, here, {L_BLOCK: label_value(block), L_LEAF: label_value(sname)}))
+        else:
+            for bname, b in topo.blocks.items():
+                here = hostlist.parse(b.nodes).intersection(members)
+                if here:
+                    entries.extend(_split(d, fgroups, here, {L_BLOCK: label_value(bname)}))
+        out[fname] = {"levels": levels(topo.kind), "nodes": entries}
+    return out
+
+
+def _split(d, groups, hosts, labels) -> list[dict]:
+    out = []
+    for g in groups:
+        part = hosts.intersection(hostlist.parse(d.nodes[g].hosts))
+        if part:
+            out.append({"group": g, "hosts": str(part), "labels": dict(labels)})
+    return out

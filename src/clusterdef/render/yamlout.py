@@ -1,0 +1,76 @@
+"""Deterministic YAML for rendered files, shared by every target that writes YAML."""
+
+from __future__ import annotations
+
+import json
+import re
+
+# A small block-style YAML emitter for JSON-like data. Strings are plain only when every YAML
+# reader (1.1 as in Helm/go-yaml, and 1.2) reads them back as the same string; otherwise they are
+# double-quoted JSON strings, which are valid YAML. Key order is the order the renderers chose.
+_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./-]*$")
+_SPECIAL = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
+
+
+def _scalar(v) -> str:
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, (int, float)):
+        return json.dumps(v)
+    s = str(v)
+    if _PLAIN.match(s) and s.lower() not in _SPECIAL:
+        return s
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _emit(v, indent: str, out: list[str]) -> None:
+    """Append the lines of a block mapping or sequence (v non-empty) at `indent`."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            key = _scalar(k)
+            if isinstance(x, (dict, list, tuple)) and x:
+                out.append(f"{indent}{key}:")
+                _emit(x, indent + ("" if isinstance(x, (list, tuple)) else "  "), out)
+            else:
+                out.append(f"{indent}{key}: {_leaf(x)}")
+    else:
+        for x in v:
+            if isinstance(x, (dict, list, tuple)) and x:
+                sub: list[str] = []
+                _emit(x, indent + "  ", sub)
+                out.append(f"{indent}- {sub[0][len(indent) + 2:]}")
+                out.extend(sub[1:])
+            else:
+                out.append(f"{indent}- {_leaf(x)}")
+
+
+def _leaf(x) -> str:
+    if isinstance(x, dict):
+        return "{}"
+    if isinstance(x, (list, tuple)):
+        return "[]"
+    return _scalar(x)
+
+
+def _doc(obj) -> str:
+    if isinstance(obj, (dict, list, tuple)) and obj:
+        out: list[str] = []
+        _emit(obj, "", out)
+        return "\n".join(out) + "\n"
+    return _leaf(obj) + "\n"
+
+
+def dump(obj, header: str = "") -> str:
+    return _header(header) + _doc(obj)
+
+
+def dump_all(objs, header: str = "") -> str:
+    return _header(header) + "".join("---\n" + _doc(o) for o in objs)
+
+
+def _header(text: str) -> str:
+    return "".join(f"# {ln}".rstrip() + "\n" for ln in text.splitlines()) if text else ""

@@ -1,0 +1,132 @@
+"""Kubernetes: Kueue flavors and queues against capacity and tenants, driver pools, RDMA, and
+network isolation of dedicated tenants' namespaces."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..errors import Finding, error, warning
+from .registry import Context, check
+
+
+@check("kubernetes-kueue-capacity")
+def kueue_capacity(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    k = d.kubernetes
+    if k is None:
+        return
+    kq = k.kueue
+    flavor_of: dict[str, str] = {}
+    for fname, fl in kq.flavors.items():
+        for i, g in enumerate(fl.node_groups):
+            if g in flavor_of:
+                yield error("flavor-group-twice", ("kubernetes", "kueue", "flavors", fname, "node_groups", i),
+                            f"node group `{g}` is in flavors `{flavor_of[g]}` and `{fname}`",
+                            "a node carries one flavor label; put each node group in one flavor")
+            else:
+                flavor_of[g] = fname
+    for fname, fl in kq.flavors.items():
+        if any(g not in d.nodes or d.nodes[g].hardware not in d.hardware for g in fl.node_groups):
+            continue  # reported by the reference checks
+        capacity = sum(ctx.gpus_in(g) for g in fl.node_groups)
+        users = [(n, q) for n, q in kq.queues.items() if q.flavor == fname]
+        nominal = sum(q.nominal_gpus for _, q in users)
+        if users and nominal > capacity:
+            last = users[-1][0]
+            yield error("queue-over-flavor-capacity", ("kubernetes", "kueue", "queues", last, "nominal_gpus"),
+                        f"queues on flavor `{fname}` hold {nominal} nominal GPUs but its node groups "
+                        f"({', '.join(fl.node_groups)}) have {capacity}",
+                        "nominal quota is guaranteed capacity: lower nominal_gpus or add nodes to the flavor")
+
+
+@check("kubernetes-queue-tenants")
+def queue_tenants(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    if d.kubernetes is None:
+        return
+    owner: dict[str, str] = {}
+    for tname, t in d.tenants.items():
+        if not t.kubernetes:
+            continue
+        for i, q in enumerate(t.kubernetes.queues):
+            if q in owner and owner[q] != tname:
+                yield error("queue-two-tenants", ("tenants", tname, "kubernetes", "queues", i),
+                            f"queue `{q}` is listed by tenants `{owner[q]}` and `{tname}`",
+                            "a ClusterQueue's quota belongs to one tenant; give each tenant its own queue")
+            owner.setdefault(q, tname)
+    for qname in d.kubernetes.kueue.queues:
+        if qname not in owner:
+            yield warning("queue-no-tenant", ("kubernetes", "kueue", "queues", qname),
+                          f"no tenant lists queue `{qname}`, so no namespace can submit to it",
+                          "add it to a tenant's `kubernetes.queues`, or remove it")
+
+
+@check("kubernetes-tenant-network")
+def tenant_network(ctx: Context) -> Iterable[Finding]:
+    for tname, t in ctx.definition.tenants.items():
+        iso = t.isolation
+        if iso.level == "dedicated" and t.kubernetes and iso.network not in ("none", "network-policy"):
+            yield error("dedicated-no-network-policy", ("tenants", tname, "isolation", "network"),
+                        f"tenant `{tname}` is sold as dedicated and runs pods in namespace "
+                        f"`{t.kubernetes.namespace}`, but its isolation is {iso.network}: the pod network "
+                        "stays open to every other namespace",
+                        "set `isolation.network: network-policy` (default-deny ingress and egress for the namespace)")
+
+
+@check("kubernetes-driver-pools")
+def driver_pools(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    if d.kubernetes is None:
+        return
+    pools = d.kubernetes.gpu_operator.driver_pools
+    seen: dict[str, str] = {}
+    for pname, pool in pools.items():
+        base = ("kubernetes", "gpu_operator", "driver_pools", pname)
+        if pname == "default":
+            yield error("driver-pool-reserved-name", base,
+                        "driver pool `default` is the name of the groups that run the set's driver",
+                        "give the pool another name (e.g. canary)")
+        vs = ctx.matrix.sets.get(pool.matrix)
+        if vs is None:
+            yield error("ref-driver-pool-set", base + ("matrix",),
+                        f"driver pool `{pname}` runs the driver of `{pool.matrix}`, which is not a known set",
+                        f"known sets: {', '.join(sorted(ctx.matrix.sets)) or 'none'}")
+        elif vs.status == "retired" or (vs.status == "candidate" and not d.cluster.allow_candidate):
+            yield error("driver-pool-set-status", base + ("matrix",),
+                        f"driver pool `{pname}` runs the driver of set `{vs.name}`, which is {vs.status}",
+                        "use a validated set, or a candidate with `cluster.allow_candidate: true` (labs, canaries)")
+        for i, g in enumerate(pool.node_groups):
+            where = base + ("node_groups", i)
+            group = d.nodes.get(g)
+            if group is None:
+                yield error("ref-node-group", where, f"driver pool `{pname}` names unknown node group `{g}`",
+                            f"node groups: {', '.join(d.nodes)}")
+            elif group.control_plane != "kubernetes" or group.hardware not in d.hardware \
+                    or d.hardware[group.hardware].gpu is None:
+                yield error("driver-pool-not-kubernetes", where,
+                            f"driver pool `{pname}` names `{g}`, which is not a Kubernetes-owned GPU node group",
+                            "the GPU Operator only manages drivers on Kubernetes-owned GPU nodes")
+            elif g in seen:
+                yield error("driver-pool-group-twice", where,
+                            f"node group `{g}` is in driver pools `{seen[g]}` and `{pname}`",
+                            "a node runs one driver: put each group in one pool")
+            else:
+                seen[g] = pname
+
+
+@check("kubernetes-rdma")
+def rdma(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    if d.kubernetes is None:
+        return
+    on_rdma = []
+    for n, g in d.nodes.items():
+        if g.control_plane == "kubernetes" and g.placement:
+            f = d.network.fabrics.get(g.placement.fabric)
+            if f is not None and f.rdma and f.kind in ("infiniband", "roce"):
+                on_rdma.append(n)
+    if on_rdma and not d.kubernetes.network_operator.enabled:
+        yield warning("rdma-without-network-operator", ("kubernetes", "network_operator"),
+                      f"Kubernetes node groups {', '.join(on_rdma)} sit on an RDMA fabric but the Network "
+                      "Operator is off, so pods get no RDMA devices",
+                      "set `kubernetes.network_operator.enabled: true`")

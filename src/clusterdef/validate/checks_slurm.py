@@ -1,0 +1,117 @@
+"""Slurm: keys valid for the set's Slurm major, GPU partitions, topology the major supports."""
+
+from __future__ import annotations
+
+from difflib import get_close_matches
+from typing import Iterable
+
+from ..errors import Finding, error, warning
+from ..render.slurm import keywords
+from .registry import Context, check
+
+# Keys clusterdef writes as lines of their own, never as a passthrough parameter.
+_LINE_KEYS = {"nodename", "partitionname", "nodeset", "downnodes", "frontendname", "poweraction", "slurmctldhost"}
+
+
+def _major(ctx: Context) -> str | None:
+    return ctx.chosen_set.slurm_major if ctx.chosen_set else None
+
+
+@check("slurm-major")
+def slurm_major(ctx: Context) -> Iterable[Finding]:
+    major = _major(ctx)
+    if ctx.definition.slurm is None or major is None:
+        return
+    if keywords.release_for(major) is None:
+        yield error("slurm-major-unknown", ("cluster", "matrix"),
+                    f"set {ctx.chosen_set.name} runs Slurm {major}, older than every keyword list clusterdef has",
+                    f"choose a set with Slurm {keywords.available()[0].rsplit('.', 1)[0]} or newer")
+
+
+def _key_hint(key: str, major: str, kw: keywords.Keywords) -> str:
+    where = keywords.majors_with_parameter(key)
+    if where:
+        newer = [v for v in where if keywords._key(v) > keywords._key(kw.version)]
+        if newer and len(newer) == len(where):
+            return f"`{key}` exists from Slurm {newer[0].rsplit('.', 1)[0]}; this set runs {major}: choose a newer set or drop it"
+        return (f"`{key}` was removed after Slurm {where[-1].rsplit('.', 1)[0]}; this set runs {major}: "
+                "drop it or use its replacement (see the Slurm release notes)")
+    close = get_close_matches(key.lower(), list(kw.parameters), n=1)
+    if close:
+        return f"did you mean `{kw.spelled[close[0]]}`?"
+    return f"see slurm.conf(5) of Slurm {major} for the keys it accepts"
+
+
+@check("slurm-keys")
+def slurm_keys(ctx: Context) -> Iterable[Finding]:
+    s, major = ctx.definition.slurm, _major(ctx)
+    if s is None or major is None:
+        return
+    kw = keywords.for_major(major)
+    if kw is None:
+        return
+    for key in s.passthrough:
+        path = ("slurm", "passthrough", key)
+        if key.lower() in _LINE_KEYS:
+            yield error("slurm-key-unknown", path,
+                        f"`{key}` is a line of its own in slurm.conf, not a passthrough parameter",
+                        "describe nodes, partitions and controllers in the definition (nodes, slurm.partitions, "
+                        "slurm.controllers)")
+        elif key.lower() not in kw.parameters:
+            yield error("slurm-key-unknown", path,
+                        f"`{key}` is not a slurm.conf key in Slurm {major} (the set's major; list from {kw.version})",
+                        _key_hint(key, major, kw))
+
+
+@check("slurm-gpu-partitions")
+def slurm_gpu_partitions(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    if d.slurm is None:
+        return
+    for pname, p in d.slurm.partitions.items():
+        groups = [(i, n) for i, n in enumerate(p.node_groups) if n in d.nodes and d.nodes[n].hardware in d.hardware]
+        gpu = {n for _, n in groups if d.hardware[d.nodes[n].hardware].gpu}
+        qos = d.slurm.qos.get(p.qos) if p.qos else None
+        asks_gpus = qos is not None and any(k.startswith("gres/gpu") for k in qos.max_tres_per_user)
+        if not gpu and not asks_gpus:
+            continue
+        for i, n in groups:
+            if n not in gpu:
+                yield error("partition-node-no-gpu", ("slurm", "partitions", pname, "node_groups", i),
+                            f"GPU partition `{pname}` includes node group `{n}`, whose hardware "
+                            f"`{d.nodes[n].hardware}` has no GPUs",
+                            "put CPU-only node groups in a partition of their own")
+
+
+@check("slurm-topology")
+def slurm_topology(ctx: Context) -> Iterable[Finding]:
+    d, major = ctx.definition, _major(ctx)
+    if d.slurm is None or major is None or keywords.for_major(major) is None:
+        return
+    kw = keywords.for_major(major)
+    fabrics = {g.placement.fabric for g in d.groups_of("slurm").values() if g.placement}
+    known = [f for f in d.network.fabrics if f in fabrics]
+    for fname in known:
+        kind = d.network.fabrics[fname].topology.kind
+        if not kw.supports_topology(kind):
+            yield error("slurm-topology-unsupported", ("network", "fabrics", fname, "topology", "kind"),
+                        f"Slurm {major} (set {ctx.chosen_set.name}) has no topology/{kind} plugin",
+                        "describe the fabric as a switch tree, or choose a set whose Slurm has topology/block "
+                        "(23.11 or newer)")
+    if len(known) > 1:
+        yield warning("slurm-topology-fabrics", ("nodes",),
+                      f"Slurm node groups sit on {len(known)} fabrics ({', '.join(known)}); topology.conf "
+                      f"describes only `{known[0]}`",
+                      "place the Slurm node groups on one fabric")
+
+
+@check("slurm-preempt")
+def slurm_preempt(ctx: Context) -> Iterable[Finding]:
+    s = ctx.definition.slurm
+    if s is None:
+        return
+    for qname, q in s.qos.items():
+        if q.preempt and q.preempt_mode == "off":
+            yield warning("qos-preempt-off", ("slurm", "qos", qname, "preempt_mode"),
+                          f"QOS `{qname}` lists QOS to preempt but its preempt_mode is off",
+                          "set preempt_mode: requeue (or cancel/suspend)")

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Build a local apt repository of small stand-in packages with NVIDIA's real package names and
+# version strings (shared/reference/compat/packages.yaml: R580+ unversioned names, "-1" Debian
+# CUDA-repo revisions, libnccl2 "+cudaX.Y" suffix, the container toolkit's four packages).
+# Runs inside the molecule container (dpkg-deb + apt-ftparchive), then points apt at the repository only.
+set -eu
+REPO=/srv/standin-repo
+rm -rf "$REPO" /tmp/standin-pkgs && mkdir -p "$REPO" /tmp/standin-pkgs
+
+pkg() {  # pkg NAME VERSION "DEPENDS" [FILE CONTENT]...
+  name=$1 version=$2 depends=$3; shift 3
+  dir=/tmp/standin-pkgs/$name-$version
+  mkdir -p "$dir/DEBIAN"
+  { echo "Package: $name"; echo "Version: $version"; echo "Architecture: all"
+    echo "Maintainer: clusterdef stand-in <noreply@example.invalid>"
+    [ -n "$depends" ] && echo "Depends: $depends"
+    echo "Description: stand-in for $name $version (clusterdef molecule tests)"; } >"$dir/DEBIAN/control"
+  while [ $# -ge 2 ]; do
+    mkdir -p "$dir$(dirname "$1")"; printf '%s\n' "$2" >"$dir$1"; chmod 0755 "$dir$1"; shift 2
+  done
+  dpkg-deb -Zgzip --build "$dir" "$REPO/${name}_${version}_all.deb" >/dev/null
+}
+
+for v in 580.95.05 580.126.20; do
+  pkg libnvidia-compute "$v-1" ""
+  pkg nvidia-driver-open "$v-1" "libnvidia-compute (= $v-1)" /usr/bin/nvidia-smi "#!/bin/sh
+vbios=\$(cat /var/lib/standin/vbios 2>/dev/null || echo 96.00.68.00.01)
+case \"\$*\" in *--query-gpu*) for i in 0 1; do echo \"$v, \$vbios\"; done;; *) echo \"NVIDIA-SMI $v   Driver Version: $v\";; esac"
+  pkg nvidia-open "$v-1" "nvidia-driver-open (= $v-1), libnvidia-compute (= $v-1)"
+done
+for v in 13.0.1 13.0.2; do pkg cuda-libraries-13-0 "$v-1" ""; done
+for v in 2.28.7 2.30.4; do pkg libnccl2 "$v-1+cuda13.0" ""; done
+# cuda_userspace extras: the toolkit meta, NCCL headers, and cuda-compat (versioned by the driver it carries).
+for v in 13.0.1 13.0.2; do pkg cuda-toolkit-13-0 "$v-1" "cuda-libraries-13-0 (= $v-1)"; done
+for v in 2.28.7 2.30.4; do pkg libnccl-dev "$v-1+cuda13.0" "libnccl2 (= $v-1+cuda13.0)"; done
+for v in 580.95.05 580.126.20; do pkg cuda-compat-13-0 "$v-1" ""; done
+for v in 1.18.0 1.19.1; do
+  pkg libnvidia-container1 "$v-1" ""
+  pkg libnvidia-container-tools "$v-1" "libnvidia-container1 (= $v-1)"
+  pkg nvidia-container-toolkit-base "$v-1" "" /usr/bin/nvidia-ctk "#!/bin/sh
+echo 'NVIDIA Container Toolkit CLI version $v'"
+  pkg nvidia-container-toolkit "$v-1" "nvidia-container-toolkit-base (= $v-1), libnvidia-container-tools (= $v-1)"
+done
+
+cd "$REPO" && apt-ftparchive packages . >Packages && apt-ftparchive release . >Release
+echo "deb [trusted=yes] file:$REPO ./" >/etc/apt/sources.list.d/standin.list
+rm -f /etc/apt/sources.list /etc/apt/sources.list.d/debian.sources
+apt-get update -qq -o Acquire::Languages=none

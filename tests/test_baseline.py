@@ -1,0 +1,242 @@
+"""nccl-tests parsing on the ten real logs (2018..2026 formats), baselines and regression detection."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from clusterdef.baseline import (Baseline, band, baseline_from_run, compare, load_baselines, parse, parse_file, pick,
+                                 record)
+from clusterdef.cli import app
+from conftest import MATRICES
+
+LOGS = Path(__file__).parent / "fixtures" / "nccl-tests"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "reference" / "nccl-tests"
+
+# log -> [(test, status, rows, avg busbw, nodes, ranks, gpu model)] taken from the logs and their INDEX.md
+EXPECTED = {
+    "a100-p4d-2node-efa-oldformat-nccl-info.log": [("", "ok", 30, 11.2432, 2, 16, "A100-SXM4-40GB")],
+    "b200-gke-a4-2node-16gpu-allgather.log": [("", "ok", 24, 59.3638, 2, 16, "NVIDIA B200")],
+    "h100-1node-8gpu-5ops-v2.17.8.log": [
+        ("all_reduce_perf", "ok", 10, 437.957, 1, 8, "NVIDIA H100 80GB HBM3"),
+        ("all_gather_perf", "ok", 10, 328.618, 1, 8, "NVIDIA H100 80GB HBM3"),
+        ("reduce_scatter_perf", "ok", 10, 330.721, 1, 8, "NVIDIA H100 80GB HBM3"),
+        ("alltoall_perf", "ok", 10, 313.838, 1, 8, "NVIDIA H100 80GB HBM3"),
+        ("sendrecv_perf", "ok", 10, 279.874, 1, 8, "NVIDIA H100 80GB HBM3")],
+    "h100-2node-g4-alltoall-abort-sendrecv-degraded.log": [
+        ("alltoall_perf", "failed", 0, None, 2, 8, "NVIDIA H100 80GB HBM3"),
+        ("sendrecv_perf", "ok", 10, 5.9895, 2, 8, "NVIDIA H100 80GB HBM3")],
+    "h100-a3mega-2node-16gpu-mangled-header.log": [("", "ok", 31, 70.742, 2, 16, "NVIDIA H100 80GB HBM3")],
+    "h200-2node-np2-g8-v2.18.3-ucxwarn.log": [("all_reduce_perf", "ok", 25, 178.222, 2, 16, "NVIDIA H200")],
+    "l40s-2node-2gpu-per-proc-ocp.log": [("", "ok", 31, 4.74277, 2, 4, "NVIDIA L40S")],
+    "olivia-gh200-2node-v2.18.3.log": [("all_reduce_perf", "ok", 28, 17.8617, 2, 8, "NVIDIA GH200 120GB")],
+    "p100-8gpu-nccl1-ancient-format-abort.log": [("", "failed", 0, None, 1, 8, "Tesla P100-PCIE-16GB")],
+    "t4-3node-c0-validation-off-oldformat.log": [("", "ok", 11, 0.58536, 3, 3, "Tesla T4")],
+}
+
+
+def test_fixtures_match_the_shared_reference():
+    logs = sorted(p.name for p in LOGS.glob("*.log"))
+    assert logs == sorted(EXPECTED)
+    for name in logs:
+        assert (LOGS / f"{name}.source").is_file()
+        if SHARED.is_dir():
+            assert (LOGS / name).read_bytes() == (SHARED / name).read_bytes()
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_real_log_parses_to_its_figures_or_a_reason(name):
+    runs = parse_file(LOGS / name)
+    got = [(r.test, r.status, len(r.rows), r.avg_busbw_gbps, r.nodes, r.ranks, r.gpu_models[0]) for r in runs]
+    assert got == EXPECTED[name]
+    for r in runs:
+        if r.status != "ok":
+            assert r.reason, "a failed run names its reason"
+        else:
+            assert r.wrong_total == 0 and r.reason == ""
+            # avg busbw is the mean of both halves over all rows (to the log's printed precision)
+            halves = [h.busbw_gbps for row in r.rows for h in (row.out_of_place, row.in_place)]
+            assert sum(halves) / len(halves) == pytest.approx(r.avg_busbw_gbps, rel=0.02, abs=0.01)
+
+
+def test_specific_figures():
+    (h200,) = parse_file(LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log")
+    assert h200.nccl_version == "2.30.4+cuda13.2" and h200.nccl_tests_version == "2.18.3"
+    assert h200.hosts == ["nvidiatools-dell-h200-2-workload", "nvidiatools-dell-h200-3-workload"]
+    assert h200.gpus_per_node == 8 and h200.gpus_per_process == 8
+    assert h200.busbw()[16777216] == 103.37 and h200.rows[14].in_place.busbw_gbps == 151.52
+    assert h200.busbw()[17179869184] == 485.66
+    abort = parse_file(LOGS / "h100-2node-g4-alltoall-abort-sendrecv-degraded.log")
+    assert "remote process exited" in abort[0].reason
+    assert abort[1].rows[-1].out_of_place.time_us == 1.6e7 and abort[1].rows[0].in_place.wrong is None
+    (p100,) = parse_file(LOGS / "p100-8gpu-nccl1-ancient-format-abort.log")
+    assert "unhandled cuda error" in p100.reason and p100.nccl_version == "1.0" and p100.check_column == "res"
+    (a100,) = parse_file(LOGS / "a100-p4d-2node-efa-oldformat-nccl-info.log")
+    assert a100.check_column == "error" and a100.rows[0].out_of_place.error == 2e-7
+    assert a100.nccl_version == "2.9.9+cuda11.2" and a100.busbw()[4294967296] == 43.81
+    (t4,) = parse_file(LOGS / "t4-3node-c0-validation-off-oldformat.log")
+    assert t4.validation is False and t4.rows[0].out_of_place.wrong is None and t4.rows[0].size == 104857600
+
+
+def test_matrices_baselines_match_their_logs():
+    for path in sorted((MATRICES / "baselines").glob("*.yaml")):
+        (b,) = load_baselines(path)
+        log = b.source.split(" ")[0].split("/")[-1]
+        (run,) = [r for r in parse_file(LOGS / log) if not r.test or r.test == b.test]
+        assert run.busbw() == b.busbw_gbps, path.name
+        assert run.avg_busbw_gbps == b.avg_busbw_gbps and run.nodes == b.nodes
+        assert compare(run, b).ok
+
+
+def _scaled(text: str, factor_from: int, factor: float) -> str:
+    """The log with out-of-place busbw of every row of size >= factor_from multiplied by factor."""
+    out = []
+    for line in text.splitlines():
+        tok = line.split()
+        if len(tok) == 13 and tok[0].isdigit() and int(tok[0]) >= factor_from:
+            tok[7] = f"{float(tok[7]) * factor:.2f}"
+            line = " ".join(tok)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _h200_baseline() -> Baseline:
+    return load_baselines(MATRICES / "baselines" / "2026.07-r580.yaml")[0]
+
+
+def test_regression_in_large_messages_fails_naming_sizes_and_percentages():
+    text = (LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log").read_text()
+    (run,) = parse(_scaled(text, 1 << 30, 0.9))
+    assert run.status == "ok"  # nothing errored ...
+    result = compare(run, _h200_baseline())
+    assert not result.ok  # ... yet it is a regression
+    bad = [s for s in result.sizes if not s.ok]
+    assert [s.size for s in bad] == [1 << 30, 2 << 30, 4 << 30, 8 << 30, 16 << 30]
+    assert all(9.9 <= s.drop_pct <= 10.1 and s.band == "large" for s in bad)
+    assert any("1 GiB" in p and "10" in p and "%" in p for p in result.problems)
+    # a 3% dip in large messages is inside the 5% band
+    (ok_run,) = parse(_scaled(text, 1 << 30, 0.97))
+    assert compare(ok_run, _h200_baseline()).ok
+    # but a tighter tolerance catches it
+    assert not compare(ok_run, _h200_baseline(), {"large": 2.0}).ok
+
+
+def test_nonzero_wrong_fails_even_with_good_bandwidth():
+    text = (LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log").read_text()
+    lines = text.splitlines()
+    i = next(i for i, ln in enumerate(lines) if ln.strip().startswith("1048576 "))
+    tok = lines[i].split()
+    tok[8] = "3"
+    lines[i] = " ".join(tok)
+    (run,) = parse("\n".join(lines))
+    assert run.status == "failed" and "wrong" in run.reason and "1 MiB" in run.reason
+    result = compare(run, _h200_baseline())
+    assert not result.ok and all(s.ok for s in result.sizes)
+
+
+def test_incomplete_run_is_reported_not_compared_as_good():
+    text = (LOGS / "olivia-gh200-2node-v2.18.3.log").read_text()
+    cut = text[: text.index("# Out of bounds")]
+    cut = "\n".join(cut.splitlines()[:-5])
+    (run,) = parse(cut)
+    assert run.status == "incomplete" and "Avg bus bandwidth" in run.reason
+    base = Baseline("x", "all_reduce_perf", 2, 4, {r.size: r.out_of_place.busbw_gbps for r in run.rows})
+    assert not compare(run, base).ok
+
+
+def test_bands():
+    assert band(1024) == "small" and band(1 << 20) == "medium" and band(256 << 20) == "large"
+
+
+def test_record_and_pick(tmp_path):
+    (b200,) = parse_file(LOGS / "b200-gke-a4-2node-16gpu-allgather.log")
+    b200.test = "all_gather_perf"
+    f = tmp_path / "b.yaml"
+    f.write_text((MATRICES / "baselines" / "2026.07-r580.yaml").read_text())
+    f.write_text(record(f, baseline_from_run(b200, "2026.07-r580", "su01", "b200.log")))
+    f.write_text(record(f, baseline_from_run(b200, "2026.07-r580", "su01", "b200.log")))  # replaces, not appends
+    entries = load_baselines(f)
+    assert [(e.test, e.node_group, e.nodes) for e in entries] == [("all_reduce_perf", "", 2),
+                                                                  ("all_gather_perf", "su01", 2)]
+    assert pick(entries, b200, "su01").node_group == "su01"
+    assert "# Performance baseline" in f.read_text()  # comments kept
+
+
+MANGLES = st.lists(st.sampled_from(["drop", "dup", "cut", "noise", "swap", "garbage"]), max_size=12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=MANGLES, seed=st.integers(0, 10_000), junk=st.text(max_size=80),
+       name=st.sampled_from(sorted(EXPECTED)))
+def test_parser_never_raises_on_mangled_logs(ops, seed, junk, name):
+    import random
+
+    rnd = random.Random(seed)
+    lines = (LOGS / name).read_text().splitlines()
+    for op in ops:
+        if not lines:
+            break
+        i = rnd.randrange(len(lines))
+        if op == "drop":
+            del lines[i]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+        elif op == "cut":
+            lines[i] = lines[i][: rnd.randrange(len(lines[i]) + 1)]
+        elif op == "noise":
+            lines.insert(i, "NCCL INFO " + junk)
+        elif op == "swap":
+            j = rnd.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            lines[i] = junk
+    for run in parse("\n".join(lines)):
+        assert run.status in ("ok", "failed", "incomplete")
+        assert run.status == "ok" or run.reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_parser_never_raises_on_arbitrary_text(text):
+    for run in parse(text):
+        assert run.status in ("ok", "failed", "incomplete")
+
+
+runner = CliRunner()
+
+
+def test_cli_parse_and_compare():
+    r = runner.invoke(app, ["baseline", "parse", str(LOGS / "h100-2node-g4-alltoall-abort-sendrecv-degraded.log")])
+    assert r.exit_code == 1 and "remote process exited" in r.output
+    r = runner.invoke(app, ["baseline", "compare", str(LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log"),
+                            "--set", "2026.07-r580", "--matrices", str(MATRICES)])
+    assert r.exit_code == 0, r.output
+    assert "pass" in r.output
+
+
+def test_cli_compare_regression_exit_1(tmp_path):
+    log = tmp_path / "slow.log"
+    log.write_text(_scaled((LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log").read_text(), 256 << 20, 0.8))
+    r = runner.invoke(app, ["baseline", "compare", str(log), "--set", "2026.07-r580", "--matrices", str(MATRICES)])
+    assert r.exit_code == 1
+    assert "256 MiB" in r.output and "20" in r.output and "FAIL" in r.output
+
+
+def test_cli_bad_inputs_exit_2(tmp_path):
+    bad = tmp_path / "b.yaml"
+    bad.write_text("- not a mapping\n")
+    log = str(LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log")
+    r = runner.invoke(app, ["baseline", "compare", log, "--baseline", str(bad)])
+    assert r.exit_code == 2 and "b.yaml" in r.output
+    r = runner.invoke(app, ["baseline", "compare", log, "--set", "2026.07-r580", "--tolerance", "huge=3",
+                            "--matrices", str(MATRICES)])
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["baseline", "record", str(LOGS / "p100-8gpu-nccl1-ancient-format-abort.log"),
+                            "--set", "2026.07-r580", "-o", str(tmp_path / "x.yaml")])
+    assert r.exit_code == 2 and "failed" in r.output and not (tmp_path / "x.yaml").exists()
+    assert os.path.exists(log)

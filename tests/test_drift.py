@@ -1,0 +1,135 @@
+"""Drift: node facts (the gpu_facts role's JSON) against the validated set."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterdef import drift
+from clusterdef.cli import app
+from clusterdef.validate.pipeline import validate_file
+from conftest import CLUSTERS, MATRICES, TODAY
+
+FIXTURES = Path(__file__).parent / "fixtures" / "facts"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def lab_result():
+    result = validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY)
+    assert result.ok
+    return result
+
+
+def _facts(result):
+    vs = result.matrix.sets[result.definition.cluster.matrix]
+    return vs, drift.facts_for(result.definition, vs)
+
+
+def _write(tmp_path, facts) -> Path:
+    d = tmp_path / "facts"
+    d.mkdir()
+    for f in facts:
+        (d / f"{f['host']}.json").write_text(json.dumps(f))
+    return d
+
+
+def test_all_on_matrix(lab_result, tmp_path):
+    vs, facts = _facts(lab_result)
+    report = drift.compare(lab_result.definition, vs, [("x", f) for f in facts])
+    assert len(report.nodes) == 6 and not report.off_matrix and not report.missing
+    r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(_write(tmp_path, facts)),
+                            "--today", "2026-11-30"])
+    assert r.exit_code == 0, r.output
+    assert "6 node(s) checked against 2026.07-r580: 0 off-matrix" in r.output
+
+
+def test_injected_off_matrix_nodes(lab_result, tmp_path):
+    vs, facts = _facts(lab_result)
+    by_host = {f["host"]: f for f in facts}
+    by_host["gpu002"]["versions"]["driver"] = "580.95.05"  # a node replaced at 2am
+    by_host["gpu003"]["versions"]["driver"] = "580.95.05"
+    by_host["gpu003"]["versions"]["firmware"]["cx7"] = "28.46.1006"
+    by_host["kgpu02"]["versions"]["kubelet"] = "v1.33.0"
+    by_host["gpu004"]["versions"]["nccl"] = "unknown"  # unknown is reported, not off-matrix
+    del by_host["gpu001"]  # no facts: missing
+    facts_dir = _write(tmp_path, by_host.values())
+    drain, prom = tmp_path / "drain.sh", tmp_path / "drift.prom"
+    r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(facts_dir), "--today", "2026-11-30",
+                            "--drain", str(drain), "--prometheus", str(prom), "--format", "json"])
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    assert doc["off_matrix"] == 3 and doc["checked"] == 5 and doc["missing"] == "gpu001"
+    off = {n["host"]: {m["component"]: (m["expected"], m["actual"]) for m in n["off"]} for n in doc["nodes"]}
+    assert off == {"gpu002": {"driver": ("580.126.20", "580.95.05")},
+                   "gpu003": {"driver": ("580.126.20", "580.95.05"), "firmware.cx7": ("28.47.2682", "28.46.1006")},
+                   "kgpu02": {"kubelet": ("1.34.2", "v1.33.0")}}
+    assert doc["unknown_components"] == {"gpu004": ["nccl"]}
+    lines = drain.read_text().splitlines()
+    assert lines == [
+        'scontrol update NodeName=gpu002 State=DRAIN Reason="clusterdef off-matrix: driver 580.95.05!=580.126.20"',
+        'scontrol update NodeName=gpu003 State=DRAIN Reason="clusterdef off-matrix: driver 580.95.05!=580.126.20, '
+        'firmware.cx7 28.46.1006!=28.47.2682"',
+        "kubectl taint nodes kgpu02 clusterdef.dev/off-matrix=kubelet:NoExecute --overwrite",
+    ]
+    text = prom.read_text()
+    assert 'clusterdef_drift_nodes_off_matrix{set="2026.07-r580"} 3' in text
+    assert ('clusterdef_node_off_matrix{node="gpu003",group="train",component="firmware.cx7",'
+            'expected="28.47.2682",actual="28.46.1006"} 1') in text
+    # every sample line is valid exposition format
+    sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.e+]+$')
+    for line in text.splitlines():
+        assert line.startswith("# HELP ") or line.startswith("# TYPE ") or sample.match(line), line
+
+
+def test_same_reason_folds_into_one_hostlist(lab_result):
+    vs, facts = _facts(lab_result)
+    for f in facts:
+        f["versions"]["kernel"] = "6.8.0-31-generic"
+    report = drift.compare(lab_result.definition, vs, [("x", f) for f in facts])
+    lines = drift.drain_lines(report)
+    assert lines[0].startswith("scontrol update NodeName=gpu[001-004] State=DRAIN")
+    assert len(lines) == 3  # one Slurm line, two taints
+
+
+def test_text_report_names_both_versions(lab_result, tmp_path):
+    vs, facts = _facts(lab_result)
+    facts[0]["versions"]["slurm"] = "25.05.0"
+    facts.append({"host": "stranger01", "versions": {}})
+    r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(_write(tmp_path, facts)),
+                            "--today", "2026-11-30"])
+    assert r.exit_code == 1
+    assert "gpu001 (train, slurm): slurm 25.05.0 (set 2026.07-r580: 25.11.7)" in r.output
+    assert "stranger01" in r.output
+
+
+@pytest.mark.parametrize("content, where", [
+    ('{"host": "gpu001",\n "versions": {"driver": }\n}', ":2:"),
+    ('{"versions": {}}', "host"),
+    ('[{"host": "gpu001", "versions": []}]', "versions"),
+])
+def test_bad_facts_exit_2_with_location(tmp_path, content, where):
+    f = tmp_path / "bad.json"
+    f.write_text(content)
+    r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(f), "--today", "2026-11-30"])
+    assert r.exit_code == 2, r.output
+    assert "bad.json" in r.output and where in r.output and "Traceback" not in r.output
+
+
+def test_missing_facts_path_exit_2(tmp_path):
+    r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(tmp_path / "nope"),
+                            "--today", "2026-11-30"])
+    assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_example_fixture_is_valid_and_on_matrix(lab_result):
+    """tests/fixtures/facts/lab.json is the example in docs/facts-format.md."""
+    vs = lab_result.matrix.sets["2026.07-r580"]
+    facts = drift.read_facts(FIXTURES / "lab.json")
+    report = drift.compare(lab_result.definition, vs, facts)
+    assert [n.host for n in report.off_matrix] == ["gpu004"]
+    assert report.off_matrix[0].off[0].component == "driver"

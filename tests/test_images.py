@@ -1,0 +1,291 @@
+"""Image target: mkosi configurations pinned from the validated set, `mkosi summary` on
+each, the first-boot baseline script run directly against faked probes, and (slow) a small
+rendered image built with mkosi, packed as an initrd, PXE-booted under QEMU to its baseline
+step: on-matrix once, and off-matrix with a faked driver version."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from clusterdef.build import build_tree
+from clusterdef.render.images import BASELINE_DIR, SCRIPT, artefact
+from clusterdef.resolve import resolve
+from clusterdef.validate.pipeline import validate_file
+from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
+from test_pxe_boot import (CACHE, cached_kernel, kernel_cmdline, need, need_tools, qemu_command, running, serve,
+                           wait_for, write)
+
+EXAMPLES = ["lab", "estate"]
+
+
+def render_file(path: Path):
+    result = validate_file(path, MATRICES, TODAY)
+    assert result.ok, [(f.code, f.message) for f in result.findings]
+    tree, _ = build_tree(result, ["pxe", "images"])
+    return tree, resolve(result.definition, result.matrix, path.parent)
+
+
+@pytest.fixture(scope="module", params=EXAMPLES)
+def example(request):
+    return request.param, *render_file(CLUSTERS / f"{request.param}.yaml")
+
+
+def test_versions_come_from_the_set(example):
+    name, tree, resolved = example
+    c = resolved.set.components
+    for image in resolved.definition.images:
+        pref = tree[f"images/{image}/mkosi.skeleton/etc/apt/preferences.d/clusterdef-nvidia.pref"]
+        assert f"Pin: version {c.driver}-*" in pref
+        assert f"Pin: version {c.cuda}-*" in pref
+        assert f"Pin: version {c.nccl}-*+cuda13.0" in pref
+        assert f"Pin: version {c.container_toolkit}-*" in pref
+        components = tree[f"images/{image}/mkosi.extra/{BASELINE_DIR}/components"]
+        assert components.splitlines() == [f"driver={c.driver}", f"cuda={c.cuda}", f"nccl={c.nccl}",
+                                           f"container_toolkit={c.container_toolkit}"]
+        conf = tree[f"images/{image}/mkosi.conf"]
+        img = resolved.definition.images[image]
+        assert f"Output={artefact(image, img)}\n" in conf and f"ImageVersion={img.version}\n" in conf
+        assert f"linux-image-{img.kernel}" in conf
+        assert c.driver not in conf, "versions belong in the pin file, not the package list"
+
+
+def test_firmware_baseline_per_hardware_type(example):
+    name, tree, resolved = example
+    d, vs = resolved.definition, resolved.set
+    for image in d.images:
+        groups = tree[f"images/{image}/mkosi.extra/{BASELINE_DIR}/groups"].splitlines()
+        assert groups == sorted(f"{g}={grp.hardware}" for g, grp in d.nodes.items() if grp.image == image)
+        for hw in {line.split("=")[1] for line in groups}:
+            lines = tree[f"images/{image}/mkosi.extra/{BASELINE_DIR}/hardware/{hw}"].splitlines()
+            platform = d.hardware[hw].platform
+            assert lines == [f"{c}={vs.firmware[platform][c]}" for c in d.hardware[hw].firmware]
+
+
+def need_mkosi() -> str:
+    need_tools("mkosi")
+    return shutil.which("mkosi")
+
+
+def test_mkosi_summary_accepts_every_image(example, tmp_path):
+    need_mkosi()
+    name, tree, resolved = example
+    write(tree, tmp_path)
+    for image, img in resolved.definition.images.items():
+        r = subprocess.run(["mkosi", "summary"], cwd=tmp_path / "images" / image, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        summary = r.stdout + r.stderr  # mkosi 14 prints the summary on stderr
+        assert f"Release: {img.release}" in summary
+        assert f"Image Version: {img.version}" in summary
+        assert "libnccl2" in summary and "nvidia-container-toolkit" in summary, "drop-in not read"
+
+
+def test_mkosi_summary_rejects_an_unknown_key(tmp_path):
+    """The summary check can fail: a misspelt key is rc 2 (so the tests above mean something)."""
+    need_mkosi()
+    tree, _ = render_file(CLUSTERS / "lab.yaml")
+    write(tree, tmp_path)
+    conf = tmp_path / "images/gpu-node/mkosi.conf"
+    conf.write_text(conf.read_text().replace("WithDocs=no", "WithDoc=no"))
+    r = subprocess.run(["mkosi", "summary"], cwd=conf.parent, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+
+
+# -- the first-boot baseline script, run directly ---------------------------------------------
+
+@pytest.fixture
+def baseline(tmp_path):
+    tree, resolved = render_file(CLUSTERS / "lab.yaml")
+    write(tree, tmp_path / "out")
+    image = tmp_path / "out/images/gpu-node/mkosi.extra"
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    vs = resolved.set
+    for c in ("driver", "cuda", "nccl", "container_toolkit"):
+        (probes / c).write_text(getattr(vs.components, c) + "\n")
+    for c, v in vs.firmware["hgx-h100"].items():
+        (probes / c).write_text(v + "\n")
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text(kernel_cmdline(resolved, "train") + "\n")
+    env = {"PATH": "/usr/bin:/bin", "CLUSTERDEF_BASELINE_DIR": str(image / BASELINE_DIR),
+           "CLUSTERDEF_STATE_DIR": str(tmp_path / "state"), "CLUSTERDEF_PROBE_DIR": str(probes),
+           "CLUSTERDEF_CMDLINE": str(cmdline)}
+
+    def run(**extra):
+        return subprocess.run(["sh", str(image / SCRIPT)], env={**env, **extra}, capture_output=True, text=True,
+                              timeout=30)
+    return run, probes, tmp_path / "state", cmdline, resolved
+
+
+def test_baseline_on_matrix(baseline):
+    run, probes, state, _, resolved = baseline
+    r = run()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "is on-matrix for set 2026.07-r580: 9 check(s) passed" in r.stdout
+    assert (state / "on-matrix").is_file() and not (state / "off-matrix").exists()
+
+
+def test_baseline_off_matrix_driver_refuses_registration(baseline):
+    run, probes, state, _, _ = baseline
+    (probes / "driver").write_text("580.95.05\n")
+    r = run()
+    assert r.returncode == 1
+    assert "clusterdef-baseline: OFF-MATRIX driver: node runs 580.95.05, set 2026.07-r580 pins 580.126.20" in r.stdout
+    assert "refusing to register" in r.stdout
+    assert (state / "off-matrix").read_text() == "driver running=580.95.05 pinned=580.126.20\n"
+    assert not (state / "on-matrix").exists()
+
+
+def test_baseline_env_probe_and_firmware(baseline):
+    """A probe from the environment, and a firmware component off the set."""
+    run, probes, state, _, _ = baseline
+    (probes / "sbios").unlink()
+    (probes / "cx7").unlink()
+    r = run(CLUSTERDEF_PROBE_SBIOS="01.07.08", CLUSTERDEF_PROBE_CX7="28.46.1006")
+    assert r.returncode == 1
+    assert "OFF-MATRIX cx7: node runs 28.46.1006, set 2026.07-r580 pins 28.47.2682" in r.stdout
+    assert "sbios" not in (state / "off-matrix").read_text()
+
+
+def test_baseline_unprobed_component_is_off_matrix(baseline):
+    run, probes, state, _, _ = baseline
+    (probes / "nvswitch").unlink()
+    r = run()
+    assert r.returncode == 1
+    assert "OFF-MATRIX nvswitch: node runs unknown, set 2026.07-r580 pins 96.10.38.00.01" in r.stdout
+
+
+def test_baseline_wrong_set_or_group_on_cmdline(baseline):
+    run, probes, state, cmdline, resolved = baseline
+    cmdline.write_text(kernel_cmdline(resolved, "train").replace("clusterdef.set=2026.07-r580",
+                                                                 "clusterdef.set=2025.10-r580")
+                       .replace("clusterdef.group=train", "clusterdef.group=login"))
+    r = run()
+    assert r.returncode == 1
+    assert "OFF-MATRIX set: node runs 2025.10-r580, set 2026.07-r580 pins 2026.07-r580" in r.stdout
+    assert "OFF-MATRIX group: node runs login" in r.stdout
+
+
+def test_baseline_script_is_posix_sh(baseline):
+    """dash -n (and busybox sh -n where present) accept it: nodes run it with /bin/sh."""
+    run, *_ = baseline
+    tree, _ = render_file(CLUSTERS / "lab.yaml")
+    text = tree[f"images/gpu-node/mkosi.extra/{SCRIPT}"]
+    for sh in ("dash", "busybox"):
+        path = shutil.which(sh)
+        if path:
+            args = [path, "sh", "-n"] if sh == "busybox" else [path, "-n"]
+            r = subprocess.run(args, input=text, capture_output=True, text=True)
+            assert r.returncode == 0, (sh, r.stderr)
+
+
+# -- mkosi build + PXE boot -------------------------------------------------------------------
+
+def small_image_definition(lab: dict, tmp: Path, kver: str) -> Path:
+    """The lab with its image switched to a minimal Debian bookworm (what this machine can reach)."""
+    img = lab["images"]["gpu-node"]
+    img.update({"distribution": "debian", "release": "bookworm", "kernel": kver, "packages": []})
+    return dump_yaml(lab, tmp / "lab-small.yaml")
+
+
+@pytest.fixture(scope="module")
+def built_image(tmp_path_factory, lab_data):
+    """Build the rendered mkosi image (NVIDIA drop-in and apt skeleton left out: NVIDIA's
+    repositories are unreachable here; the kernel package left out: the cached kernel is used)."""
+    import copy
+
+    need_mkosi()
+    need_tools("zstd", "cpio", "unshare", "qemu-system-x86_64", "socat")
+    if os.geteuid() != 0:
+        need("root (mkosi build)", False)
+    kernel = cached_kernel()
+    kver = kernel.name[len("vmlinuz-"):]
+    tmp = tmp_path_factory.mktemp("mkosi")
+    tree, resolved = render_file(small_image_definition(copy.deepcopy(lab_data), tmp, kver))
+    write(tree, tmp / "out")
+    src = tmp / "out/images/gpu-node"
+    (src / "mkosi.conf.d/50-nvidia.conf").unlink()
+    shutil.rmtree(src / "mkosi.skeleton")
+    (CACHE / "mkosi").mkdir(parents=True, exist_ok=True)
+    artefacts = tmp / "artefacts"
+    env = {**os.environ, "KERNEL": str(kernel),
+           "MKOSI_ARGS": f"--package=!linux-image-{kver} --cache={CACHE / 'mkosi'} --nspawn-keep-unit"}
+    started = time.monotonic()
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                        "mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn && "
+                        f"sh build.sh {artefacts}"], cwd=src, env=env, capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - started
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    art = artefact("gpu-node", resolved.definition.images["gpu-node"])
+    initrd = artefacts / f"{art}.initrd"
+    assert initrd.stat().st_size < 120 * 2**20, f"image too large: {initrd.stat().st_size} bytes"
+    shutil.rmtree(src / art, ignore_errors=True)
+    print(f"mkosi build + pack: {took:.1f} s, initrd {initrd.stat().st_size / 2**20:.1f} MiB")
+    return tmp, tree, resolved, artefacts, art
+
+
+def probe_cpio(probes: dict[str, str]) -> bytes:
+    """A gzip cpio with /etc/clusterdef/probes/<component>, appended to the image's initrd."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        (root / "etc/clusterdef/probes").mkdir(parents=True)
+        for c, v in probes.items():
+            (root / "etc/clusterdef/probes" / c).write_text(v + "\n")
+        names = ["etc", "etc/clusterdef", "etc/clusterdef/probes"] + [f"etc/clusterdef/probes/{c}" for c in probes]
+        r = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input="\n".join(names).encode(),
+                           capture_output=True, check=True)
+    return gzip.compress(r.stdout)
+
+
+def boot_image(built, probes: dict[str, str], tag: str) -> str:
+    tmp, tree, resolved, artefacts, art = built
+    root = write(tree, tmp / f"http-{tag}", "pxe/")
+    (root / "images").mkdir()
+    shutil.copy(artefacts / f"{art}.vmlinuz", root / "images")
+    with open(root / "images" / f"{art}.initrd", "wb") as fh:
+        fh.write((artefacts / f"{art}.initrd").read_bytes())
+        fh.write(probe_cpio(probes))
+    node = next(resolved.nodes("train"))
+    prov = resolved.definition.network.provisioning
+    tftp = write({"boot.ipxe": tree["pxe/ipxe/boot.ipxe"]}, tmp / f"tftp-{tag}")
+    console = tmp / f"console-{tag}.log"
+    with serve(root) as port:
+        netdev = (f"user,id=n0,restrict=on,net={prov.subnet},host={prov.gateway},dhcpstart={node.ipv4},"
+                  f"tftp={tftp},bootfile=boot.ipxe,"
+                  f"guestfwd=tcp:{prov.server}:{prov.http_port}-cmd:socat - TCP:127.0.0.1:{port}")
+        started = time.monotonic()
+        with running(qemu_command(console, node.mac, netdev, False, tmp, memory=1536), tmp / f"qemu-{tag}.log") as vm:
+            text = wait_for(console, r"clusterdef-baseline: node .* (on-matrix|OFF-MATRIX) .*\n", vm, timeout=300)
+        print(f"{tag}: PXE boot of the mkosi image to its baseline verdict: {time.monotonic() - started:.1f} s")
+    return text
+
+
+def _pinned_probes(resolved) -> dict[str, str]:
+    vs = resolved.set
+    probes = {c: getattr(vs.components, c) for c in ("driver", "cuda", "nccl", "container_toolkit")}
+    probes.update(vs.firmware["hgx-h100"])
+    return probes
+
+
+@pytest.mark.slow
+def test_mkosi_image_boots_on_matrix(built_image):
+    text = boot_image(built_image, _pinned_probes(built_image[2]), "on")
+    assert "is on-matrix for set 2026.07-r580: 9 check(s) passed" in text, text[-3000:]
+    assert "OFF-MATRIX" not in text
+
+
+@pytest.mark.slow
+def test_mkosi_image_boots_off_matrix_and_refuses(built_image):
+    probes = {**_pinned_probes(built_image[2]), "driver": "580.95.05"}
+    text = boot_image(built_image, probes, "off")
+    assert "OFF-MATRIX driver: node runs 580.95.05, set 2026.07-r580 pins 580.126.20" in text, text[-3000:]
+    assert "refusing to register" in text

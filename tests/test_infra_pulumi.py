@@ -1,0 +1,137 @@
+"""The Pulumi program in infra/ under Pulumi's own mocks (preview=False, so apply callbacks run).
+
+The Pulumi CLI cannot run here, so the program runs in-process with mocked resource monitors: the
+assertions are on what the program asks the engine to create (type tokens, names, inputs)."""
+
+from __future__ import annotations
+
+import sys
+
+import pulumi
+import pytest
+from ruamel.yaml import YAML
+
+from clusterdef.render import kubernetes as k8s
+from clusterdef.resolve import resolve
+from clusterdef.validate.pipeline import validate_file
+from conftest import CLUSTERS, MATRICES, ROOT, TODAY
+
+sys.path.insert(0, str(ROOT / "infra"))
+
+
+class Mocks(pulumi.runtime.Mocks):
+    def __init__(self):
+        self.created: list[tuple[str, str, dict]] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        self.created.append((args.typ, args.name, dict(args.inputs)))
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}
+
+
+def run_program(example: str) -> list[tuple[str, str, dict]]:
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, preview=False)
+    import program  # infra/program.py, imported after the mocks are in place
+
+    @pulumi.runtime.test
+    def deploy():
+        program.deploy(CLUSTERS / f"{example}.yaml", MATRICES, TODAY)
+        return pulumi.Output.from_input(True)
+
+    deploy()
+    return mocks.created
+
+
+def rendered(example: str) -> dict[str, str]:
+    result = validate_file(CLUSTERS / f"{example}.yaml", MATRICES, TODAY)
+    return k8s.render(resolve(result.definition, result.matrix, CLUSTERS))
+
+
+def as_floats(node):
+    """Mocks receive numbers as floats: compare after the same conversion."""
+    if isinstance(node, dict):
+        return {k: as_floats(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [as_floats(v) for v in node]
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        return node
+    return float(node)
+
+
+@pytest.fixture(scope="module", params=["lab", "estate"])
+def deployed(request):
+    return request.param, run_program(request.param), rendered(request.param)
+
+
+def by_type(created, typ):
+    return {name: inputs for t, name, inputs in created if t == typ}
+
+
+def test_components_and_types(deployed):
+    example, created, tree = deployed
+    types = {t for t, _, _ in created}
+    assert {"clusterdef:kubernetes:GpuOperator", "clusterdef:kubernetes:NetworkOperator",
+            "clusterdef:kubernetes:Kueue", "clusterdef:kubernetes:Tenant",
+            "kubernetes:helm.sh/v3:Release", "kubernetes:core/v1:Namespace", "kubernetes:core/v1:ResourceQuota",
+            "kubernetes:core/v1:LimitRange", "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+            "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue",
+            "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"} <= types
+    tenants = {n.removeprefix("tenant-") for n in by_type(created, "clusterdef:kubernetes:Tenant")}
+    assert tenants == {rel.split("/")[-1].removesuffix(".yaml") for rel in tree if rel.startswith("kubernetes/tenants/")}
+    names = [(t, n) for t, n, _ in created]
+    assert len(names) == len(set(names)), "a resource name is used twice"
+
+
+def test_helm_values_equal_rendered_files(deployed):
+    """What Pulumi gives Helm is the values file `clusterdef render` writes, after parsing."""
+    example, created, tree = deployed
+    releases = by_type(created, "kubernetes:helm.sh/v3:Release")
+    y = YAML(typ="safe")
+    gpu = releases["gpu-operator-release"]
+    assert gpu["values"] == as_floats(y.load(tree["kubernetes/gpu-operator/values.yaml"]))
+    assert gpu["chart"] == "gpu-operator" and gpu["version"] == "26.3.3" and gpu["namespace"] == "gpu-operator"
+    net = releases["network-operator-release"]
+    assert net["values"] == as_floats(y.load(tree["kubernetes/network-operator/values.yaml"]))
+    kueue = releases["kueue-release"]
+    cfg = kueue["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    assert y.load(cfg) == y.load(tree["kubernetes/kueue/manager-config.yaml"])
+    assert set(gpu["values"]) >= {"driver", "toolkit", "devicePlugin", "dcgmExporter", "mig"}
+
+
+def test_tenant_quota_and_namespaces(deployed):
+    example, created, tree = deployed
+    y = YAML(typ="safe")
+    quotas = by_type(created, "kubernetes:core/v1:ResourceQuota")
+    queues = by_type(created, "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
+    for rel, text in tree.items():
+        if not rel.startswith("kubernetes/tenants/"):
+            continue
+        tenant = rel.split("/")[-1].removesuffix(".yaml")
+        docs = list(y.load_all(text))
+        ns = docs[0]["metadata"]["name"]
+        q = quotas[f"tenant-{tenant}-resourcequota-gpu-quota"]
+        assert q["metadata"]["namespace"] == ns
+        want = next(d for d in docs if d["kind"] == "ResourceQuota")["spec"]["hard"]["requests.nvidia.com/gpu"]
+        assert q["spec"]["hard"]["requests.nvidia.com/gpu"] == want
+        for d in docs:
+            if d["kind"] == "LocalQueue":
+                lq = queues[f"tenant-{tenant}-localqueue-{d['metadata']['name']}"]
+                assert lq["metadata"]["namespace"] == ns and lq["spec"]["clusterQueue"] == d["spec"]["clusterQueue"]
+    if example == "lab":
+        assert quotas["tenant-vision-resourcequota-gpu-quota"]["spec"]["hard"]["requests.nvidia.com/gpu"] == "16"
+        assert quotas["tenant-nlp-resourcequota-gpu-quota"]["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
+
+
+def test_cluster_queue_quota_numbers(deployed):
+    example, created, tree = deployed
+    y = YAML(typ="safe")
+    cqs = by_type(created, "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+    want = list(y.load_all(tree["kubernetes/kueue/clusterqueues.yaml"]))
+    assert len(cqs) == len(want)
+    for cq in want:
+        got = cqs[f"kueue-clusterqueue-{cq['metadata']['name']}"]
+        assert got["spec"] == as_floats(cq["spec"])

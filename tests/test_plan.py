@@ -1,0 +1,267 @@
+"""clusterdef plan between the repository's real sets, for both examples (golden Markdown),
+the stepped Slurm path, the Kubernetes minor rule and the refusals.
+
+Refresh the golden Markdown after an intended change with
+`CLUSTERDEF_REFRESH_GOLDEN=1 .venv/bin/pytest tests/test_plan.py` and review the diff."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterdef.cli import app
+from clusterdef.matrix.load import load_matrix
+from clusterdef.plan import FROM_SIDE_IGNORED, check_plan_file, load_side, make_plan
+from clusterdef.plan.formats import to_json, to_markdown, to_text
+from clusterdef.plan.transition import kubernetes_hop_problem, kubernetes_path, slurm_path
+from conftest import CLUSTERS, MATRICES, TODAY
+
+GOLDEN = Path(__file__).parent / "golden_plan"
+REFRESH = os.environ.get("CLUSTERDEF_REFRESH_GOLDEN") == "1"
+OLD, CURRENT, CANDIDATE = "2025.10-r580", "2026.07-r580", "2026.11-r595-candidate"
+runner = CliRunner()
+
+
+def variant(tmp: Path, example: str, set_name: str, rollback: str | None = None) -> Path:
+    """The example definition running `set_name` (same folder layout, so MAC inventories resolve)."""
+    text = (CLUSTERS / f"{example}.yaml").read_text()
+    text = text.replace(f"matrix: {CURRENT}", f"matrix: {set_name}", 1)
+    if set_name in (OLD, "2024.06-test"):  # the older sets pin no BlueField-3 firmware: not tracked back then
+        text = text.replace("firmware: [bmc, sbios, gpu_vbios, nvswitch, cx7, bf3]",
+                            "firmware: [bmc, sbios, gpu_vbios, nvswitch, cx7]")
+    if rollback:
+        text = text.replace("rollback: {target: 2025.10-r580}", f"rollback: {{target: {rollback}}}", 1)
+    for csv in CLUSTERS.glob("*.csv"):
+        if not (tmp / csv.name).exists():
+            shutil.copyfile(csv, tmp / csv.name)
+    out = tmp / f"{example}-{set_name}.yaml"
+    out.write_text(text)
+    return out
+
+
+def plan_between(tmp: Path, example: str, a: str, b: str, allow_candidate: bool = False, matrices=MATRICES):
+    old = load_side(variant(tmp, example, a), matrices, TODAY, FROM_SIDE_IGNORED)
+    new = load_side(variant(tmp, example, b, rollback=a if b == CANDIDATE else None), matrices, TODAY,
+                    {"matrix-candidate"})
+    return make_plan(old, new, allow_candidate)
+
+
+CASES = [("lab", OLD, CURRENT), ("lab", CURRENT, CANDIDATE), ("estate", OLD, CURRENT), ("estate", CURRENT, CANDIDATE)]
+
+
+@pytest.mark.parametrize("example, a, b", CASES, ids=[f"{e}-{a}-to-{b}" for e, a, b in CASES])
+def test_golden_markdown(tmp_path, example, a, b):
+    p = plan_between(tmp_path, example, a, b, allow_candidate=True)
+    assert not p.refused, p.refusals
+    md = to_markdown(p.doc)
+    assert len(md) < 65536, "a PR comment holds at most 65,536 characters"
+    golden = GOLDEN / f"{example}-{a}-to-{b}.md"
+    if REFRESH:
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(md)
+    assert golden.is_file(), f"missing {golden}: run CLUSTERDEF_REFRESH_GOLDEN=1 pytest tests/test_plan.py"
+    assert md == golden.read_text(), "plan Markdown changed: refresh the golden files and review the diff"
+
+
+def test_lab_old_to_current_content(tmp_path):
+    doc = plan_between(tmp_path, "lab", OLD, CURRENT).doc
+    layers = {lc["component"]: lc for lc in doc["set_change"]["layers"]}
+    assert layers["driver"]["from"] == "580.95.05" and layers["driver"]["to"] == "580.126.20"
+    assert layers["driver"]["disruption"] == "drain + reboot" and layers["driver"]["nodes"] == 6
+    assert layers["slurm"]["nodes"] == 4 and layers["kubernetes"]["nodes"] == 2
+    assert layers["firmware.cx7"]["disruption"] == "reflash + power cycle"
+    order = [lc["layer"] for lc in doc["set_change"]["layers"]]
+    assert order == sorted(order, key=doc["rollout"]["layer_order"].index)
+    ro = doc["rollout"]
+    assert ro["canary"]["hosts"] == "gpu[001,003]"  # one node on each of leaf01 and leaf02
+    canary = ro["stages"][1]
+    assert canary["kind"] == "canary" and canary["switches"] == ["leaf01", "leaf02"]
+    kinds = [s["kind"] for s in ro["stages"]]
+    assert kinds == ["prepare", "canary", "rollback-drill", "control-plane", "wave", "wave"]
+    assert ro["rollback"] == {"target": OLD, "exercised_on_canary": True}
+    cp = ro["stages"][3]["steps"]
+    assert cp.index("slurmdbd -> 25.11.7 (first; database conversion, dump taken in prepare)") < \
+        cp.index("slurmctld -> 25.11.7")
+    waves = [s for s in ro["stages"] if s["kind"] == "wave"]
+    assert [w["hosts"] for w in waves] == ["gpu[002,004]", "kgpu[01-02]"]
+    assert all(w["steps"][0].startswith("drain ") for w in waves)
+    assert any("NCCL all_reduce_perf" in g and "5%" in g for g in ro["gates"])
+    assert any("Slurm job" in g for g in ro["gates"]) and any("GPU pod" in g for g in ro["gates"])
+    paths = {f["path"] for f in doc["files"]}
+    assert {"versions.json", "definition.resolved.json"} <= paths
+    assert all(f["diff"].startswith("--- a/") for f in doc["files"])
+    assert doc["from"]["definition_sha256"] != doc["to"]["definition_sha256"]
+    assert "[bold]plan[/] lab" in to_text(doc)
+    json.loads(to_json(doc))
+
+
+def test_estate_waves_follow_topology(tmp_path):
+    doc = plan_between(tmp_path, "estate", OLD, CURRENT).doc
+    ro = doc["rollout"]
+    assert ro["canary"]["nodes"] == 8
+    assert len(ro["stages"][1]["switches"]) >= 2
+    waves = [s for s in ro["stages"] if s["kind"] == "wave"]
+    assert all(w["nodes"] <= 128 for w in waves)
+    assert sum(w["nodes"] for w in waves) + 8 == sum(lc["nodes"] for lc in doc["set_change"]["layers"]
+                                                     if lc["component"] == "driver")
+    assert waves[0]["switches"] == ["leaf001", "leaf002", "leaf003", "leaf004"]
+
+
+def test_candidate_is_canary_only_and_steps_kubernetes(tmp_path):
+    doc = plan_between(tmp_path, "lab", CURRENT, CANDIDATE, allow_candidate=True).doc
+    assert doc["canary_only"] and doc["rollout"]["waves_withheld"] == 2
+    assert not [s for s in doc["rollout"]["stages"] if s["kind"] in ("wave", "control-plane")]
+    assert doc["compatibility"]["apiserver_path"] == ["1.35", "1.36.0"]  # 1.34 -> 1.36 passes 1.35
+    assert doc["compatibility"]["kubelet_path"] == ["1.36.0"]  # kubelets only after the API server
+
+
+def test_unvalidated_and_retired_targets_are_refused(tmp_path):
+    p = plan_between(tmp_path, "lab", CURRENT, CANDIDATE, allow_candidate=False)
+    assert [r.code for r in p.refusals] == ["plan-target-candidate"]
+    from clusterdef.plan import PlanInputError
+
+    with pytest.raises(PlanInputError) as exc:  # a retired target is already a definition error
+        plan_between(tmp_path, "lab", OLD, "2025.01-r550")
+    assert "matrix-retired" in {f.code for f in exc.value.findings}
+
+
+def test_downgrade_refused(tmp_path):
+    p = plan_between(tmp_path, "lab", CURRENT, OLD)
+    codes = {r.code for r in p.refusals}
+    assert {"slurm-downgrade", "k8s-downgrade"} <= codes
+
+
+def test_kubernetes_never_skips_a_minor(matrix):
+    c = matrix.compat
+    problem = kubernetes_hop_problem(c, "1.33.0", "1.35.0")
+    assert problem.code == "k8s-skip-minor" and "1.34" in problem.hint
+    assert kubernetes_hop_problem(c, "1.33.0", "1.34.2") is None
+    api, kubelet, problems = kubernetes_path(c, "1.33.0", "1.35.0")
+    assert api == ["1.34", "1.35.0"] and kubelet == ["1.35.0"] and not problems
+    # kubelets may trail by at most 3 minors: a 5-minor jump moves them in two steps, never ahead
+    api, kubelet, _ = kubernetes_path(c, "1.30.1", "1.35.0")
+    assert api == ["1.31", "1.32", "1.33", "1.34", "1.35.0"] and kubelet == ["1.33", "1.35.0"]
+
+
+def test_slurm_stepped_path_from_compat(matrix):
+    c = matrix.compat
+    hops, problems = slurm_path(c, "24.11.0", "26.05.3")  # 24.11 is in 26.05's compatible_prior
+    assert [h.version for h in hops] == ["26.05.3"] and not problems
+    hops, problems = slurm_path(c, "24.05.8", "26.05.3")  # outside the window: step through 25.11
+    assert [h.version for h in hops] == ["25.11.7", "26.05.3"] and not problems
+    assert hops[0].order == ("slurmdbd", "slurmctld", "slurmd")
+    hops, _ = slurm_path(c, "23.02.8", "25.11.7")
+    assert [h.version for h in hops] == ["24.11.7", "25.11.7"]
+    _, problems = slurm_path(c, "25.11.7", "25.05.0")
+    assert problems[0].code == "slurm-downgrade"
+
+
+def test_stepped_slurm_in_a_plan(tmp_path):
+    """A set on Slurm 24.05 -> 26.05 (24.05 is outside 26.05's window): the plan steps through 25.11."""
+    m = tmp_path / "matrices"
+    shutil.copytree(MATRICES, m)
+    text = (m / "sets" / f"{OLD}.yaml").read_text().replace(f"name: {OLD}", "name: 2024.06-test")
+    text = text.replace('slurm: "25.05.0"', 'slurm: "24.05.8"')
+    (m / "sets" / "2024.06-test.yaml").write_text(text)
+    assert not load_matrix(m)[1]
+    p = plan_between(tmp_path, "lab", "2024.06-test", CANDIDATE, allow_candidate=True, matrices=m)
+    assert [h["version"] for h in p.doc["compatibility"]["slurm_path"]] == ["25.11.7", "26.05.3"]
+    assert any("stepped through 25.11.7 -> 26.05.3" in c for c in p.doc["compatibility"]["checks"])
+    # with a validated target the control-plane stage runs slurmd through the intermediate hop
+    text = (m / "sets" / f"{CANDIDATE}.yaml").read_text().replace("status: candidate", "status: validated")
+    (m / "sets" / f"{CANDIDATE}.yaml").write_text(text)
+    p = plan_between(tmp_path, "lab", "2024.06-test", CANDIDATE, matrices=m)
+    cp = next(s for s in p.doc["rollout"]["stages"] if s["kind"] == "control-plane")["steps"]
+    assert cp[:4] == ["slurmdbd -> 25.11.7 (first; database conversion, dump taken in prepare)",
+                      "slurmctld -> 25.11.7",
+                      "slurmd -> 25.11.7 on every Slurm node (rolling restart, jobs keep running) before the next hop",
+                      "slurmdbd -> 26.05.3 (first; database conversion, dump taken in prepare)"]
+
+
+def test_model_changes_are_classified(tmp_path):
+    old = variant(tmp_path, "lab", CURRENT)
+    text = old.read_text()
+    text = text.replace('version: "2026.07.1"', 'version: "2026.07.2"')
+    text = text.replace("max_time: 2-00:00:00", "max_time: 3-00:00:00")
+    text = text.replace("nominal_gpus: 8, cohort: lab, workload_class: inference}",
+                        "nominal_gpus: 4, cohort: lab, workload_class: inference}", 1)
+    new = tmp_path / "lab-new.yaml"
+    new.write_text(text)
+    p = make_plan(load_side(old, MATRICES, TODAY), load_side(new, MATRICES, TODAY))
+    changes = {c["path"]: c for c in p.doc["changes"]}
+    assert changes["images.gpu-node.version"]["disruption"] == "drain + reboot"
+    assert changes["images.gpu-node.version"]["nodes"] == 6
+    assert changes["slurm.partitions.train.max_time"]["disruption"] == "live reconfigure"
+    assert changes["kubernetes.kueue.queues.vision-serve.nominal_gpus"]["disruption"] == "live reconfigure"
+    assert p.doc["set_change"]["layers"] == [] and p.doc["compatibility"] is None
+    assert p.doc["rollout"]["waves"] >= 1  # the image change still rolls out in waves
+
+
+def test_stale_plan_file_detected(tmp_path):
+    old, new = variant(tmp_path, "lab", OLD), variant(tmp_path, "lab", CURRENT)
+    a, b = load_side(old, MATRICES, TODAY, FROM_SIDE_IGNORED), load_side(new, MATRICES, TODAY)
+    doc = make_plan(a, b).doc
+    assert check_plan_file(doc, a.text, b.text, a.tree, b.tree) == []
+    new.write_text(new.read_text().replace("wave_size: 2", "wave_size: 1"))
+    b2 = load_side(new, MATRICES, TODAY)
+    reasons = check_plan_file(doc, a.text, b2.text, a.tree, b2.tree)
+    assert "the to definition changed since the plan was made" in reasons
+
+
+def test_cli_plan_formats_and_plan_file(tmp_path):
+    old, new = variant(tmp_path, "lab", OLD), variant(tmp_path, "lab", CURRENT)
+    pf = tmp_path / "plan.json"
+    r = runner.invoke(app, ["plan", "--from", str(old), "--to", str(new), "--today", "2026-11-30",
+                            "--format", "markdown", "--plan-file", str(pf)])
+    assert r.exit_code == 0, r.output
+    assert "```mermaid" in r.stdout and "<details><summary><code>versions.json</code>" in r.stdout
+    doc = json.loads(pf.read_text())
+    assert doc["to"]["tree_sha256"] and doc["from"]["set"] == OLD
+    r = runner.invoke(app, ["plan", "--from", str(old), "--to", str(new), "--today", "2026-11-30", "-f", "json"])
+    assert json.loads(r.stdout)["cluster"] == "lab"
+
+
+def test_cli_refusals_and_bad_input(tmp_path):
+    cur, cand = variant(tmp_path, "lab", CURRENT), variant(tmp_path, "lab", CANDIDATE)
+    r = runner.invoke(app, ["plan", "--from", str(cur), "--to", str(cand), "--today", "2026-11-30"])
+    assert r.exit_code == 2 and "--allow-candidate" in r.output
+    r = runner.invoke(app, ["plan", "--from", str(cur), "--to", str(cand), "--today", "2026-11-30",
+                            "--allow-candidate"])
+    assert r.exit_code == 0, r.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(cur.read_text().replace("wave_size: 2", "wave_size: -1"))
+    r = runner.invoke(app, ["plan", "--from", str(cur), "--to", str(bad), "--today", "2026-11-30"])
+    assert r.exit_code == 2 and "bad.yaml:" in r.output and "Traceback" not in r.output
+    r = runner.invoke(app, ["plan", "--to", str(cur)])
+    assert r.exit_code == 2
+
+
+def test_cli_base_git_ref(tmp_path):
+    git = shutil.which("git")
+    if git is None:
+        if os.environ.get("CI"):
+            pytest.fail("git is missing in CI")
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "matrices").symlink_to(MATRICES)
+    d = repo / "lab.yaml"
+    d.write_text(variant(tmp_path, "lab", OLD).read_text())
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    for cmd in (["init", "-q"], ["add", "lab.yaml"], ["commit", "-qm", "old"]):
+        subprocess.run([git, *cmd], cwd=repo, check=True, env=env)
+    d.write_text(variant(tmp_path, "lab", CURRENT).read_text())
+    r = runner.invoke(app, ["plan", "--base", "HEAD", "--to", str(d), "--today", "2026-11-30", "-f", "json",
+                            "--matrices", str(MATRICES)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["from"]["set"] == OLD and doc["from"]["file"] == "HEAD:lab.yaml" and doc["to"]["set"] == CURRENT
+    r = runner.invoke(app, ["plan", "--base", "no-such-ref", "--to", str(d), "--matrices", str(MATRICES)])
+    assert r.exit_code == 2 and "no-such-ref" in r.output

@@ -1,0 +1,277 @@
+"""The rendered PXE chain boots for real: QEMU (TCG) runs qemu's iPXE ROM, which fetches the
+rendered entry script, is sent to its node group's script by MAC and boots a Debian kernel
+with a busybox initrd over HTTP. The initrd prints /proc/cmdline on the serial console,
+which must be exactly the command line the group script carries.
+
+- user mode: qemu's own BOOTP/TFTP (restrict=on; the provisioning subnet exists only inside
+  qemu) and a guest forward from the provisioning server's HTTP port to a local server;
+- dnsmasq: the rendered dnsmasq.conf serves DHCP on a tap device in a network namespace
+  the test creates, next to an HTTP server on the provisioning server's address.
+
+Slow (emulator). Locally they skip when a tool is missing; with CI set they fail instead.
+Pieces: scripts/deps.d/40-pxe.sh installs the tools and caches a bookworm kernel."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from clusterdef.build import build_tree
+from clusterdef.render.pxe import kernel_cmdline
+from clusterdef.resolve import resolve
+from clusterdef.validate.pipeline import validate_file
+from conftest import CLUSTERS, MATRICES, ROOT, TODAY
+
+CACHE = Path(os.environ.get("CLUSTERDEF_CACHE", ROOT / ".cache"))
+MARKER = "CLUSTERDEF-PXE-INITRD"
+OVMF_CODE = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
+OVMF_VARS = Path("/usr/share/OVMF/OVMF_VARS_4M.fd")
+
+
+def need(what: str, present: bool) -> None:
+    """Skip locally, fail in CI (the pattern of conftest.need_scontrol)."""
+    if present:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing in CI: scripts/install-test-deps (deps.d/40-pxe.sh) must provide it")
+    pytest.skip(f"{what} is not installed (scripts/deps.d/40-pxe.sh installs it)")
+
+
+def need_tools(*names: str) -> None:
+    for name in names:
+        need(name, shutil.which(name) is not None)
+
+
+def cached_kernel() -> Path:
+    kernels = sorted((CACHE / "pxe").glob("vmlinuz-*"))
+    need(f"a cached Debian kernel under {CACHE / 'pxe'}", bool(kernels))
+    return kernels[-1]
+
+
+def render_example(name: str) -> tuple[dict[str, str], object]:
+    result = validate_file(CLUSTERS / f"{name}.yaml", MATRICES, TODAY)
+    assert result.ok, [f.message for f in result.findings]
+    tree, _ = build_tree(result, ["pxe", "images"])
+    resolved = resolve(result.definition, result.matrix, CLUSTERS)
+    return tree, resolved
+
+
+def write(tree: dict[str, str], root: Path, prefix: str = "") -> Path:
+    for rel, text in tree.items():
+        if rel.startswith(prefix):
+            dest = root / rel[len(prefix):]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text)
+    return root
+
+
+def busybox_initrd(dest: Path) -> Path:
+    """A gzip cpio with static busybox and an /init that prints the marker and /proc/cmdline."""
+    need_tools("cpio")
+    need("busybox-static", Path("/bin/busybox").exists())
+    root = dest.parent / "initrd-root"
+    (root / "bin").mkdir(parents=True)
+    (root / "proc").mkdir()
+    (root / "dev").mkdir()
+    shutil.copy("/bin/busybox", root / "bin/busybox")
+    os.symlink("busybox", root / "bin/sh")
+    init = root / "init"
+    init.write_text("#!/bin/busybox sh\n/bin/busybox mount -t proc proc /proc\n"
+                    f"echo {MARKER}\necho \"CMDLINE:$(/bin/busybox cat /proc/cmdline)\"\n"
+                    "/bin/busybox poweroff -f\n")
+    init.chmod(0o755)
+    files = subprocess.run(["find", "."], cwd=root, capture_output=True, text=True, check=True).stdout
+    with open(dest, "wb") as fh:
+        cpio = subprocess.Popen(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+        out, _ = cpio.communicate("\n".join(sorted(files.split())).encode())
+        assert cpio.returncode == 0
+        import gzip
+        fh.write(gzip.compress(out, compresslevel=1))
+    return dest
+
+
+def http_root(tmp: Path, tree: dict[str, str], resolved, kernel: Path, initrd: Path) -> Path:
+    """What the provisioning server serves: ipxe/ (rendered) and images/<image>-<version>.*"""
+    from clusterdef.render.images import artefact
+
+    root = write(tree, tmp / "http", "pxe/")
+    (root / "images").mkdir()
+    for name, img in resolved.definition.images.items():
+        shutil.copy(kernel, root / "images" / f"{artefact(name, img)}.vmlinuz")
+        shutil.copy(initrd, root / "images" / f"{artefact(name, img)}.initrd")
+    return root
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+
+def qemu_command(console: Path, mac: str, netdev: str, uefi: bool, tmp: Path, memory: int = 512) -> list[str]:
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", str(memory), "-smp", "1", "-nodefaults",
+           "-display", "none", "-no-reboot", "-serial", f"file:{console}", "-boot", "n",
+           "-netdev", netdev, "-device", f"virtio-net-pci,netdev=n0,mac={mac}"]
+    if uefi:
+        need("OVMF (package ovmf)", OVMF_CODE.exists() and OVMF_VARS.exists())
+        vars_copy = tmp / "OVMF_VARS.fd"
+        shutil.copy(OVMF_VARS, vars_copy)
+        cmd += ["-machine", "q35", "-drive", f"if=pflash,format=raw,readonly=on,file={OVMF_CODE}",
+                "-drive", f"if=pflash,format=raw,file={vars_copy}"]
+    return cmd
+
+
+def wait_for(console: Path, pattern: str, proc: subprocess.Popen, timeout: float) -> str:
+    """Console text once `pattern` (a regex) matches; fails with the console tail on timeout."""
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = console.read_text(errors="replace") if console.exists() else ""
+        if re.search(pattern, text):
+            return text
+        if proc.poll() is not None:
+            time.sleep(0.2)
+            text = console.read_text(errors="replace") if console.exists() else ""
+            if re.search(pattern, text):
+                return text
+            pytest.fail(f"VM exited (rc {proc.returncode}) before {pattern!r}; console tail:\n{text[-3000:]}")
+        time.sleep(0.25)
+    pytest.fail(f"no {pattern!r} within {timeout:.0f} s; console tail:\n{text[-3000:]}")
+
+
+@contextlib.contextmanager
+def running(cmd: list[str], log: Path):
+    """A process in its own session, always killed with everything it started."""
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def booted_cmdline(console_text: str) -> str:
+    lines = [ln for ln in console_text.splitlines() if ln.startswith("CMDLINE:")]
+    assert lines, console_text[-2000:]
+    return lines[-1][len("CMDLINE:"):].strip()
+
+
+@pytest.fixture(scope="module")
+def lab_boot(tmp_path_factory):
+    need_tools("qemu-system-x86_64", "socat")
+    need("iPXE ROMs (package ipxe-qemu)", Path("/usr/lib/ipxe/qemu/efi-virtio.rom").exists())
+    kernel = cached_kernel()
+    tmp = tmp_path_factory.mktemp("pxe-boot")
+    tree, resolved = render_example("lab")
+    initrd = busybox_initrd(tmp / "busybox.initrd")
+    return tmp, tree, resolved, http_root(tmp, tree, resolved, kernel, initrd)
+
+
+def _user_mode_boot(lab_boot, uefi: bool, group: str):
+    tmp, tree, resolved, root = lab_boot
+    node = next(resolved.nodes(group))
+    prov = resolved.definition.network.provisioning
+    tftp = write({"boot.ipxe": tree["pxe/ipxe/boot.ipxe"]}, tmp / f"tftp-{uefi}")
+    console = tmp / f"console-user-{uefi}.log"
+    with serve(root) as port:
+        netdev = (f"user,id=n0,restrict=on,net={prov.subnet},host={prov.gateway},dhcpstart={node.ipv4},"
+                  f"tftp={tftp},bootfile=boot.ipxe,"
+                  f"guestfwd=tcp:{prov.server}:{prov.http_port}-cmd:socat - TCP:127.0.0.1:{port}")
+        started = time.monotonic()
+        with running(qemu_command(console, node.mac, netdev, uefi, tmp), tmp / f"qemu-user-{uefi}.log") as vm:
+            text = wait_for(console, r"CMDLINE:.*\n", vm, timeout=240)
+        took = time.monotonic() - started
+    return text, took, kernel_cmdline(resolved, group)
+
+
+@pytest.mark.slow
+def test_user_mode_bios_boot_shows_the_rendered_cmdline(lab_boot):
+    text, took, want = _user_mode_boot(lab_boot, uefi=False, group="train")
+    assert MARKER in text
+    assert booted_cmdline(text) == want, f"console:\n{text[-2000:]}"
+    assert "clusterdef.group=train" in want and "clusterdef.set=2026.07-r580" in want
+    print(f"BIOS user-mode boot to marker: {took:.1f} s")
+
+
+@pytest.mark.slow
+def test_user_mode_uefi_boot_shows_the_rendered_cmdline(lab_boot):
+    text, took, want = _user_mode_boot(lab_boot, uefi=True, group="infer")
+    assert MARKER in text
+    # Under UEFI iPXE hands the EFI stub its load options as "<image name> <arguments>", and the
+    # kernel keeps that first word: /proc/cmdline is the kernel's file name, then exactly the line.
+    assert booted_cmdline(text) == f"gpu-node-2026.07.1.vmlinuz {want}", f"console:\n{text[-2000:]}"
+    print(f"UEFI user-mode boot to marker: {took:.1f} s")
+
+
+NETNS_SCRIPT = r"""
+set -eu
+ip link set lo up
+ip tuntap add dev tap0 mode tap
+ip addr add {server}/{prefix} dev tap0
+ip link set tap0 up
+cd {http}
+{python} -m http.server --bind {server} {port} >{tmp}/http.log 2>&1 &
+dnsmasq -k -C {conf} --user=root --pid-file={tmp}/dnsmasq.pid --dhcp-leasefile={tmp}/leases \
+  --log-facility={tmp}/dnsmasq.log --tftp-no-fail --enable-ra --dhcp-range=::,constructor:tap0,ra-only &
+for i in $(seq 50); do
+  {python} -c 'import socket; socket.create_connection(("{server}", {port}), 1)' 2>/dev/null && break
+  sleep 0.1
+done
+exec {qemu}
+"""
+
+
+@pytest.mark.slow
+def test_dnsmasq_in_netns_boots_the_right_group_by_mac(lab_boot):
+    """The rendered dnsmasq.conf hands a node of group `infer` its fixed address and the iPXE
+    chain; the entry script sends its MAC to the infer group script."""
+    need_tools("dnsmasq", "unshare", "ip")
+    if os.geteuid() != 0:
+        need("root (network namespace with a tap device)", False)
+    tmp, tree, resolved, root = lab_boot
+    node = list(resolved.nodes("infer"))[1]
+    prov = resolved.definition.network.provisioning
+    conf = write({"dnsmasq.conf": tree["pxe/dnsmasq.conf"]}, tmp / "dnsmasq") / "dnsmasq.conf"
+    console = tmp / "console-netns.log"
+    qemu = qemu_command(console, node.mac, "tap,id=n0,ifname=tap0,script=no,downscript=no", False, tmp)
+    script = NETNS_SCRIPT.format(server=prov.server, prefix=prov.subnet.prefixlen, http=root,
+                                 python=shutil.which("python3") or "python3", port=prov.http_port, tmp=tmp,
+                                 conf=conf, qemu=" ".join(f"'{a}'" for a in qemu))
+    with running(["unshare", "--net", "--", "bash", "-c", script], tmp / "netns.log") as proc:
+        text = wait_for(console, r"CMDLINE:.*\n", proc, timeout=240)
+    want = kernel_cmdline(resolved, "infer")
+    assert booted_cmdline(text) == want, f"console:\n{text[-2000:]}"
+    log = (tmp / "dnsmasq.log").read_text()
+    assert f"DHCPACK(tap0) {node.ipv4} {node.mac} {node.name}" in log, log[-3000:]
+    assert "http://" in log and "boot.ipxe" in log, "dnsmasq did not hand out the iPXE entry script"

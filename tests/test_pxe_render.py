@@ -1,0 +1,126 @@
+"""PXE target: the rendered dnsmasq configuration passes `dnsmasq --test` for both examples,
+and the iPXE scripts map every known MAC to its group's versioned image and command line."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from clusterdef.render import pxe
+from conftest import CLUSTERS, dump_yaml
+from test_images import render_file
+from test_pxe_boot import need_tools
+
+EXAMPLES = ["lab", "estate"]
+
+
+@pytest.fixture(scope="module", params=EXAMPLES)
+def example(request):
+    return request.param, *render_file(CLUSTERS / f"{request.param}.yaml")
+
+
+def dnsmasq_test(text: str, tmp_path) -> subprocess.CompletedProcess:
+    need_tools("dnsmasq")
+    conf = tmp_path / "dnsmasq.conf"
+    conf.write_text(text)
+    return subprocess.run([shutil.which("dnsmasq"), "--test", "-C", str(conf)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_dnsmasq_accepts_the_rendered_config(example, tmp_path):
+    name, tree, _ = example
+    r = dnsmasq_test(tree["pxe/dnsmasq.conf"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "syntax check OK" in r.stderr + r.stdout
+
+
+def test_dnsmasq_test_rejects_a_broken_config(tmp_path):
+    """`dnsmasq --test` is a real check: a misspelt option fails it."""
+    tree, _ = render_file(CLUSTERS / "lab.yaml")
+    r = dnsmasq_test(tree["pxe/dnsmasq.conf"].replace("dhcp-userclass=", "dhcp-user-class="), tmp_path)
+    assert r.returncode != 0
+
+
+def test_every_known_mac_has_one_host_line_and_one_label(example):
+    name, tree, resolved = example
+    conf, boot = tree["pxe/dnsmasq.conf"], tree["pxe/ipxe/boot.ipxe"]
+    hosts = re.findall(r"^dhcp-host=(\S+)$", conf, re.M)
+    labels = re.findall(r"^:mac-(\S+)$", boot, re.M)
+    nodes = [n for g in resolved.definition.nodes for n in resolved.nodes(g) if n.mac]
+    assert hosts == [f"{n.mac},{n.ipv4},{n.name},infinite" for n in nodes]
+    assert labels == [n.mac.replace(":", "-") for n in nodes]
+    assert len(set(labels)) == len(labels)
+
+
+def test_labels_fall_through_to_their_own_group(example):
+    """Between one group's chain and the next, only that group's MACs."""
+    name, tree, resolved = example
+    boot = tree["pxe/ipxe/boot.ipxe"].splitlines()
+    group_of = {n.mac.replace(":", "-"): g for g in resolved.definition.nodes for n in resolved.nodes(g)}
+    pending = []
+    for line in boot:
+        if line.startswith(":mac-"):
+            pending.append(line[len(":mac-"):])
+        elif line.startswith("chain "):
+            g = re.search(r"/ipxe/groups/([a-z0-9-]+)\.ipxe$", line)[1]
+            assert pending and all(group_of[m] == g for m in pending), (g, pending[:3])
+            pending = []
+    assert pending == []
+
+
+def test_group_scripts_carry_the_versioned_image_and_cmdline(example):
+    name, tree, resolved = example
+    d = resolved.definition
+    scripts = {k for k in tree if k.startswith("pxe/ipxe/groups/")}
+    assert scripts == {f"pxe/ipxe/groups/{g}.ipxe" for g in d.nodes}, "one script per group, none per host"
+    for g, grp in d.nodes.items():
+        img = d.images[grp.image]
+        art = f"{grp.image}-{img.version}"
+        script = tree[f"pxe/ipxe/groups/{g}.ipxe"]
+        cmdline = pxe.kernel_cmdline(resolved, g)
+        assert f"kernel http://{d.network.provisioning.server}/images/{art}.vmlinuz {cmdline}\n" in script
+        assert f"initrd http://{d.network.provisioning.server}/images/{art}.initrd\n" in script
+        assert cmdline.split() == [f"initrd={art}.initrd", *img.kernel_cmdline, f"clusterdef.image={art}",
+                                   f"clusterdef.set={resolved.set.name}", f"clusterdef.group={g}",
+                                   f"clusterdef.server=http://{d.network.provisioning.server}"]
+
+
+def test_estate_tree_stays_small():
+    tree, resolved = render_file(CLUSTERS / "estate.yaml")
+    pxe_files = [k for k in tree if k.startswith("pxe/")]
+    assert len(pxe_files) == 2 + len(resolved.definition.nodes)  # 32 groups, not 4,096 hosts
+    assert sum(len(tree[k]) for k in pxe_files) < 600_000
+
+
+def test_new_image_version_is_a_new_artefact(lab, tmp_path):
+    lab["images"]["gpu-node"]["version"] = "2026.07.2"
+    lab["network"]["provisioning"]["http_port"] = 8080
+    tree, resolved = render_file(dump_yaml(lab, tmp_path / "lab.yaml"))
+    script = tree["pxe/ipxe/groups/train.ipxe"]
+    assert "http://10.20.0.2:8080/images/gpu-node-2026.07.2.vmlinuz initrd=gpu-node-2026.07.2.initrd" in script
+    assert "clusterdef.server=http://10.20.0.2:8080" in script
+    assert "dhcp-boot=tag:ipxe,http://10.20.0.2:8080/ipxe/boot.ipxe" in tree["pxe/dnsmasq.conf"]
+    assert "Output=gpu-node-2026.07.2" in tree["images/gpu-node/mkosi.conf"]
+
+
+def test_discovering_group_boots_unknown_macs(lab, tmp_path):
+    lab["nodes"]["infer"]["addressing"]["mac"] = {"source": "discover"}
+    tree, _ = render_file(dump_yaml(lab, tmp_path / "lab.yaml"))
+    boot = tree["pxe/ipxe/boot.ipxe"]
+    unknown = boot[boot.index(":unknown"):]
+    assert "chain --replace --autofree http://10.20.0.2/ipxe/groups/infer.ipxe" in unknown
+    assert "mac-52-54-00-20-00-31" not in boot
+    assert "52:54:00:20:00:31" not in tree["pxe/dnsmasq.conf"]
+    assert "dhcp-range=10.20.0.200,10.20.0.250,255.255.255.0,1h" in tree["pxe/dnsmasq.conf"]
+
+
+def test_without_dynamic_range_only_static_hosts(lab, tmp_path):
+    del lab["network"]["provisioning"]["dynamic_range"]
+    tree, _ = render_file(dump_yaml(lab, tmp_path / "lab.yaml"))
+    conf = tree["pxe/dnsmasq.conf"]
+    assert "dhcp-range=10.20.0.0,static,255.255.255.0,infinite" in conf
+    r = dnsmasq_test(conf, tmp_path)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,213 @@
+"""The Slurm target's accounting on real daemons (../shared/TESTING.md, Slurm, Accounting):
+MariaDB, slurmdbd, slurmctld with AccountingStorageType=accounting_storage/slurmdbd and the
+partitions' QOS kept, and one slurmd per lab node with fake GPUs, all on the host's Slurm
+(22.05; the lab rendered for it through a copy of its set, as the live fake cluster test does).
+
+The rendered slurm/qos.sh and slurm/accounts.cfg are loaded exactly as a user would (`sh
+qos.sh`, then `sacctmgr -i load file=accounts.cfg`); `sacctmgr show assoc/qos -P` must show
+the definition's accounts, parents, GPU quotas (GrpTRES gres/gpu) and QOS priorities and
+preemption; a tenant's job over its GPU quota stays PENDING with the association reason, a
+job over the QOS's per-user GPUs with the QOS reason, and jobs within both run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from clusterdef import hostlist
+from clusterdef.validate.pipeline import validate_file
+from conftest import MATRICES, TODAY, dump_yaml
+from slurm_helpers import (Controller, MariaDB, Munge, Slurmdbd, Workdir, free_port, host_build, stop,
+                           wait_for)
+from test_slurm_daemons import _on_host_slurm, render, slurm_time
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slurm_live, pytest.mark.slow]
+
+
+def accounting_lab(lab: dict) -> dict:
+    """The lab with quotas small enough for 4 fake nodes x 8 GPUs: nlp 2 GPUs (reserved 2,
+    burst 0), vision 6 (4 + 2) under a parent account that is not a tenant, QOS normal at 4
+    GPUs per user; root is a user of both tenants' accounts so the test can submit as them."""
+    lab["tenants"]["nlp"]["quota"] = {"reserved_gpus": 2, "burst_gpus": 0}
+    lab["tenants"]["nlp"]["slurm"]["users"] = ["root"]
+    lab["tenants"]["vision"]["quota"] = {"reserved_gpus": 4, "burst_gpus": 2}
+    lab["tenants"]["vision"]["slurm"]["users"] = ["root"]
+    lab["tenants"]["vision"]["slurm"]["parent"] = "research"
+    lab["slurm"]["qos"]["normal"]["max_tres_per_user"] = {"gres/gpu": 4}
+    # Their Kueue queues stay within the smaller quotas, so the definition still validates.
+    lab["kubernetes"]["kueue"]["queues"]["vision-serve"]["nominal_gpus"] = 4
+    lab["kubernetes"]["kueue"]["queues"]["nlp-serve"]["nominal_gpus"] = 2
+    return lab
+
+
+def table(out: str) -> list[dict[str, str]]:
+    """`sacctmgr show ... -P` (with header) as one dict per row."""
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    head = lines[0].split("|")
+    return [dict(zip(head, ln.split("|"))) for ln in lines[1:]]
+
+
+def expected_preempt_mode(d) -> dict[str, str]:
+    """Slurm applies the preempted job's QOS PreemptMode: a QOS that others preempt takes
+    the mode of its (first) preemptor; every other QOS follows the cluster's PreemptMode."""
+    mode = {}
+    for q in d.slurm.qos.values():
+        if q.preempt_mode != "off":
+            for victim in q.preempt:
+                mode.setdefault(victim, q.preempt_mode)
+    return {name: mode.get(name, "cluster") for name in d.slurm.qos}
+
+
+@pytest.fixture
+def stack():
+    """Everything started is stopped at teardown, newest first, even when a start fails."""
+    started = []
+    yield started
+    for thing in reversed(started):
+        thing.cleanup() if isinstance(thing, Workdir) else thing.stop()
+
+
+def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
+    t0 = time.monotonic()
+    build = host_build()
+    data = accounting_lab(lab)
+    result = validate_file(dump_yaml(data, tmp_path / "lab.yaml"), MATRICES, TODAY)
+    assert result.ok, [(f.code, f.message) for f in result.errors]
+    d, tree = render(data, _on_host_slurm(matrix, data["cluster"]["matrix"], build.version))
+    assert f"for Slurm {build.major}" in tree["slurm/slurm.conf"]
+    assert "AccountingStorageTRES=gres/gpu" in tree["slurm/slurm.conf"]
+    hosts = [h for g in d.groups_of("slurm").values() for h in hostlist.names(g.hosts)]
+
+    work = Workdir(build, prefix="cdslurmdbd-")
+    stack.append(work)  # removed last (teardown runs newest first)
+    munge = Munge(work)
+    stack.append(munge)
+    munge.start()
+    db = MariaDB(work)
+    stack.append(db)
+    db.start()
+    ctl = Controller(build, work, munge)
+    dbd = Slurmdbd(ctl, db)
+    conf = ctl.write(tree, accounting=dbd.address, node_ports={h: free_port() for h in hosts})
+    # The partitions' QOS stay (the database resolves them); only host/port/pass are the test's.
+    for pname, p in d.slurm.partitions.items():
+        line = next(ln for ln in conf.splitlines() if ln.startswith(f"PartitionName={pname} "))
+        assert (f" QOS={p.qos} " in line) == bool(p.qos), line
+    stack.append(dbd)
+    dbd.start()
+    stack.append(ctl)
+    ctl.start()
+    # gres/gpu is a TRES only once slurmctld registered with AccountingStorageTRES.
+    def gpu_tres() -> bool:
+        return "gres|gpu" in dbd.sacctmgr("-n", "-P", "show", "tres", "format=type,name").stdout
+    wait_for(gpu_tres, 20, "TRES gres/gpu in the database", ctl.proc, work.host / "slurmctld.log")
+
+    # --- the rendered files, loaded as a user would ---
+    etc = work.host / "etc"
+    env = {**ctl.env, "PATH": os.environ["PATH"]}
+    for attempt in (1, 2):  # qos.sh says it is idempotent: run it twice
+        r = subprocess.run(["sh", str(etc / "qos.sh")], env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, f"qos.sh (run {attempt}) exited {r.returncode}\n{r.stdout}\n{r.stderr}"
+    for attempt in (1, 2):  # and so is loading accounts.cfg again (the cluster line applies on a re-load)
+        r = dbd.sacctmgr("-i", "load", f"file={etc / 'accounts.cfg'}", check=False)
+        assert r.returncode == 0, f"sacctmgr load (run {attempt}) exited {r.returncode}\n{r.stdout}\n{r.stderr}"
+
+    # --- QOS as the definition says ---
+    qos = {row["Name"]: row for row in table(dbd.sacctmgr(
+        "show", "qos", "-P", "format=name,priority,preempt,preemptmode,maxtrespu,maxwall").stdout)}
+    modes = expected_preempt_mode(d)
+    for name, q in d.slurm.qos.items():
+        row = qos[name]
+        assert row["Priority"] == str(q.priority), row
+        assert set(filter(None, row["Preempt"].split(","))) == set(q.preempt), row
+        assert row["PreemptMode"] == modes[name], row
+        assert row["MaxTRESPU"] == ",".join(f"{k}={v}" for k, v in q.max_tres_per_user.items()), row
+        assert row["MaxWall"] == (slurm_time(q.max_wall) if q.max_wall else ""), row
+
+    # --- accounts, parents, quotas, QOS and users as the definition says ---
+    assoc = table(dbd.sacctmgr("show", "assoc", "-P", f"cluster={d.cluster.name}",
+                               "format=account,parentname,user,grptres,fairshare,qos,defaultqos").stdout)
+    accounts = {row["Account"]: row for row in assoc if not row["User"]}
+    users = {(row["Account"], row["User"]) for row in assoc if row["User"]}
+    assert set(accounts["root"]["QOS"].split(",")) == set(d.slurm.qos), accounts["root"]
+    for tname, t in d.tenants.items():
+        if t.slurm is None:
+            continue
+        row = accounts[t.slurm.account]
+        assert row["ParentName"] == t.slurm.parent, row
+        total = t.quota.reserved_gpus + t.quota.burst_gpus
+        assert row["GrpTRES"] == (f"gres/gpu={total}" if total else ""), row
+        assert row["Share"] == str(max(t.quota.reserved_gpus, 1)), row
+        assert set(row["QOS"].split(",")) == set(t.slurm.qos), row
+        assert row["Def QOS"] == t.slurm.qos[0], row
+        assert {u for a, u in users if a == t.slurm.account} == set(t.slurm.users), assoc
+        if t.slurm.parent != "root":
+            assert accounts[t.slurm.parent]["ParentName"] == "root", accounts[t.slurm.parent]
+
+    # slurmctld resolved the partitions' QOS in the database.
+    parts = {r["PartitionName"]: r for r in ctl.records("partition")}
+    for pname, p in d.slurm.partitions.items():
+        assert parts[pname]["QoS"] == (p.qos or "N/A"), parts[pname]
+
+    # --- jobs against the quotas, on one slurmd per lab node with fake GPUs ---
+    gpus = d.hardware["hgx-h100"].gpu.count
+    w = work.host
+    script = ("set -e; mkdir -p $W/ov/u $W/ov/w; "
+              "mount -t overlay overlay -o lowerdir=/dev,upperdir=$W/ov/u,workdir=$W/ov/w /dev; "
+              f"for i in $(seq 0 {gpus - 1}); do mknod /dev/nvidia$i c 195 $i; done; mknod /dev/nvidiactl c 195 255; "
+              + " ".join(f"slurmd -D -N {h} -f $SLURM_CONF & " for h in hosts) + "wait")
+
+    slurmds = build.popen("unshare", "-m", "--propagation", "private", "sh", "-c", script,
+                          env={**ctl.env, "W": str(w)}, log=w / "slurmd.out")
+    stack.append(SimpleNamespace(stop=lambda: stop(slurmds)))
+
+    def idle():
+        r = build.run("sinfo", "-h", "-N", "-o", "%N %T", env=ctl.env, check=False)
+        states = dict(ln.split() for ln in r.stdout.splitlines() if ln.strip())
+        return states and all(states.get(h, "").startswith("idle") for h in hosts)
+    wait_for(idle, 60, "all lab nodes IDLE", slurmds, w / "slurmd.out")
+
+    def srun(*args):
+        return build.run("srun", "-t", "1", *args, "sh", "-c", 'echo "cvd=$CUDA_VISIBLE_DEVICES"',
+                         env=ctl.env, timeout=60, check=False)
+
+    def sbatch(*args) -> str:
+        r = build.run("sbatch", "--parsable", "-t", "1", *args, "--wrap", "sleep 30", env=ctl.env, check=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout.strip().split(";")[0]
+
+    def state(job: str) -> tuple[str, str]:
+        out = build.run("squeue", "-h", "-j", job, "-o", "%T %r", env=ctl.env).stdout.split()
+        return (out[0], out[1]) if len(out) == 2 else ("", "")
+
+    def pending_with(job: str, reason: str):
+        wait_for(lambda: state(job) == ("PENDING", reason), 15, f"job {job} PENDING with {reason}")
+        time.sleep(1)  # and it stays so across scheduling passes
+        assert state(job) == ("PENDING", reason), state(job)
+
+    nlp = d.tenants["nlp"]
+    quota = nlp.quota.reserved_gpus + nlp.quota.burst_gpus
+    ok = srun("-A", nlp.slurm.account, f"--gres=gpu:{quota}")
+    assert ok.returncode == 0 and "cvd=" + ",".join(map(str, range(quota))) in ok.stdout, ok.stdout + ok.stderr
+    # Over the tenant's GPU quota (GrpTRES of its association) on an otherwise idle cluster.
+    over = sbatch("-A", nlp.slurm.account, f"--gres=gpu:{quota + 1}")
+    pending_with(over, "AssocGrpGRES")
+
+    # Over the partition QOS's GPUs per user, within the tenant's quota: the QOS reason.
+    vision = d.tenants["vision"]
+    per_user = d.slurm.qos["normal"].max_tres_per_user["gres/gpu"]
+    assert per_user < vision.quota.reserved_gpus + vision.quota.burst_gpus
+    qos_over = sbatch("-A", vision.slurm.account, "-p", "train", f"--gres=gpu:{per_user + 1}")
+    pending_with(qos_over, "QOSMaxGRESPerUser")
+    # The same request under QOS large in the partition without a QOS runs.
+    ok = srun("-A", vision.slurm.account, "-p", "debug", "--qos=large", f"--gres=gpu:{per_user + 1}")
+    assert ok.returncode == 0 and "cvd=" in ok.stdout, ok.stdout + ok.stderr
+    assert state(over)[0] == "PENDING" and state(qos_over)[0] == "PENDING"
+    build.run("scancel", over, qos_over, env=ctl.env)
+
+    assert "fatal" not in ctl.log().lower() and "fatal" not in dbd.log().lower()
+    assert time.monotonic() - t0 < 60, f"took {time.monotonic() - t0:.0f} s (budget 60 s)"

@@ -1,0 +1,297 @@
+"""The Slurm target on real Slurm daemons (../shared/TESTING.md): a slurmctld at least as
+new as the set's Slurm major starts on the rendered config of both examples, for every
+validated set, and `scontrol show partition/node/topology` shows exactly what the
+definition says. Builds: the host's 22.05, trixie's 24.11 and sid's 26.05 (chroot)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from clusterdef import hostlist
+from clusterdef.model import Definition
+from clusterdef.render import slurm as slurm_target
+from clusterdef.resolve import resolve
+from clusterdef.validate.pipeline import validate_file
+from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
+from slurm_helpers import Controller, Munge, Workdir, build_for
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slurm_live, pytest.mark.slow]
+
+SETS = sorted(p.stem for p in (MATRICES / "sets").glob("*.yaml"))
+
+
+def with_set(data: dict, set_name: str, matrix) -> dict:
+    data = copy.deepcopy(data)
+    data["cluster"]["matrix"] = set_name
+    data["cluster"]["allow_candidate"] = matrix.sets[set_name].status == "candidate"
+    return data
+
+
+def render(data: dict, matrix) -> tuple[Definition, dict[str, str]]:
+    """The Slurm tree rendered by the library (no validation: the retired set is rendered too)."""
+    d = Definition.model_validate(data)
+    return d, slurm_target.render(resolve(d, matrix, CLUSTERS))
+
+
+def expected(d: Definition) -> dict:
+    """What scontrol must show, computed from the definition alone."""
+    groups = d.groups_of("slurm")
+    nodes = {}
+    for g in groups.values():
+        hw = d.hardware[g.hardware]
+        for host in hostlist.names(g.hosts):
+            nodes[host] = f"gpu:{hw.gpu.type}:{hw.gpu.count}" if hw.gpu else "(null)"
+    parts = {}
+    for pname, p in d.slurm.partitions.items():
+        hosts = hostlist.union(groups[n].hosts for n in p.node_groups)
+        parts[pname] = {"TotalNodes": str(len(hosts)), "Nodes": str(hosts), "Default": "YES" if p.default else "NO",
+                        "MaxTime": p.max_time, "PriorityTier": str(p.priority_tier)}
+    return {"nodes": nodes, "partitions": parts}
+
+
+def slurm_time(t: str) -> str:
+    """Definition time -> how scontrol prints it (D-HH:MM:SS / HH:MM:SS / MM:SS)."""
+    if t in ("UNLIMITED", "INFINITE"):
+        return "UNLIMITED"
+    days, _, rest = t.rpartition("-")
+    parts = [int(x) for x in rest.split(":")]
+    if len(parts) == 1:
+        secs = parts[0] * 60 if not days else parts[0] * 3600
+    elif len(parts) == 2:
+        secs = parts[0] * 60 + parts[1] if not days else parts[0] * 3600 + parts[1] * 60
+    else:
+        secs = parts[0] * 3600 + parts[1] * 60 + parts[2]
+    secs += int(days or 0) * 86400
+    d, r = divmod(secs, 86400)
+    h, r = divmod(r, 3600)
+    m, s = divmod(r, 60)
+    return f"{d}-{h:02}:{m:02}:{s:02}" if d else f"{h:02}:{m:02}:{s:02}"
+
+
+@pytest.fixture
+def controller(request):
+    """Factory: controller(build) -> (Controller, work). Everything stops at teardown."""
+    started = []
+
+    def make(build):
+        work = Workdir(build)
+        munge = Munge(work)
+        ctl = Controller(build, work, munge)
+        started.append((ctl, munge, work))
+        munge.start()
+        return ctl
+
+    yield make
+    for ctl, munge, work in started:
+        ctl.stop()
+        munge.stop()
+        work.cleanup()
+
+
+def check_against(ctl: Controller, d: Definition, tree: dict[str, str]) -> None:
+    want = expected(d)
+    nodes = {r["NodeName"]: r for r in ctl.records("node")}
+    assert set(nodes) == set(want["nodes"]), "node names differ from the definition's Slurm hosts"
+    for name, gres in want["nodes"].items():
+        assert nodes[name]["Gres"] == gres, (name, nodes[name]["Gres"])
+    for name, r in list(nodes.items())[:3]:
+        hw = d.hardware[next(g.hardware for g in d.groups_of("slurm").values() if name in hostlist.parse(g.hosts))]
+        assert r["CPUTot"] == str(hw.cpu.cpus) and r["Sockets"] == str(hw.cpu.sockets)
+        assert r["CoresPerSocket"] == str(hw.cpu.cores_per_socket)
+
+    parts = {r["PartitionName"]: r for r in ctl.records("partition")}
+    assert set(parts) == set(want["partitions"])
+    for pname, w in want["partitions"].items():
+        got = parts[pname]
+        assert got["TotalNodes"] == w["TotalNodes"], (pname, got["TotalNodes"], w["TotalNodes"])
+        assert str(hostlist.parse(got["Nodes"])) == w["Nodes"]
+        assert got["Default"] == w["Default"]
+        assert got["MaxTime"] == slurm_time(w["MaxTime"]), (pname, got["MaxTime"])
+        assert got["PriorityTier"] == w["PriorityTier"]
+        allow = d.slurm.partitions[pname].allow_accounts
+        assert got["AllowAccounts"] == (",".join(allow) if allow else "ALL")
+
+    topo = tree.get("slurm/topology.conf")
+    shown = ctl.scontrol("show", "topology")
+    if topo is None:
+        return
+    rendered = {ln.split()[0].split("=")[1] for ln in topo.splitlines() if ln and not ln.startswith("#")
+                and ln.split("=")[0] in ("SwitchName", "BlockName")}
+    seen = {parse["SwitchName"] if "SwitchName" in parse else parse["BlockName"]
+            for parse in (dict(kv.split("=", 1) for kv in ln.split() if "=" in kv) for ln in shown.splitlines())
+            if "SwitchName" in parse or "BlockName" in parse}
+    assert rendered and rendered <= seen, (rendered - seen, shown[:2000])
+    # Every Slurm node is under some leaf switch or block, as the definition places them.
+    leaves = [ln for ln in shown.splitlines() if "Level=0" in ln or ln.startswith("BlockName")]
+    under = hostlist.union(dict(kv.split("=", 1) for kv in ln.split() if "=" in kv)["Nodes"] for ln in leaves)
+    assert len(under) == len(want["nodes"])
+
+
+@pytest.mark.parametrize("set_name", SETS)
+def test_lab_on_every_set(set_name, lab, matrix, controller, tmp_path):
+    data = with_set(lab, set_name, matrix)
+    result = validate_file(dump_yaml(data, tmp_path / "lab.yaml"), MATRICES, TODAY)
+    if matrix.sets[set_name].status == "retired":
+        # The validator refuses a retired set; its rendered config is still exercised below.
+        assert {f.code for f in result.errors} == {"matrix-retired"}, [f.code for f in result.errors]
+    else:
+        assert result.ok, [(f.code, f.message) for f in result.errors]
+    d, tree = render(data, matrix)
+    ctl = controller(build_for(matrix.sets[set_name].slurm_major))
+    ctl.write(tree)
+    ctl.start()
+    assert f"slurmctld version {ctl.build.version}" in ctl.log() or ctl.build.version in ctl.scontrol("version")
+    check_against(ctl, d, tree)
+    assert "fatal" not in ctl.log().lower()
+    assert "topology: warning" not in ctl.log()
+
+
+def test_estate_on_its_set(matrix, controller):
+    import ruamel.yaml
+
+    data = ruamel.yaml.YAML(typ="safe").load((CLUSTERS / "estate.yaml").read_text())
+    result = validate_file(CLUSTERS / "estate.yaml", MATRICES, TODAY)
+    assert result.ok
+    d, tree = render(data, matrix)
+    ctl = controller(build_for(matrix.sets[d.cluster.matrix].slurm_major))
+    ctl.write(tree)
+    ctl.start(timeout=120)
+    check_against(ctl, d, tree)
+    assert len(tree["slurm/slurm.conf"].splitlines()) < 120
+
+
+@pytest.mark.parametrize("set_name", ["2025.01-r550", "2026.11-r595-candidate"])
+def test_block_topology(set_name, lab, matrix, controller):
+    """The lab's fabric as two scalable units: Slurm's topology/block shows the blocks."""
+    data = with_set(lab, set_name, matrix)
+    data["network"]["fabrics"]["ib0"]["topology"] = {
+        "kind": "block", "block_sizes": [2, 4],
+        "blocks": {"su1": {"nodes": "gpu[001-002]"}, "su2": {"nodes": "gpu[003-004],kgpu[01-02]"}}}
+    d, tree = render(data, matrix)
+    assert "BlockName=su2 Nodes=gpu[003-004]\n" in tree["slurm/topology.conf"]
+    ctl = controller(build_for(matrix.sets[set_name].slurm_major))
+    ctl.write(tree)
+    ctl.start()
+    shown = ctl.scontrol("show", "topology")
+    assert "BlockName=su1" in shown and "BlockName=su2" in shown, shown
+    check_against(ctl, d, tree)
+
+
+def _probes(folder, values: dict[str, list[str]]):
+    folder.mkdir()
+    for comp, lines in values.items():
+        p = folder / comp
+        p.write_text("#!/bin/sh\n" + "".join(f"echo '{v}'\n" for v in lines))
+        p.chmod(0o755)
+    return folder
+
+
+def test_nodecheck_drains_off_matrix_node(lab, matrix, controller, tmp_path):
+    """The rendered health check against a real slurmctld, with faked version probes: the
+    off-matrix node is drained with a reason naming the component and both versions, the
+    on-matrix node is left alone, and the repaired node is resumed."""
+    import shlex
+    import subprocess
+
+    d, tree = render(lab, matrix)
+    vs = matrix.sets[d.cluster.matrix]
+    ctl = controller(build_for(vs.slurm_major))
+    ctl.write(tree)
+    ctl.start()
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text("#!/bin/sh\nexec " + shlex.join(ctl.build.argv("scontrol")) + ' "$@"\n')
+    scontrol.chmod(0o755)
+    script = tmp_path / "nodecheck"
+    script.write_text(tree["slurm/nodecheck"])
+    script.chmod(0o755)
+    good = {"kernel": [d.images["gpu-node"].kernel], "driver": [vs.components.driver] * 8,
+            "gpu_vbios": [vs.firmware["hgx-h100"]["gpu_vbios"]] * 8, "cuda": [vs.components.cuda],
+            "nccl": [vs.components.nccl]}
+    bad = {**good, "driver": [vs.components.driver] * 7 + ["550.144.03"]}
+
+    def run(node, probes):
+        env = {**ctl.env, "CLUSTERDEF_NODECHECK_NODE": node, "CLUSTERDEF_NODECHECK_PROBES": str(probes),
+               "CLUSTERDEF_NODECHECK_SCONTROL": str(scontrol)}
+        return subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+
+    def node(name):
+        return {r["NodeName"]: r for r in ctl.records("node")}[name]
+
+    ok = run("gpu001", _probes(tmp_path / "good", good))
+    assert ok.returncode == 0, ok.stderr
+    off = run("gpu002", _probes(tmp_path / "bad", bad))
+    assert off.returncode == 1, off.stderr
+    assert "DRAIN" in node("gpu002")["State"]
+    reason = node("gpu002")["Reason"]
+    assert "driver 550.144.03" in reason and vs.components.driver in reason and vs.name in reason, reason
+    assert "DRAIN" not in node("gpu001")["State"] and node("gpu001").get("Reason", "") in ("", "(null)", "None")
+    # A drain someone else set is not lifted; the repaired node that this check drained is.
+    ctl.scontrol("update", "NodeName=gpu003", "State=DRAIN", "Reason=disk replaced")
+    assert run("gpu003", tmp_path / "good").returncode == 0
+    assert "DRAIN" in node("gpu003")["State"] and node("gpu003")["Reason"].startswith("disk replaced")
+    assert run("gpu002", tmp_path / "good").returncode == 0
+    assert "DRAIN" not in node("gpu002")["State"], node("gpu002")
+    # A node whose probe reads nothing is drained too (unreadable is not on-matrix).
+    empty = _probes(tmp_path / "empty", {**good, "nccl": []})
+    assert run("gpu004", empty).returncode == 1
+    assert "nccl unreadable" in node("gpu004")["Reason"]
+
+
+def _on_host_slurm(matrix, set_name: str, version: str):
+    """A copy of the matrix whose set runs the host's Slurm version (a 22.05 cluster)."""
+    import dataclasses
+
+    vs = matrix.sets[set_name]
+    return dataclasses.replace(matrix, sets={**matrix.sets, set_name: vs.model_copy(
+        update={"components": vs.components.model_copy(update={"slurm": version})})})
+
+
+def test_live_fake_cluster(lab, matrix, controller, tmp_path):
+    """slurmctld + one slurmd per lab node (host Slurm, config rendered for its major) with
+    fake /dev/nvidia* in a private mount namespace: nodes go IDLE, a 2-node job with
+    --gres=gpu:h100:2 runs, and cgroups refuse a GPU the job was not given."""
+    from slurm_helpers import free_port, host_build, stop, wait_for
+
+    build = host_build()
+    m = _on_host_slurm(matrix, lab["cluster"]["matrix"], build.version)
+    d, tree = render(lab, m)
+    assert f"for Slurm {build.major}" in tree["slurm/slurm.conf"]
+    hosts = [h for g in d.groups_of("slurm").values() for h in hostlist.names(g.hosts)]
+    ctl = controller(build)
+    ports = {h: free_port() for h in hosts}
+    ctl.write(tree, node_ports=ports)
+    ctl.start()
+    gpus = d.hardware["hgx-h100"].gpu.count
+    w = ctl.work
+    script = ("set -e; mkdir -p $W/ov/u $W/ov/w; "
+              "mount -t overlay overlay -o lowerdir=/dev,upperdir=$W/ov/u,workdir=$W/ov/w /dev; "
+              f"for i in $(seq 0 {gpus - 1}); do mknod /dev/nvidia$i c 195 $i; done; mknod /dev/nvidiactl c 195 255; "
+              + " ".join(f"slurmd -D -N {h} -f $SLURM_CONF & " for h in hosts) + "wait")
+    slurmds = build.popen("unshare", "-m", "--propagation", "private", "sh", "-c", script,
+                          env={**ctl.env, "W": str(w.host)}, log=w.host / "slurmd.out")
+    try:
+        def idle():
+            r = build.run("sinfo", "-h", "-N", "-o", "%N %T", env=ctl.env, check=False)
+            states = dict(ln.split() for ln in r.stdout.splitlines() if ln.strip())
+            return states and all(states.get(h, "").startswith("idle") for h in hosts)
+        wait_for(idle, 60, "all lab nodes IDLE", slurmds, w.host / "slurmd.out")
+        gres = f"gpu:{d.hardware['hgx-h100'].gpu.type}:2"
+        r = build.run("srun", "-N2", "-n2", f"--gres={gres}", "-p", "train", "-t", "1",
+                      "sh", "-c", 'echo "$(hostname) $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"',
+                      env=ctl.env, timeout=120)
+        assert len(r.stdout.splitlines()) == 2, r.stdout + r.stderr
+        assert [ln.split()[-1] for ln in r.stdout.splitlines()] == ["0,1", "0,1"], r.stdout
+        assert len({ln.split()[1] for ln in r.stdout.splitlines()}) == 2, r.stdout
+        # One GPU given: opening it reaches the (absent) driver, another is refused by the device cgroup.
+        probe = ('for i in 0 5; do if exec 3</dev/nvidia$i; then echo "$i open"; '
+                 'else echo "$i refused"; fi 2>&1; done')
+        r = build.run("srun", "-N1", "--gres=gpu:1", "-p", "train", "-t", "1", "bash", "-c",
+                      probe + ' 2>&1; echo "cvd=$CUDA_VISIBLE_DEVICES"', env=ctl.env, timeout=120, check=False)
+        out = r.stdout + r.stderr
+        assert "cvd=0" in out, out
+        assert "Operation not permitted" in out and "/dev/nvidia5" in out, out
+        assert "/dev/nvidia0: Operation not permitted" not in out, out
+    finally:
+        stop(slurmds)
