@@ -44,6 +44,7 @@ TODAY = "2026-11-30"
 MATRICES = ROOT / "matrices"
 TARGET_WALL_S = 1.0      # 4096 nodes: render CLI wall (validate + render in one command)
 TARGET_RSS_MB = 200.0    # 4096 nodes: peak RSS of either command
+TARGET_TARGET_S = 0.5    # 4096 nodes: the slurm and kubernetes targets each, in-process
 TARGET_RATIO = 2.0       # render CLI wall, 16384 / 1024 nodes
 
 
@@ -74,7 +75,7 @@ def in_process(defn: Path, out_dir: Path) -> dict[str, float]:
     from clusterdef import __version__, hostlist
     from clusterdef.matrix.load import load_matrix
     from clusterdef.model import Definition
-    from clusterdef.render import TARGETS, render_all
+    from clusterdef.render import TARGETS
     from clusterdef.resolve import resolve
     from clusterdef.source import load_file
     from clusterdef.validate.registry import Context, run_checks
@@ -94,7 +95,11 @@ def in_process(defn: Path, out_dir: Path) -> dict[str, float]:
     if findings or mfind:
         raise SystemExit(f"{defn}: unexpected findings: {[f.code for f in findings + mfind]}")
     resolved = resolve(d, matrix, defn.parent)
-    tree = render_all(resolved)
+    tree = {}
+    for name, render_target in TARGETS.items():  # render_all, one target at a time to time each
+        ts = time.perf_counter()
+        tree.update(render_target(resolved))
+        t[f"target:{name}"] = time.perf_counter() - ts
     tree["definition.resolved.json"] = json.dumps({"definition": d.model_dump(mode="json"),
                                                    "set": resolved.set.model_dump(mode="json")},
                                                   indent=2, sort_keys=True) + "\n"
@@ -180,6 +185,14 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(f"4096-node render wall {wall:.3f} s > {TARGET_WALL_S} s")
         if rss > TARGET_RSS_MB:
             failures.append(f"4096-node peak RSS {rss:.1f} MB > {TARGET_RSS_MB} MB")
+    if 4096 in by_n:
+        per_target = {k.split(":", 1)[1]: v for k, v in by_n[4096]["in_process_s"].items() if k.startswith("target:")}
+        print("4096 nodes, in-process render time per target (ms): "
+              + ", ".join(f"{k} {v * 1000:.1f}" for k, v in per_target.items()))
+        summary.update(target_ms_4096={k: v * 1000 for k, v in per_target.items()})
+        for name in ("slurm", "kubernetes"):  # issue targets: each under 0.5 s on the large example
+            if per_target.get(name, 0) > TARGET_TARGET_S:
+                failures.append(f"4096-node {name} target render {per_target[name]:.3f} s > {TARGET_TARGET_S} s")
     for f in failures:
         print(f"MISSED: {f}")
 

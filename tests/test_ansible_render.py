@@ -108,7 +108,12 @@ def test_ansible_inventory_expands_estate(estate, tmp_path):
                          check=True, cwd=tmp_path)
     inv = json.loads(out.stdout)
     hostvars = inv["_meta"]["hostvars"]
-    assert len(hostvars) == 4096
+    s = estate.definition.slurm
+    control_plane = {*s.controllers, s.accounting.host}  # slurm_control_plane > slurmdbd, slurm_controllers
+    assert len(hostvars) == 4096 + len(control_plane)
+    assert set(inv["slurm_controllers"]["hosts"]) == set(s.controllers)
+    assert inv["slurmdbd"]["hosts"] == [s.accounting.host]
+    assert hostvars[s.controllers[0]]["slurm_control_plane_version"] == estate.set.components.slurm
     assert hostvars["gpu0001"]["node_drain_control_plane"] == "slurm"
     assert hostvars["gpu0001"]["node_admission_firmware"]["bmc"] == estate.set.firmware["dgx-h100"]["bmc"]
     assert hostvars["gpu2100"]["node_admission_firmware"]["bmc"] == estate.set.firmware["hgx-h100"]["bmc"]

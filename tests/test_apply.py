@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -111,18 +110,18 @@ def test_plan_stage_maps_to_wave_groups():
         wave_groups({"name": "wave 9", "hosts": "c1"}, waves)
 
 
-def test_real_playbooks_map_and_missing_control_plane_is_refused(tmp_path):
+def test_real_playbooks_map_including_the_control_plane(tmp_path):
     pf = make_plan(tmp_path)
-    with pytest.raises(ApplyError) as exc:
-        prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks")
-    assert any("control-plane.yml" in r for r in exc.value.reasons)
-    steps = prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks", {"control-plane"}).steps
+    steps = prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks").steps
     ran = [(s.stage, s.action, s.wave, s.playbook.name if s.playbook else None) for s in steps]
     assert ran[0] == ("prepare", "prepare", "", None) and steps[0].skipped
     assert ran[1] == ("canary", "upgrade", "wave_000", "upgrade.yml")
     assert ran[2] == ("canary", "gates", "wave_000", "enforce-baseline.yml")  # no gates.yml: node admission
     assert [r[1] for r in ran if r[0] == "rollback drill"] == ["rollback", "gates", "reapply"]
-    assert ("control plane and cluster config", "control-plane", "", None) in ran
+    # playbooks/control-plane.yml (slurmdbd, then slurm_controllers) runs cluster-wide, without a wave
+    assert ("control plane and cluster config", "control-plane", "", "control-plane.yml") in ran
+    skipped = prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks", {"control-plane"}).steps
+    assert [s.skipped for s in skipped if s.kind == "control-plane"] == ["skipped by --skip-stage"]
     assert [r[2] for r in ran if r[1] == "upgrade"] == ["wave_000", "wave_001", "wave_002"]
     assert steps[2].limit == "wave_000"  # enforce-baseline.yml targets all nodes: limit to the wave
 

@@ -9,7 +9,7 @@ import pytest
 from clusterdef.errors import Severity
 from clusterdef.source import load_text
 from clusterdef.validate.pipeline import validate_source
-from clusterdef.validate.registry import CHECKS, run_checks
+from clusterdef.validate.registry import CHECKS
 from conftest import CLUSTERS, TODAY, dump_yaml
 
 
@@ -24,8 +24,9 @@ def test_lab_is_clean(lab, matrix, tmp_path):
 
 
 def test_checks_registered_by_name():
-    run_checks  # noqa: B018 - importing run_checks registers the check modules lazily
-    from clusterdef.validate import checks_matrix, checks_nodes, checks_refs  # noqa: F401
+    from clusterdef.validate.registry import load_checks
+
+    load_checks()
     assert {"references", "node-ownership", "addressing", "topology", "matrix", "tenant-capacity",
             "tenant-isolation", "kueue", "multinode-topology", "slurm-partitions", "sections"} <= set(CHECKS)
 

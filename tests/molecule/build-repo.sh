@@ -42,6 +42,17 @@ echo 'NVIDIA Container Toolkit CLI version $v'"
   pkg nvidia-container-toolkit "$v-1" "nvidia-container-toolkit-base (= $v-1), libnvidia-container-tools (= $v-1)"
 done
 
+# Slurm control plane (Debian names): slurmdbd, slurmctld and slurm-client at sets 2025.10-r580 (25.05.0)
+# and 2026.07-r580 (25.11.7); each daemon answers -V like the real one.
+for v in 25.05.0 25.11.7; do
+  pkg slurm-client "$v-1" "" /usr/bin/sinfo "#!/bin/sh
+echo 'slurm $v'"
+  pkg slurmdbd "$v-1" "" /usr/sbin/slurmdbd "#!/bin/sh
+echo 'slurm $v'"
+  pkg slurmctld "$v-1" "slurm-client (= $v-1)" /usr/sbin/slurmctld "#!/bin/sh
+echo 'slurm $v'"
+done
+
 cd "$REPO" && apt-ftparchive packages . >Packages && apt-ftparchive release . >Release
 echo "deb [trusted=yes] file:$REPO ./" >/etc/apt/sources.list.d/standin.list
 rm -f /etc/apt/sources.list /etc/apt/sources.list.d/debian.sources

@@ -117,7 +117,24 @@ def inventory(resolved: Resolved) -> dict:
     for sw in sorted(switches):
         tree[f"switch_{ident(sw)}"] = _hosts(switches[sw])
     tree["upgrade_waves"] = {"children": {f"wave_{i:03d}": _hosts(w) for i, w in enumerate(waves(resolved))}}
+    cp = control_plane_hosts(resolved)
+    if cp:
+        tree["slurm_control_plane"] = {"children": {g: _hosts(h) for g, h in cp.items()}}
     return {"all": {"children": tree}}
+
+
+def control_plane_hosts(resolved: Resolved) -> dict[str, list[str]]:
+    """Slurm daemon hosts for playbooks/control-plane.yml: `slurmdbd` (slurm.accounting.host when the
+    storage is slurmdbd and the host is set) and `slurm_controllers` (slurm.controllers, primary first).
+    Both sit under `slurm_control_plane`, whose group_vars carry the role's pins."""
+    s = resolved.definition.slurm
+    if not s:
+        return {}
+    out: dict[str, list[str]] = {}
+    if s.accounting.storage == "slurmdbd" and s.accounting.host:
+        out["slurmdbd"] = [s.accounting.host]
+    out["slurm_controllers"] = list(dict.fromkeys(s.controllers))
+    return out
 
 
 def _rollback_set(resolved: Resolved):
@@ -151,6 +168,16 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             "slurm": c.slurm, "kubelet": c.kubernetes.lstrip("v"),
         },
     }}
+    if control_plane_hosts(resolved):
+        # The set's Slurm release; a stepped path (plan: transition.slurm_path) is walked by running
+        # control-plane.yml once per hop with -e slurm_control_plane_version=<hop>. The compatibility
+        # window comes from matrices/compat/slurm-releases.yaml for every major, so a hop's target major
+        # finds its own compatible_prior.
+        out["slurm_control_plane"] = {
+            "slurm_control_plane_version": c.slurm,
+            "slurm_control_plane_compatible_prior": {
+                r.major: list(r.compatible_prior) for r in resolved.matrix.compat.slurm},
+        }
     for cp in sorted({g.control_plane for g in d.nodes.values()}):
         out[f"cp_{cp}"] = {"node_drain_control_plane": cp, "node_admission_control_plane": cp,
                            "nvidia_driver_control_plane": cp, "firmware_control_plane": cp,
