@@ -100,3 +100,21 @@ def test_fast_fold_equals_clustershell_fold(hosts):
     from ClusterShell.NodeSet import NodeSet
 
     assert hostlist.fold(hosts) == str(NodeSet.fromlist(hosts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.from_regex(r"[a-z][a-z-]{0,3}[0-9]{1,4}", fullmatch=True), min_size=1, max_size=40))
+def test_fast_fold_path_equals_clustershell_fold(hosts):
+    """Prefixes without digits take the fast path; it must print exactly what NodeSet prints."""
+    from ClusterShell.NodeSet import NodeSet
+
+    assert hostlist.fold(hosts) == str(NodeSet.fromlist(hosts))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.from_regex(r"[a-z][a-z-]{0,3}[0-9]{1,4}", fullmatch=True) | st.from_regex(r"[a-z]{1,2}[0-9][a-z][0-9]{1,2}", fullmatch=True),
+                min_size=1, max_size=40))
+def test_contiguous_equals_clustershell(hosts):
+    from ClusterShell.NodeSet import NodeSet
+
+    assert hostlist.contiguous(hosts) == [str(p) for p in NodeSet.fromlist(hosts).contiguous()]

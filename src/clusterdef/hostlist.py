@@ -44,40 +44,73 @@ def expand(expr: str) -> list[str]:
 _TRAILING_INDEX = re.compile(r"^(.*?)(\d+)$")
 
 
-def fold(hosts) -> str:
-    """Compress host names into the shortest hostlist expression.
+def _index_runs(hosts):
+    """Group names by prefix and index width into sorted runs of consecutive indices.
 
-    Names are grouped by prefix and index width into ranges first, so NodeSet parses one
-    expression per prefix instead of one per host (thousands of hosts fold in milliseconds)."""
+    Returns (runs, others, fast): runs maps (prefix, width) to [(first, last), ...]; others are
+    names without a trailing index; fast is True when the runs already are NodeSet's canonical
+    form (no other names, one width per prefix, no digits in prefixes)."""
     if isinstance(hosts, str):
         hosts = [hosts]
-    ranges: dict[tuple[str, int], set[int]] = {}
-    parts: list[str] = []
+    numbers: dict[tuple[str, int], set[int]] = {}
+    others: list[str] = []
     for host in hosts:
         m = _TRAILING_INDEX.match(host)
         if m:
             prefix, digits = m.groups()
-            ranges.setdefault((prefix, len(digits) if digits.startswith("0") else 0), set()).add(int(digits))
+            numbers.setdefault((prefix, len(digits) if digits.startswith("0") else 0), set()).add(int(digits))
         else:
-            parts.append(host)
-    for (prefix, width), numbers in ranges.items():
-        runs, start, prev = [], None, None
-        for n in sorted(numbers):
+            others.append(host)
+    runs: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for key in sorted(numbers, key=lambda k: k[0] + "%s"):  # the order NodeSet prints its patterns in
+        out, start, prev = [], None, None
+        for n in sorted(numbers[key]):
             if start is None:
                 start = prev = n
             elif n == prev + 1:
                 prev = n
             else:
-                runs.append((start, prev))
+                out.append((start, prev))
                 start = prev = n
-        runs.append((start, prev))
-        fmt = f"{{:0{width}d}}" if width else "{}"
-        body = ",".join(fmt.format(a) if a == b else f"{fmt.format(a)}-{fmt.format(b)}" for a, b in runs)
-        parts.append(f"{prefix}[{body}]")
+        out.append((start, prev))
+        runs[key] = out
+    fast = not others and len({prefix for prefix, _ in runs}) == len(runs) and \
+        not any(c.isdigit() or c in "[],%" for prefix, _ in runs for c in prefix)
+    return runs, others, fast
+
+
+def _span(width: int, a: int, b: int, sep: str = "-") -> str:
+    fmt = f"{{:0{width}d}}" if width else "{}"
+    return fmt.format(a) if a == b else f"{fmt.format(a)}{sep}{fmt.format(b)}"
+
+
+def fold(hosts) -> str:
+    """Compress host names into the shortest hostlist expression (NodeSet's canonical form).
+
+    Names are grouped into index runs first, so thousands of hosts fold in milliseconds; NodeSet
+    itself only normalises the unusual cases (digits in prefixes, mixed padding, bare names)."""
+    runs, others, fast = _index_runs(hosts)
+    parts = []
+    for (prefix, width), spans in runs.items():
+        body = ",".join(_span(width, a, b) for a, b in spans)
+        single = len(spans) == 1 and spans[0][0] == spans[0][1]
+        parts.append(f"{prefix}{body}" if fast and single else f"{prefix}[{body}]")
+    if fast:
+        return ",".join(parts)
     ns = NodeSet(resolver=RESOLVER_NOGROUP)
-    if parts:
-        ns.update(",".join(parts))
+    ns.update(",".join(parts + others))
     return str(ns)
+
+
+def contiguous(hosts, sep: str = "-") -> list[str]:
+    """The hosts as a list of contiguous ranges (`gpu[0001-0128]`, `gpu0200`), in NodeSet's order;
+    `sep` joins range ends (Ansible inventories use ':')."""
+    runs, others, fast = _index_runs(hosts)
+    if not fast:
+        ns = NodeSet(fold(hosts), resolver=RESOLVER_NOGROUP)
+        return [re.sub(r"\[(\d+)-(\d+)\]", rf"[\1{sep}\2]", str(part)) for part in ns.contiguous()]
+    return [f"{prefix}{_span(width, a, b)}" if a == b else f"{prefix}[{_span(width, a, b, sep)}]"
+            for (prefix, width), spans in runs.items() for a, b in spans]
 
 
 def count(expr: str) -> int:

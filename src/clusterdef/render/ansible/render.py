@@ -30,11 +30,7 @@ def ident(name: str) -> str:
 
 def patterns(hosts) -> list[str]:
     """Hosts folded into Ansible range patterns: gpu[0001-0128] -> gpu[0001:0128]."""
-    hosts = list(hosts)
-    if not hosts:
-        return []
-    folded = hostlist.parse(hostlist.fold(hosts))
-    return [re.sub(r"\[(\d+)-(\d+)\]", r"[\1:\2]", str(part)) for part in folded.contiguous()]
+    return hostlist.contiguous(hosts, ":")
 
 
 def _hosts(hosts) -> dict:
