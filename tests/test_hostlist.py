@@ -118,3 +118,8 @@ def test_contiguous_equals_clustershell(hosts):
     from ClusterShell.NodeSet import NodeSet
 
     assert hostlist.contiguous(hosts) == [str(p) for p in NodeSet.fromlist(hosts).contiguous()]
+
+
+def test_canonical_refolds_an_expression():
+    assert hostlist.canonical("gpu[001-002],gpu003") == "gpu[001-003]"
+    assert hostlist.canonical("b5,a[1-3,7]") == "a[1-3,7],b5"

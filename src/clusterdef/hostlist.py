@@ -41,9 +41,6 @@ def expand(expr: str) -> list[str]:
     return list(names(expr))
 
 
-_TRAILING_INDEX = re.compile(r"^(.*?)(\d+)$")
-
-
 def _index_runs(hosts):
     """Group names by prefix and index width into sorted runs of consecutive indices.
 
@@ -55,10 +52,10 @@ def _index_runs(hosts):
     numbers: dict[tuple[str, int], set[int]] = {}
     others: list[str] = []
     for host in hosts:
-        m = _TRAILING_INDEX.match(host)
-        if m:
-            prefix, digits = m.groups()
-            numbers.setdefault((prefix, len(digits) if digits.startswith("0") else 0), set()).add(int(digits))
+        prefix = host.rstrip("0123456789")
+        digits = host[len(prefix):]
+        if digits:
+            numbers.setdefault((prefix, len(digits) if digits[0] == "0" else 0), set()).add(int(digits))
         else:
             others.append(host)
     runs: dict[tuple[str, int], list[tuple[int, int]]] = {}
@@ -100,6 +97,12 @@ def fold(hosts) -> str:
     ns = NodeSet(resolver=RESOLVER_NOGROUP)
     ns.update(",".join(parts + others))
     return str(ns)
+
+
+@lru_cache(maxsize=4096)
+def canonical(expr: str) -> str:
+    """An expression in NodeSet's canonical folded form (`gpu[001-002],gpu003` -> `gpu[001-003]`)."""
+    return fold(names(expr))
 
 
 def contiguous(hosts, sep: str = "-") -> list[str]:

@@ -171,7 +171,7 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
         cpu = hw.cpu
         features = ",".join(dict.fromkeys([gname, g.hardware] + ([hw.gpu.type] if hw.gpu else [])))
         out.append(_line([
-            ("NodeName", hostlist.fold(hostlist.names(g.hosts))),
+            ("NodeName", hostlist.canonical(g.hosts)),
             ("CPUs", cpu.cpus), ("Sockets", cpu.sockets), ("CoresPerSocket", cpu.cores_per_socket),
             ("ThreadsPerCore", cpu.threads_per_core), ("RealMemory", real_memory_mb(hw.memory_gib)),
             ("Gres", f"gpu:{hw.gpu.type}:{hw.gpu.count}" if hw.gpu else None),
@@ -179,7 +179,7 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
         ]) + "\n")
     out.append("\n# Node sets: one per node group, named after it\n")
     for gname, g in groups.items():
-        out.append(f"NodeSet={gname} Nodes={hostlist.fold(hostlist.names(g.hosts))}\n")
+        out.append(f"NodeSet={gname} Nodes={hostlist.canonical(g.hosts)}\n")
 
     out.append("\n# Partitions\n")
     for pname, part in s.partitions.items():
@@ -206,7 +206,7 @@ def gres_conf(resolved: Resolved) -> str:
         if gpu is None:
             continue
         files = "/dev/nvidia0" if gpu.count == 1 else f"/dev/nvidia[0-{gpu.count - 1}]"
-        out.append(_line([("NodeName", hostlist.fold(hostlist.names(g.hosts))), ("Name", "gpu"),
+        out.append(_line([("NodeName", hostlist.canonical(g.hosts)), ("Name", "gpu"),
                           ("Type", gpu.type), ("File", files)]) + "\n")
     return "".join(out)
 
@@ -360,7 +360,7 @@ def nodecheck(resolved: Resolved) -> str:
             if vbios and "gpu_vbios" in hw.firmware:
                 expect.append(("gpu_vbios", vbios))
             expect += [("cuda", c.cuda), ("nccl", c.nccl)]
-        groups.append({"fn": gname.replace("-", "_"), "hosts": hostlist.fold(hostlist.names(g.hosts)),
+        groups.append({"fn": gname.replace("-", "_"), "hosts": hostlist.canonical(g.hosts),
                        "expect": expect})
     hc = d.slurm.health_check
     return _templates().get_template("nodecheck.sh.j2").render(
