@@ -435,3 +435,14 @@ class Slurmdbd:
 
     def stop(self) -> None:
         stop(self.proc)
+
+
+def fake_gpu_slurmds(build, env: dict, work: Path, hosts, gpus: int):
+    """One slurmd per host, in a private mount namespace whose /dev (an overlay) has `gpus` fake
+    NVIDIA device files, so gres.conf's File= paths exist without touching the real /dev."""
+    script = ("set -e; mkdir -p $W/ov/u $W/ov/w; "
+              "mount -t overlay overlay -o lowerdir=/dev,upperdir=$W/ov/u,workdir=$W/ov/w /dev; "
+              f"for i in $(seq 0 {gpus - 1}); do mknod /dev/nvidia$i c 195 $i; done; mknod /dev/nvidiactl c 195 255; "
+              + " ".join(f"slurmd -D -N {h} -f $SLURM_CONF & " for h in hosts) + "wait")
+    return build.popen("unshare", "-m", "--propagation", "private", "sh", "-c", script,
+                       env={**env, "W": str(work)}, log=work / "slurmd.out")

@@ -19,7 +19,7 @@ from clusterdef.render.images import BASELINE_DIR, SCRIPT, artefact
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
-from test_pxe_boot import (CACHE, cached_kernel, kernel_cmdline, need, need_tools, qemu_command, running, serve,
+from test_pxe_boot import (CACHE, user_netdev, cached_kernel, kernel_cmdline, need, need_tools, qemu_command, running, serve,
                            wait_for, write)
 
 EXAMPLES = ["lab", "estate"]
@@ -259,9 +259,7 @@ def boot_image(built, probes: dict[str, str], tag: str) -> str:
     tftp = write({"boot.ipxe": tree["pxe/ipxe/boot.ipxe"]}, tmp / f"tftp-{tag}")
     console = tmp / f"console-{tag}.log"
     with serve(root) as port:
-        netdev = (f"user,id=n0,restrict=on,net={prov.subnet},host={prov.gateway},dhcpstart={node.ipv4},"
-                  f"tftp={tftp},bootfile=boot.ipxe,"
-                  f"guestfwd=tcp:{prov.server}:{prov.http_port}-cmd:socat - TCP:127.0.0.1:{port}")
+        netdev = user_netdev(prov, node, tftp, port)
         started = time.monotonic()
         with running(qemu_command(console, node.mac, netdev, False, tmp, memory=1536), tmp / f"qemu-{tag}.log") as vm:
             text = wait_for(console, r"clusterdef-baseline: node .* (on-matrix|OFF-MATRIX) .*\n", vm, timeout=300)

@@ -132,6 +132,14 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def user_netdev(prov, node, tftp: Path, port: int) -> str:
+    """qemu user networking that plays the provisioning network: DHCP hands the node its address,
+    TFTP serves the first iPXE stage, and the provisioning server's HTTP port reaches our local server."""
+    return (f"user,id=n0,restrict=on,net={prov.subnet},host={prov.gateway},dhcpstart={node.ipv4},"
+            f"tftp={tftp},bootfile=boot.ipxe,"
+            f"guestfwd=tcp:{prov.server}:{prov.http_port}-cmd:socat - TCP:127.0.0.1:{port}")
+
+
 def qemu_command(console: Path, mac: str, netdev: str, uefi: bool, tmp: Path, memory: int = 512) -> list[str]:
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", str(memory), "-smp", "1", "-nodefaults",
            "-display", "none", "-no-reboot", "-serial", f"file:{console}", "-boot", "n",
@@ -205,9 +213,7 @@ def _user_mode_boot(lab_boot, uefi: bool, group: str):
     tftp = write({"boot.ipxe": tree["pxe/ipxe/boot.ipxe"]}, tmp / f"tftp-{uefi}")
     console = tmp / f"console-user-{uefi}.log"
     with serve(root) as port:
-        netdev = (f"user,id=n0,restrict=on,net={prov.subnet},host={prov.gateway},dhcpstart={node.ipv4},"
-                  f"tftp={tftp},bootfile=boot.ipxe,"
-                  f"guestfwd=tcp:{prov.server}:{prov.http_port}-cmd:socat - TCP:127.0.0.1:{port}")
+        netdev = user_netdev(prov, node, tftp, port)
         started = time.monotonic()
         with running(qemu_command(console, node.mac, netdev, uefi, tmp), tmp / f"qemu-user-{uefi}.log") as vm:
             text = wait_for(console, r"CMDLINE:.*\n", vm, timeout=240)

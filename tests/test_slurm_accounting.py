@@ -21,7 +21,7 @@ import pytest
 from clusterdef import hostlist
 from clusterdef.validate.pipeline import validate_file
 from conftest import MATRICES, TODAY, dump_yaml
-from slurm_helpers import (Controller, MariaDB, Munge, Slurmdbd, Workdir, free_port, host_build, stop,
+from slurm_helpers import (Controller, fake_gpu_slurmds, MariaDB, Munge, Slurmdbd, Workdir, free_port, host_build, stop,
                            wait_for)
 from test_slurm_daemons import _on_host_slurm, render, slurm_time
 
@@ -156,13 +156,7 @@ def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
     # --- jobs against the quotas, on one slurmd per lab node with fake GPUs ---
     gpus = d.hardware["hgx-h100"].gpu.count
     w = work.host
-    script = ("set -e; mkdir -p $W/ov/u $W/ov/w; "
-              "mount -t overlay overlay -o lowerdir=/dev,upperdir=$W/ov/u,workdir=$W/ov/w /dev; "
-              f"for i in $(seq 0 {gpus - 1}); do mknod /dev/nvidia$i c 195 $i; done; mknod /dev/nvidiactl c 195 255; "
-              + " ".join(f"slurmd -D -N {h} -f $SLURM_CONF & " for h in hosts) + "wait")
-
-    slurmds = build.popen("unshare", "-m", "--propagation", "private", "sh", "-c", script,
-                          env={**ctl.env, "W": str(w)}, log=w / "slurmd.out")
+    slurmds = fake_gpu_slurmds(build, ctl.env, w, hosts, gpus)
     stack.append(SimpleNamespace(stop=lambda: stop(slurmds)))
 
     def idle():

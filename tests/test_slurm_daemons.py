@@ -15,7 +15,7 @@ from clusterdef.render import slurm as slurm_target
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
-from slurm_helpers import Controller, Munge, Workdir, build_for
+from slurm_helpers import Controller, Munge, Workdir, build_for, fake_gpu_slurmds
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slurm_live, pytest.mark.slow]
 
@@ -265,12 +265,7 @@ def test_live_fake_cluster(lab, matrix, controller, tmp_path):
     ctl.start()
     gpus = d.hardware["hgx-h100"].gpu.count
     w = ctl.work
-    script = ("set -e; mkdir -p $W/ov/u $W/ov/w; "
-              "mount -t overlay overlay -o lowerdir=/dev,upperdir=$W/ov/u,workdir=$W/ov/w /dev; "
-              f"for i in $(seq 0 {gpus - 1}); do mknod /dev/nvidia$i c 195 $i; done; mknod /dev/nvidiactl c 195 255; "
-              + " ".join(f"slurmd -D -N {h} -f $SLURM_CONF & " for h in hosts) + "wait")
-    slurmds = build.popen("unshare", "-m", "--propagation", "private", "sh", "-c", script,
-                          env={**ctl.env, "W": str(w.host)}, log=w.host / "slurmd.out")
+    slurmds = fake_gpu_slurmds(build, ctl.env, w.host, hosts, gpus)
     try:
         def idle():
             r = build.run("sinfo", "-h", "-N", "-o", "%N %T", env=ctl.env, check=False)
