@@ -75,6 +75,16 @@ def test_lab_pins_and_groups(lab):
     assert v["all"]["nvidia_driver_version"] == "580.126.20"
     assert v["all"]["nvidia_driver_rollback_version"] == "580.95.05"  # rollback target 2025.10-r580
     assert v["all"]["node_admission_expected"]["slurm"] == "25.11.7"
+    # every layer rollback.yml moves, and what admission holds the node to afterwards, come from the rollback set
+    back = lab.matrix.sets["2025.10-r580"].components
+    assert (v["all"]["cuda_userspace_rollback_cuda_version"], v["all"]["cuda_userspace_rollback_nccl_version"],
+            v["all"]["cuda_userspace_rollback_driver_version"], v["all"]["container_toolkit_rollback_version"]) == \
+        (back.cuda, back.nccl, back.driver, back.container_toolkit) == ("13.0.1", "2.28.7", "580.95.05", "1.18.0")
+    assert v["all"]["node_admission_rollback_set"] == "2025.10-r580"
+    assert v["all"]["node_admission_rollback_expected"] == {
+        "driver": "580.95.05", "cuda": "13.0.1", "nccl": "2.28.7", "container_toolkit": "1.18.0", "slurm": "25.05.0",
+        "kubelet": "1.33.0"}
+    assert set(v["all"]["node_admission_rollback_expected"]) == set(v["all"]["node_admission_expected"])
     assert v["hw_hgx_h100"]["node_admission_firmware"]["cx7"] == lab.set.firmware["hgx-h100"]["cx7"]
     assert v["cp_slurm"]["node_drain_control_plane"] == "slurm"
     assert v["cp_kubernetes"]["node_admission_control_plane"] == "kubernetes"

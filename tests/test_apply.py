@@ -4,20 +4,31 @@ connection, record each run in a log file and fail on the hosts named by `-e fai
 
 Proves: stages run in order (canary -> gates -> rollback drill -> control plane -> wave_001 ...),
 the first failing wave halts the rollout (later waves never run), the run record is written,
---check reaches Ansible's check mode, and a stale plan is refused with exit 2 before anything runs."""
+--check reaches Ansible's check mode, a stale plan is refused with exit 2 before anything runs,
+each step's record and output name the tasks that changed (would change) on which hosts (the
+stand-in role tests/fixtures/apply/roles/standin_driver changes chosen hosts), and a secret
+passed with --secret-env, one that only looks like a credential, one in an unremarkable
+variable and a vaulted one all reach the playbook while none of their values is anywhere on
+disk afterwards."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
+import re
+import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
-from clusterdef.cli import app
+from clusterdef import runner as run_mod
+from clusterdef.cli import _print_changes, _short_hosts, app
 from clusterdef.plan import load_side
 from clusterdef.plan.apply import ApplyError, expand_pattern, inventory_waves, prepare, wave_groups
 from conftest import CLUSTERS, MATRICES, TODAY
@@ -124,6 +135,12 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     assert [s.skipped for s in skipped if s.kind == "control-plane"] == ["skipped by --skip-stage"]
     assert [r[2] for r in ran if r[1] == "upgrade"] == ["wave_000", "wave_001", "wave_002"]
     assert steps[2].limit == "wave_000"  # enforce-baseline.yml targets all nodes: limit to the wave
+    # rollback.yml and the gates right after it hold the canary to the rollback set; nothing else does
+    held_back = [(s.stage, s.action) for s in steps if s.extravars({})["clusterdef_rollback"]]
+    assert held_back == [("rollback drill", "rollback"), ("rollback drill", "gates")]
+    assert [s.to_json().get("rollback") for s in steps if s.stage == "rollback drill"] == [True, True, None]
+    assert steps[1].extravars({"x": "1"}) == {"x": "1", "clusterdef_wave": "wave_000", "clusterdef_stage": "canary",
+                                              "clusterdef_step": "upgrade", "clusterdef_rollback": False}
 
 
 def test_stale_plan_is_refused_before_anything_runs(tmp_path):
@@ -215,7 +232,7 @@ def test_check_mode_previews_a_canary_only_candidate_plan(tmp_path):
     need_ansible_runner()
     pf = make_plan(tmp_path, CURRENT, CANDIDATE, "--allow-candidate")
     log = tmp_path / "apply.log"
-    r = apply(pf, log, "--check")
+    r = apply(pf, log, "--check", "--forks", "7")
     assert r.exit_code == 0, r.output
     lines = log_lines(log)
     assert [(x[0], x[2]) for x in lines] == [("prepare", "none"), ("upgrade", "wave_000"), ("gates", "wave_000"),
@@ -225,3 +242,242 @@ def test_check_mode_previews_a_canary_only_candidate_plan(tmp_path):
     assert rec["check"] is True and rec["status"] == "succeeded"
     cmd = json.loads((Path(rec["runs"][1]["artifact_dir"]) / "command").read_text())["command"]
     assert "--check" in cmd and "--diff" in cmd
+    assert cmd[cmd.index("--forks") + 1] == "7" and rec["forks"] == 7  # --forks reaches every ansible-playbook run
+
+
+# --------------------------------------------------------------------------- change summary (fast)
+
+def ev(kind: str, host: str, task: str, changed: bool = False, role: str = "", **res) -> dict:
+    return {"event": kind, "event_data": {"host": host, "task": task, "role": role, "task_action": "copy",
+                                          "res": {"changed": changed, **res}}}
+
+
+def test_change_summary_folds_thousands_of_hosts_into_tasks_and_groups():
+    hosts = [f"gpu{i:04d}" for i in range(1, 2001)]
+    s = run_mod.ChangeSummary()
+    for h in hosts:
+        s.add({"event": "runner_on_start", "event_data": {"host": h, "task": "Install the driver packages"}})
+        s.add(ev("runner_on_ok", h, "Install the driver packages", True, role="nvidia_driver",
+                 diff=[{"before": "driver 570\n", "after": "driver 580\n", "before_header": "/etc/x",
+                        "after_header": "/etc/x"}]))
+        s.add(ev("runner_item_on_ok", h, "Pin", True))  # items are summed up by the task's own result
+        s.add(ev("runner_on_ok", h, "Pin", h <= "gpu0500", results=[{"changed": h <= "gpu0500", "item": 1}]))
+        s.add(ev("runner_on_ok", h, "Read facts", False))
+    s.add(ev("runner_on_failed", "gpu0007", "Restart", True, role="nvidia_driver", msg="boom"))
+    out = s.to_json(reached=[*hosts, "gpu2001"], failed=["gpu2001"])
+    assert [(c["n"], c["task"], c["hosts"], c["count"]) for c in out["changes"]] == [
+        (1, "nvidia_driver : Install the driver packages", "gpu[0001-2000]", 2000),
+        (2, "Pin", "gpu[0001-0500]", 500),
+        (3, "nvidia_driver : Restart", "gpu0007", 1)]
+    first = out["changes"][0]
+    assert first["diff_host"] == "gpu0001" and "-driver 570" in first["diff"] and "+driver 580" in first["diff"]
+    assert "diff" not in out["changes"][1]
+    assert out["change_groups"] == [{"hosts": "gpu[0501-2000]", "count": 1500, "tasks": [1]},
+                                    {"hosts": "gpu[0001-0006,0008-0500]", "count": 499, "tasks": [1, 2]},
+                                    {"hosts": "gpu0007", "count": 1, "tasks": [1, 2, 3]}]
+    assert (out["hosts_reached"], out["hosts_changed"], out["hosts_unchanged"]) == (2001, 2000, "")
+    quiet = run_mod.ChangeSummary()
+    quiet.add(ev("runner_on_ok", "a1", "Read facts"))
+    assert quiet.to_json(["a1", "a2"]) == {"hosts_reached": 2, "hosts_changed": 0, "hosts_unchanged": "a[1-2]",
+                                           "changes": [], "change_groups": []}
+
+
+def test_diff_excerpt_is_bounded_and_secrets_are_blanked():
+    big = {"before": "".join(f"line {i}\n" for i in range(500)), "after": "", "after_header": "/etc/big"}
+    text = run_mod.diff_text([big, {"prepared": "never reached"}])
+    assert len(text.splitlines()) == run_mod.DIFF_MAX_LINES + 1 and text.endswith("more lines)")
+    assert "never reached" not in text
+    assert run_mod.diff_text([{"before": {"state": "absent"}, "after": {"state": "file"}}]).count('"state"') == 2
+    assert run_mod.diff_text([{"prepared": "x" * 10000}], max_chars=100).endswith("more lines)")
+    s = run_mod.ChangeSummary()
+    s.add(ev("runner_on_ok", "n1", "Template", True, diff={"before": "", "after": "password=hunter22\n"}))
+    redact = run_mod.redactor(run_mod.secret_values({"DB_PASSWORD": "hunter22"}))
+    assert "hunter22" not in json.dumps(s.to_json(["n1"], redact=redact))
+
+
+def test_withheld_environment():
+    env = {"PATH": "/bin", "HOME": "/root", "LANG": "C", "ANSIBLE_FORKS": "50", "ANSIBLE_VAULT_PASSWORD_FILE": "/v",
+           "ANSIBLE_NET_PASSWORD": "p", "HTTPS_PROXY": "http://u:p@proxy", "NVFWUPD_TARGET": "ip=1,user=u,pw=p",
+           "GITHUB_TOKEN": "t", "MY_VAR": "x"}
+    assert run_mod.withheld_names(env, ["LANG"]) == ["ANSIBLE_NET_PASSWORD", "GITHUB_TOKEN", "HTTPS_PROXY", "LANG",
+                                                     "MY_VAR", "NVFWUPD_TARGET"]
+    assert run_mod.secret_values({"GITHUB_TOKEN": "abcd1234", "OTHER": "zzzz", "X_TOKEN": "true", "Y": "yyyyyyyyy"},
+                                 ["OTHER"]) == ["abcd1234", "zzzz"]
+
+
+def test_env_pipe_hands_values_to_the_program_only(tmp_path):
+    env = {**os.environ, "CLUSTERDEF_PIPE_TEST": run_mod.WITHHELD, "CLUSTERDEF_PIPE_KEPT": "set by runner"}
+    with run_mod.EnvPipe({"CLUSTERDEF_PIPE_TEST": "the value", "CLUSTERDEF_PIPE_KEPT": "not this"}) as pipe:
+        assert not Path(pipe.path).is_file()  # a FIFO: no data on disk
+        out = subprocess.run([sys.executable, "-m", "clusterdef.runner", "--env-from", pipe.path, "--",
+                              sys.executable, "-c", "import os; print(os.environ['CLUSTERDEF_PIPE_TEST'], '|', "
+                              "os.environ['CLUSTERDEF_PIPE_KEPT'])"], env=env, capture_output=True, text=True,
+                             timeout=60)
+    assert out.stdout.strip() == "the value | set by runner", out.stderr
+    assert not Path(pipe.dir).exists()
+    unread = run_mod.EnvPipe({"A": "b" * 200000})  # nobody reads it: close() must not hang
+    unread.close()
+    assert not Path(unread.dir).exists()
+
+
+def test_change_table_stays_small():
+    changes = {"hosts_reached": 4000, "hosts_changed": 3990, "hosts_unchanged": "gpu[3991-4000]",
+               "changes": [{"n": n, "task": f"role : task {n}", "count": 2000,
+                            "hosts": run_mod._fold(f"gpu{i:04d}" for i in range(1, 4000, 2))} for n in range(1, 31)],
+               "change_groups": [{"hosts": f"n{g:03d}", "count": 1, "tasks": [1, 2, 3, 5]} for g in range(1, 21)]}
+    console = Console(record=True, width=120)
+    _print_changes(console, changes, check=True)
+    text = console.export_text()
+    assert "would change: 30 tasks on 3990 of 4000 hosts" in text
+    assert "role : task 10 " in text and "role : task 11 " not in text and "... and 20 more tasks" in text
+    assert re.search(r"gpu\[0001,0003,0005,0007,0009,0011,0013,0015,\.\.\.\]\s+2000/4000", text)
+    assert re.search(r"n001\s+4 tasks would change \(#1-3,5\)", text)
+    assert "... and 12 more host groups" in text and "n009" not in text
+    assert re.search(r"gpu\[3991-4000\]\s+nothing would change", text)
+    assert len(text.splitlines()) < 30 and max(len(line) for line in text.splitlines()) <= 120
+    assert _short_hosts("gpu[0001,0003,0005,0007,0009,0011,0013,0015,0017,0019]", 30) == \
+        "gpu[0001,0003,0005,0007,0009,...]"
+    assert _short_hosts("a1,b[1-2],c3,d4,e5", 10) == "a1,b[1-2],..."
+    console = Console(record=True, width=120)
+    _print_changes(console, {"hosts_reached": 2, "hosts_changed": 0, "hosts_unchanged": "a[1-2]", "changes": [],
+                             "change_groups": []}, check=False)
+    assert console.export_text().strip() == "nothing changed on 2 hosts"
+
+
+def test_secret_options_are_checked_before_anything_runs(tmp_path, monkeypatch):
+    pf = make_plan(tmp_path)
+    log = tmp_path / "apply.log"
+    monkeypatch.delenv("CLUSTERDEF_NOT_SET", raising=False)
+    r = apply(pf, log, "--secret-env", "CLUSTERDEF_NOT_SET")
+    assert r.exit_code == 2 and "--secret-env CLUSTERDEF_NOT_SET: not set" in r.output
+    r = apply(pf, log, "--secret-env", "pw=hunter2")
+    assert r.exit_code == 2 and "name of an environment variable" in r.output
+    r = apply(pf, log, "--vault-id", "prod@prompt")
+    assert r.exit_code == 2 and "prompt" in r.output
+    r = apply(pf, log, "--vault-id", str(tmp_path / "missing"))
+    assert r.exit_code == 2 and "no such file" in r.output
+    monkeypatch.setenv("CLUSTERDEF_TEST_SECRET", "abcd-1234-efgh")
+    r = apply(pf, log, "--secret-env", "CLUSTERDEF_TEST_SECRET", "-e", "bmc=user:abcd-1234-efgh")
+    assert r.exit_code == 2 and "-e bmc: the value holds a secret" in r.output and "abcd-1234" not in r.output
+    r = apply(pf, log, "-e", "db_password=x", "--skip-stage", "wave")
+    assert r.exit_code == 2 and "warning" in r.output and "-e db_password: extra vars are recorded" in r.output
+    assert not log.exists() and not records(tmp_path)
+
+
+# --------------------------------------------------------------------------- change summary and secrets (real runs)
+
+def canary_plan(tmp: Path) -> Path:
+    return make_plan(tmp, CURRENT, CANDIDATE, "--allow-candidate")
+
+
+@pytest.mark.slow
+def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
+    need_ansible_runner()
+    pf = canary_plan(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "gpu003.driver").write_text("driver 580.95.05\n")  # gpu003 is already there
+    r = apply(pf, tmp_path / "apply.log", "--check", "-e", f"apply_state_dir={state}", "-e", "apply_hold_hosts=gpu001")
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in state.iterdir()) == ["gpu003.driver"]  # check mode wrote nothing
+    [rec] = records(tmp_path)
+    canary, gates = rec["runs"][1], rec["runs"][2]
+    assert (canary["action"], canary["hosts"]) == ("upgrade", "gpu[001,003]")
+    assert [(c["n"], c["task"], c["hosts"], c["count"]) for c in canary["changes"]] == [
+        (1, "standin_driver : Install the driver packages", "gpu001", 1),
+        (2, "standin_driver : Hold the driver packages", "gpu001", 1)]
+    assert "+driver 580.95.05" in canary["changes"][0]["diff"] and canary["changes"][0]["diff_host"] == "gpu001"
+    assert canary["change_groups"] == [{"hosts": "gpu001", "count": 1, "tasks": [1, 2]}]
+    assert (canary["hosts_reached"], canary["hosts_changed"], canary["hosts_unchanged"]) == (2, 1, "gpu003")
+    assert gates["changes"] == [] and gates["hosts_unchanged"] == "gpu[001,003]"
+    assert rec["runs"][5]["action"] == "reapply" and rec["runs"][5]["changes"] == canary["changes"]
+    out = r.output
+    assert "would change: 2 tasks on 1 of 2 hosts" in out
+    assert re.search(r"1\s+standin_driver : Install the driver packages\s+gpu001\s+1/2", out)
+    assert re.search(r"2\s+standin_driver : Hold the driver packages\s+gpu001\s+1/2", out)
+    assert re.search(r"gpu001\s+2 tasks would change \(#1-2\)", out)
+    assert re.search(r"gpu003\s+nothing would change", out)
+    assert "nothing would change on 2 hosts" in out  # the gates
+
+
+@pytest.mark.slow
+def test_real_run_shows_what_changed_and_reapply_is_idempotent(tmp_path):
+    need_ansible_runner()
+    pf = canary_plan(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "gpu003.driver").write_text("driver 580.95.05\n")
+    r = apply(pf, tmp_path / "apply.log", "-e", f"apply_state_dir={state}", "-e", "apply_hold_hosts=gpu003")
+    assert r.exit_code == 0, r.output
+    assert (state / "gpu001.driver").read_text() == "driver 580.95.05\n"
+    [rec] = records(tmp_path)
+    canary, reapply = rec["runs"][1], rec["runs"][5]
+    assert [(c["task"], c["hosts"]) for c in canary["changes"]] == [
+        ("standin_driver : Install the driver packages", "gpu001"), ("standin_driver : Hold the driver packages",
+                                                                     "gpu003")]
+    assert "diff" not in canary["changes"][0]  # no --diff outside check mode
+    assert canary["change_groups"] == [{"hosts": "gpu001", "count": 1, "tasks": [1]},
+                                       {"hosts": "gpu003", "count": 1, "tasks": [2]}]
+    assert canary["hosts_unchanged"] == ""
+    assert reapply["action"] == "reapply"
+    assert [(c["task"], c["hosts"]) for c in reapply["changes"]] == [("standin_driver : Hold the driver packages",
+                                                                      "gpu003")]
+    assert reapply["hosts_unchanged"] == "gpu001"
+    out = r.output
+    assert "changed: 2 tasks on 2 of 2 hosts" in out and "would change" not in out
+    assert re.search(r"gpu001\s+1 task changed \(#1\)", out) and re.search(r"gpu003\s+1 task changed \(#2\)", out)
+    assert "changed: 1 task on 1 of 2 hosts" in out and re.search(r"gpu001\s+no change", out)
+    assert "nothing changed on 2 hosts" in out
+
+
+def vault_file(path: Path, password: str, text: str) -> None:
+    from ansible.parsing.vault import VaultLib, VaultSecret
+
+    path.write_bytes(VaultLib([("test", VaultSecret(password.encode()))]).encrypt(text, vault_id="test"))
+
+
+@pytest.mark.slow
+def test_secrets_reach_the_playbook_and_never_the_disk(tmp_path, monkeypatch):
+    need_ansible_runner()
+    plan_dir, keys = tmp_path / "plan", tmp_path / "keys"
+    plan_dir.mkdir(), keys.mkdir(mode=0o700)
+    tag = uuid.uuid4().hex
+    values = {"CLUSTERDEF_TEST_SECRET": f"named-{tag}",          # --secret-env
+              "CLUSTERDEF_TEST_API_TOKEN": f"token-{tag}",        # looks like a credential, not named
+              "CLUSTERDEF_TEST_PROXY": f"http://u:pw-{tag}@proxy:3128"}  # looks like nothing in particular
+    for k, v in values.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("ANSIBLE_CLUSTERDEF_TEST_PLAIN", f"visible-{tag}")  # an Ansible setting: recorded
+    vault_password, vaulted = f"vaultpw-{tag}", f"vaulted-{tag}"
+    (keys / "vault-pass").write_text(vault_password + "\n")
+    vault_file(plan_dir / "secrets.vault.yml", vault_password, f"vaulted_secret: {vaulted}\n")
+    pf = canary_plan(plan_dir)
+    slog = plan_dir / "secrets.log"
+    r = apply(pf, plan_dir / "apply.log", "--secret-env", "CLUSTERDEF_TEST_SECRET",
+              "--vault-id", f"test@{keys / 'vault-pass'}", "-e", f"apply_vault_file={plan_dir / 'secrets.vault.yml'}",
+              "-e", f"apply_secret_log={slog}", "-e", f"apply_secret_names={','.join(values)},vault")
+    assert r.exit_code == 0, r.output
+    assert "secret environment, values recorded nowhere: CLUSTERDEF_TEST_SECRET" in r.output
+    # every value reached ansible-playbook: the playbook logged its sha256 (upgrade and reapply)
+    sha = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in [*values.items(), ("vault", vaulted)]}
+    lines = sorted(slog.read_text().splitlines())
+    assert lines == sorted(f"{step} wave_000 {k} {h}" for step in ("upgrade", "reapply") for k, h in sha.items())
+    # ... and no value is anywhere in the plan folder: private data dir, run record, logs
+    secrets = [*values.values(), vaulted, vault_password]
+    seen_plain = False
+    for f in plan_dir.rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert not [s for s in secrets if s.encode() in data], f
+            seen_plain |= f"visible-{tag}".encode() in data
+    assert seen_plain  # the scan does see the recorded environment
+    [rec] = records(plan_dir)
+    assert rec["secret_env"] == ["CLUSTERDEF_TEST_SECRET"] and rec["vault_ids"] == [f"test@{keys / 'vault-pass'}"]
+    assert rec["extravars"]["apply_secret_names"].startswith("CLUSTERDEF_TEST_SECRET")  # -e values are recorded
+    pdd = Path(rec["private_data_dir"])
+    assert not (pdd / "env").exists()  # no env/envvars, env/extravars, env/cmdline
+    command = json.loads((Path(rec["runs"][1]["artifact_dir"]) / "command").read_text())
+    assert all(command["env"][k] == run_mod.WITHHELD for k in values)
+    argv = command["command"]
+    assert argv[1:5] == ["-P", "-m", "clusterdef.runner", "--env-from"] and "--vault-id" in argv
+    assert not Path(argv[5]).parent.exists()  # the pipe's folder is gone

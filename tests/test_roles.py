@@ -1,26 +1,43 @@
-"""Molecule scenarios of the roles in roles/, in real rootful podman containers built from a
-debootstrap image (scripts/deps.d/50-molecule.sh). Each runs create, prepare, converge,
-idempotence, (side_effect), verify and destroy; ~1-2 minutes each on 2 cores."""
+"""Molecule scenarios of the roles in roles/, in real rootful podman containers built from
+debootstrap images (scripts/deps.d/50-molecule.sh: Debian 12 bookworm and Ubuntu 22.04 jammy; every
+scenario runs its nodes on each release its role supports, side by side). Each runs create, prepare,
+converge, idempotence, (side_effect), verify and destroy; ~1-3 minutes each on 2 cores."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from conftest import ROOT
 
 ROLES = ROOT / "roles"
 CACHE = Path(os.environ.get("CLUSTERDEF_CACHE", ROOT / ".cache")) / "molecule"
-IMAGE = "localhost/clusterdef-molecule:bookworm"
+DEPS_SCRIPT = ROOT / "scripts" / "deps.d" / "50-molecule.sh"
+BASE = ROOT / "tests" / "molecule" / "base.yml"
+IMAGE_REPO = "localhost/clusterdef-molecule"
 # (role, scenario): each role's `default` scenario (test id: the role), plus named scenarios that span
 # roles (test id: the scenario, e.g. `userspace` = cuda_userspace + container_toolkit).
 SCENARIO_DIRS = sorted((p.parents[2].name, p.parent.name) for p in ROLES.glob("*/molecule/*/molecule.yml"))
 SCENARIOS = [role if scenario == "default" else scenario for role, scenario in SCENARIO_DIRS]
+
+
+def load_yaml(path: Path):
+    return YAML(typ="safe").load(path.read_text())
+
+
+def scenario_config(role: str, scenario: str) -> dict:
+    return load_yaml(ROLES / role / "molecule" / scenario / "molecule.yml")
+
+
+# Every image a scenario's platforms run (localhost/clusterdef-molecule:<release>, built by DEPS_SCRIPT).
+IMAGES = sorted({p["image"] for role, scenario in SCENARIO_DIRS for p in scenario_config(role, scenario)["platforms"]})
 # What a scenario's output must show besides idempotence and verify.
 EXPECT = {"firmware": ["would flash through nvfwupd, mlxfwmanager"]}
 VENV_BIN = Path(ROOT, ".venv/bin")
@@ -50,8 +67,9 @@ def molecule_env():
     env = {**os.environ, "CONTAINERS_CONF": str(conf), "ANSIBLE_COLLECTIONS_PATH": str(CACHE / "collections"),
            "ANSIBLE_ROLES_PATH": str(ROLES), "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}",
            "ANSIBLE_FORCE_COLOR": "0", "PY_COLORS": "0", "NO_COLOR": "1"}
-    if subprocess.run([podman, "image", "exists", IMAGE], env=env).returncode != 0:
-        missing(f"podman image {IMAGE}")
+    absent = [image for image in IMAGES if subprocess.run([podman, "image", "exists", image], env=env).returncode != 0]
+    if absent:
+        missing(f"podman image {', '.join(absent)}")
     with tempfile.TemporaryDirectory(prefix="clusterdef-molecule-") as home:
         env["HOME"] = home
         yield molecule, env
@@ -80,6 +98,40 @@ def test_every_role_has_argument_specs_and_a_scenario():
     for role in roles:
         assert (ROLES / role / "meta" / "argument_specs.yml").exists(), role
     assert {"node_admission", "nvidia_driver", "userspace", "firmware"} <= set(SCENARIOS)
+
+
+def built_releases() -> list[str]:
+    """The releases DEPS_SCRIPT debootstraps (its `for release in ...; do` loop)."""
+    loop = re.search(r"^\s*for release in ([\w ]+); do$", DEPS_SCRIPT.read_text(), re.M)
+    assert loop, f"{DEPS_SCRIPT.name} lost its `for release in ...; do` loop"
+    return loop.group(1).split()
+
+
+@pytest.mark.parametrize(("role", "scenario"), SCENARIO_DIRS, ids=SCENARIOS)
+def test_scenario_follows_base_and_runs_every_supported_release(role, scenario):
+    config = scenario_config(role, scenario)
+    for key, value in load_yaml(BASE).items():
+        assert config.get(key) == value, f"{key} differs from tests/molecule/base.yml"
+    platforms = config["platforms"]
+    names = [p["name"] for p in platforms]
+    assert len(set(names)) == len(names), f"duplicate platform names {names}"
+    built = built_releases()
+    releases = []
+    for p in platforms:
+        repo, _, release = p["image"].rpartition(":")
+        assert repo == IMAGE_REPO and release in built, f"{p['name']}: {p['image']} is not an image {DEPS_SCRIPT.name} builds"
+        releases.append(release)
+    # The role's supported platforms (meta/main.yml galaxy_info) that an image exists for must all be tested,
+    # each with the same nodes (one platform per node and release).
+    meta = load_yaml(ROLES / role / "meta" / "main.yml")["galaxy_info"]["platforms"]
+    supported = {str(v) for p in meta for v in p["versions"]}
+    assert set(releases) == supported & set(built), f"platform releases {sorted(set(releases))}"
+    assert len({releases.count(r) for r in set(releases)}) == 1, f"releases differ in node count: {releases}"
+
+
+def test_container_names_are_unique_across_scenarios():
+    names = [p["name"] for role, scenario in SCENARIO_DIRS for p in scenario_config(role, scenario)["platforms"]]
+    assert len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)
 
 
 def test_ansible_lint_production_profile():

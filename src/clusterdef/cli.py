@@ -466,6 +466,117 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
 
 # --------------------------------------------------------------------------- apply
 
+APPLY_MAX_TASKS, APPLY_MAX_GROUPS, APPLY_HOSTS_WIDTH = 10, 8, 48
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _number_ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] -> "#1-3,5"."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return "#" + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _short_hosts(expr: str, width: int = APPLY_HOSTS_WIDTH) -> str:
+    """A folded hostlist cut at a comma to about `width` characters (the count column and the
+    run record have the rest)."""
+    if len(expr) <= width:
+        return expr
+    depth, cut = 0, None
+    for i, ch in enumerate(expr[:width]):
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == ",":
+            cut = (i, depth)
+    if cut is None:
+        return expr[:width] + "..."
+    return expr[:cut[0]] + (",...]" if cut[1] else ",...")
+
+
+def _print_changes(console: Console, changes: dict, check: bool) -> None:
+    """The tasks that changed (would change) in one step, as a small table, then the hosts
+    grouped by identical change sets; both cut to a few rows, the run record has all."""
+    from rich import box
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    tasks, groups = changes.get("changes") or [], changes.get("change_groups") or []
+    reached, verb = changes.get("hosts_reached", 0), "would change" if check else "changed"
+    if not tasks:
+        console.print(f"  {'nothing would change' if check else 'nothing changed'}"
+                      + (f" on {_plural(reached, 'host')}" if reached else ""))
+        return
+    console.print(f"  {verb}: {_plural(len(tasks), 'task')} on {changes.get('hosts_changed', 0)} of "
+                  f"{_plural(reached, 'host')}")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    table.add_column("#", justify="right")
+    table.add_column(f"task ({verb})")
+    table.add_column("hosts")
+    table.add_column("count", justify="right")
+    for t in tasks[:APPLY_MAX_TASKS]:
+        table.add_row(str(t["n"]), Text(t["task"]), Text(_short_hosts(t["hosts"])), f"{t['count']}/{reached}")
+    console.print(Padding(table, (0, 0, 0, 2), expand=False))
+    if len(tasks) > APPLY_MAX_TASKS:
+        console.print(f"  ... and {len(tasks) - APPLY_MAX_TASKS} more tasks (all of them in the run record)")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column()
+    grid.add_column()
+    for g in groups[:APPLY_MAX_GROUPS]:
+        grid.add_row(Text(_short_hosts(g["hosts"])),
+                     f"{_plural(len(g['tasks']), 'task')} {verb} ({_number_ranges(g['tasks'])})")
+    if changes.get("hosts_unchanged"):
+        grid.add_row(Text(_short_hosts(changes["hosts_unchanged"])), "nothing would change" if check else "no change")
+    console.print("  by host:")
+    console.print(Padding(grid, (0, 0, 0, 4), expand=False))
+    if len(groups) > APPLY_MAX_GROUPS:
+        console.print(f"    ... and {len(groups) - APPLY_MAX_GROUPS} more host groups (all of them in the run record)")
+
+
+def _apply_secrets(secret_env: list[str], vault_id: list[str], extra: dict[str, str]) -> None:
+    """Refuse (exit 2) a --secret-env that is not set, a --vault-id that nobody can answer or
+    that does not exist, and an -e value that carries a secret (it would be recorded); warn
+    about -e keys that look like credentials."""
+    import os
+    import re
+
+    from rich.markup import escape
+
+    from .runner import looks_like_credential, secret_values
+
+    problems = []
+    for name in secret_env:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            problems.append(f"--secret-env {name!r}: give the name of an environment variable, not its value")
+        elif name not in os.environ:
+            problems.append(f"--secret-env {name}: not set in the environment")
+    for vid in vault_id:
+        source = vid.split("@", 1)[1] if "@" in vid else vid
+        if source == "prompt":
+            problems.append(f"--vault-id {vid}: nobody can answer a prompt under ansible-runner; give a password "
+                            "file or a client script")
+        elif not Path(source).expanduser().is_file():
+            problems.append(f"--vault-id {vid}: no such file {source}")
+    values = secret_values(os.environ, secret_env)
+    for key, value in extra.items():
+        if any(v in value for v in values):
+            problems.append(f"-e {key}: the value holds a secret from the environment; -e values are recorded "
+                            "(run record, ansible-runner's command file): pass it with --secret-env NAME instead")
+        elif looks_like_credential(key):
+            err.print(f"[yellow]warning[/]: -e {escape(key)}: extra vars are recorded in the run record and in "
+                      "ansible-runner's artifacts; pass secrets with --secret-env NAME or --vault-id")
+    for p in problems:
+        err.print(f"[red]error[/]: {escape(p)}")
+    if problems:
+        raise typer.Exit(EXIT_BAD)
+
+
 @app.command()
 def apply(
     plan_file: Path = typer.Argument(..., help="Plan file written by `clusterdef plan --plan-file`."),
@@ -481,13 +592,25 @@ def apply(
     skip_stage: Optional[list[str]] = typer.Option(None, "--skip-stage", help="Record a stage as done by hand "
                                                    "instead of running it: prepare or control-plane; repeatable."),
     extra_var: Optional[list[str]] = typer.Option(None, "--extra-var", "-e", help="KEY=VALUE passed to every "
-                                                  "playbook run; repeatable."),
+                                                  "playbook run; recorded (run record, artifacts), so never a "
+                                                  "secret; repeatable."),
+    secret_env: Optional[list[str]] = typer.Option(None, "--secret-env", metavar="NAME", help="Pass this "
+                                                   "environment variable to the playbooks without recording its "
+                                                   "value anywhere (read it with lookup('ansible.builtin.env', "
+                                                   "NAME) in a no_log task); repeatable."),
+    vault_id: Optional[list[str]] = typer.Option(None, "--vault-id", metavar="[LABEL@]FILE", help="Ansible Vault "
+                                                 "password file or client script for every run, passed by "
+                                                 "reference; repeatable."),
+    forks: Optional[int] = typer.Option(None, "--forks", min=1, help="Hosts Ansible works on at once in each "
+                                        "run (default: Ansible's configuration, 5 unless ANSIBLE_FORKS or "
+                                        "ansible.cfg says otherwise); size it to the wave."),
     matrices: Optional[Path] = MatricesOpt,
     today: Optional[str] = TodayOpt,
 ) -> None:
     """Run a reviewed plan through ansible-runner: canary, gates, rollback drill, control plane, waves; halt at
-    the first failing step. Writes a run record beside the plan file. Exit 0 done, 1 halted on a failure, 2 a
-    stale or refused plan or bad input (nothing run)."""
+    the first failing step. After each step it shows which tasks changed (with --check: would change) on which
+    hosts. Writes a run record beside the plan file. Exit 0 done, 1 halted on a failure, 2 a stale or refused
+    plan or bad input (nothing run)."""
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -501,6 +624,7 @@ def apply(
             err.print(f"[red]error[/]: --extra-var {kv!r}: use KEY=VALUE")
             raise typer.Exit(EXIT_BAD)
         extra[key.strip()] = value
+    _apply_secrets(secret_env or [], vault_id or [], extra)
     bad_skip = [s for s in skip_stage or [] if s not in SKIPPABLE]
     if bad_skip:
         err.print(f"[red]error[/]: --skip-stage {', '.join(bad_skip)}: only {' or '.join(SKIPPABLE)} can be skipped")
@@ -526,10 +650,13 @@ def apply(
     record_path, pdd = runner.run_paths(plan_file)
     inventory = runner.write_inventory(pdd, prep.inventory)
     header = {"plan_file": str(plan_file), "cluster": doc.get("cluster"), "from_set": doc["from"].get("set"),
-              "to_set": doc["to"].get("set"), "playbooks": str(pb_dir), "extravars": extra}
+              "to_set": doc["to"].get("set"), "playbooks": str(pb_dir), "extravars": extra,
+              "secret_env": list(secret_env or []), "vault_ids": list(vault_id or []), "forks": forks}
     mode = " (check mode: nothing changes)" if check else ""
     err.print(f"applying {plan_file}: {doc['from'].get('set')} -> {doc['to'].get('set')} on {doc.get('cluster')}, "
               f"{len(prep.steps)} steps{mode}")
+    if secret_env:
+        err.print(f"secret environment, values recorded nowhere: {escape(', '.join(secret_env))}")
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
                   "{task.total}"), TimeElapsedColumn(), console=err, transient=True) as progress:
         bar = progress.add_task("starting", total=len(prep.steps))
@@ -556,11 +683,14 @@ def apply(
                 for f in result.failures:
                     progress.console.print(f"  {escape(f)}")
                 progress.console.print(f"  artifacts: {result.artifact_dir}")
+            if result is not None:
+                _print_changes(progress.console, result.changes, check)
             progress.advance(bar)
 
         try:
             record = runner.execute(prep.steps, pdd, inventory, record_path, header, extra, check,
-                                    on_step, on_event, on_done)
+                                    on_step, on_event, on_done, secret_env=secret_env or [],
+                                    vault_ids=vault_id or [], forks=forks)
         except runner.RunnerMissing as exc:
             err.print(f"[red]error[/]: {exc}")
             raise typer.Exit(EXIT_BAD)

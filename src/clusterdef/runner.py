@@ -1,32 +1,280 @@
 """ansible-runner driver for `clusterdef apply`.
 
-`run_playbook` runs one playbook through ansible-runner and sums its events up;
+`run_playbook` runs one playbook through ansible-runner and sums its events up, including
+which tasks changed (in check mode: would change) on which hosts (`ChangeSummary`);
 `execute` runs a plan's steps (clusterdef.plan.apply) in order, halts at the first failing
 one, and keeps a JSON run record up to date after every step, so that a record exists even
 when the process is interrupted. Nothing here prints: progress goes to callbacks (cli.py
 draws it with rich).
+
+Secrets and the disk. ansible-runner writes the *whole* environment of every run into
+`artifacts/<ident>/command` (`{"command", "cwd", "env"}`), and, unless told not to, the
+envvars/extravars/cmdline it is given into `env/` of the private data dir. So `run_playbook`
+passes `suppress_env_files=True` (nothing in `env/`), and shows ansible-runner only the values
+of a short list of harmless variables (PATH, HOME, locale, ANSIBLE_*/AWX_*/RUNNER_*/PYTHON*
+settings that do not look like credentials). Every other variable, and every name given as
+`secret_env`, reaches ansible-playbook through a named pipe instead: ansible-runner starts
+`python -P -m clusterdef.runner --env-from FIFO -- ansible-playbook ...`, which reads the values
+from the pipe (a FIFO holds no data on disk; the same trick ansible-runner uses for SSH keys),
+puts them into its environment and execs ansible-playbook. The recorded environment holds
+the placeholder `WITHHELD` for those names. Extra vars (`-e`) are *not* secret: they are on
+the recorded command line and in the run record.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
+import shlex
+import shutil
 import sys
+import tempfile
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from . import __version__
 from .writer import write_file_atomic
 
 RECORD_FORMAT = 1
+WITHHELD = "<withheld by clusterdef: passed to ansible-playbook through a pipe, not recorded>"
+# variables whose values ansible-runner may record: harmless, some read by ansible-runner itself or needed
+# before the wrapper's Python can start (LD_LIBRARY_PATH)
+_RECORDED_NAMES = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "PWD",
+                             "TMPDIR", "VIRTUAL_ENV", "LD_LIBRARY_PATH"})
+_RECORDED_PREFIXES = ("ANSIBLE_", "AWX_", "RUNNER_", "PYTHON", "LC_")
+_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY|API_KEY|ACCESS_KEY",
+                         re.IGNORECASE)
+_REFERENCE = re.compile(r"_(FILE|PATH|DIR|SOCK)$")
 
 
 class RunnerMissing(RuntimeError):
     """ansible-runner is not installed (the `ansible` extra)."""
 
+
+# --------------------------------------------------------------------------- what changed where
+
+_CHANGE_EVENTS = frozenset({"runner_on_ok", "runner_on_failed", "runner_on_async_ok"})
+DIFF_MAX_LINES, DIFF_MAX_CHARS, DIFF_MAX_LINE = 40, 4000, 240
+
+
+def task_label(data: dict) -> str:
+    """`role : task` as Ansible prints it (the bare task name outside roles)."""
+    task = str(data.get("task") or data.get("task_action") or "?").strip()
+    role = str(data.get("role") or "").strip()
+    return f"{role} : {task}" if role and not task.startswith(f"{role} : ") else task
+
+
+def _diffs(res: dict) -> list:
+    """The diffs of one task result: its own, or its changed loop items'."""
+    out: list = []
+    for r in [res, *[x for x in res.get("results") or [] if isinstance(x, dict) and x.get("changed")]]:
+        d = r.get("diff")
+        for one in (d if isinstance(d, list) else [d]) if d else []:
+            if one not in out:  # loop items often repeat the same diff
+                out.append(one)
+    return out
+
+
+def _lines(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return value.splitlines()
+    return json.dumps(value, indent=2, sort_keys=True, default=str).splitlines()
+
+
+def diff_text(diffs: list, max_lines: int = DIFF_MAX_LINES, max_chars: int = DIFF_MAX_CHARS) -> str:
+    """A unified diff of Ansible's `diff` results (before/after with headers, or `prepared`
+    text), cut to `max_lines` lines and `max_chars` characters."""
+    lines: list[str] = []
+    for d in diffs:
+        if len(lines) > max_lines:
+            break
+        if isinstance(d, str):
+            lines += d.splitlines()
+        elif isinstance(d, dict) and d.get("prepared"):
+            lines += _lines(d["prepared"])
+        elif isinstance(d, dict) and ("before" in d or "after" in d):
+            lines += difflib.unified_diff(_lines(d.get("before")), _lines(d.get("after")),
+                                          str(d.get("before_header") or "before"),
+                                          str(d.get("after_header") or "after"), lineterm="")
+    lines = [line if len(line) <= DIFF_MAX_LINE else line[:DIFF_MAX_LINE] + " ..." for line in lines]
+    more = len(lines) - max_lines
+    text = "\n".join(lines[:max_lines])
+    if len(text) > max_chars:
+        text = text[:max_chars].rsplit("\n", 1)[0]
+        more = max(more, 1)
+    return text + (f"\n... ({more} more lines)" if more > 0 else "")
+
+
+def _fold(hosts) -> str:
+    from . import hostlist
+
+    hosts = list(hosts)
+    if not hosts:
+        return ""
+    try:
+        return hostlist.fold(hosts)
+    except Exception:  # noqa: BLE001 - a name NodeSet cannot parse: list them as they are
+        return ",".join(sorted(hosts))
+
+
+class ChangeSummary:
+    """Which tasks changed (in check mode: would change) on which hosts, fed one ansible-runner
+    event at a time. It keeps a host set per changed task and one diff excerpt per task (from
+    the first host whose result has one), so memory grows with hosts x changed tasks, never
+    with events or diff sizes."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, dict] = {}
+
+    def add(self, event: dict) -> None:
+        if event.get("event") not in _CHANGE_EVENTS:
+            return
+        data = event.get("event_data") or {}
+        res, host = data.get("res"), data.get("host")
+        if not host or not isinstance(res, dict) or not res.get("changed"):
+            return
+        label = task_label(data)
+        task = self._tasks.get(label)
+        if task is None:
+            task = self._tasks[label] = {"action": data.get("resolved_action") or data.get("task_action") or "",
+                                         "hosts": set(), "diff": "", "diff_host": ""}
+        task["hosts"].add(host)
+        if not task["diff"]:
+            text = diff_text(_diffs(res))
+            if text:
+                task["diff"], task["diff_host"] = text, host
+
+    def to_json(self, reached: Iterable[str] = (), failed: Iterable[str] = (),
+                redact: Callable[[str], str] = lambda s: s) -> dict:
+        """`changes`: one entry per changed task in the order they ran (`n` from 1, task, action,
+        folded hosts, count, diff excerpt and the host it came from); `change_groups`: hosts
+        with the same set of changed tasks (`tasks`: their `n`), largest group first;
+        `hosts_reached`, `hosts_changed` and `hosts_unchanged` (folded: reached, not failed,
+        nothing changed)."""
+        changes, per_host = [], {}
+        for n, (label, task) in enumerate(self._tasks.items(), 1):
+            entry = {"n": n, "task": label, "action": task["action"], "hosts": _fold(task["hosts"]),
+                     "count": len(task["hosts"])}
+            if task["diff"]:
+                entry.update(diff=redact(task["diff"]), diff_host=task["diff_host"])
+            changes.append(entry)
+            for h in task["hosts"]:
+                per_host.setdefault(h, []).append(n)
+        groups: dict[tuple[int, ...], list[str]] = {}
+        for h, numbers in per_host.items():
+            groups.setdefault(tuple(numbers), []).append(h)
+        ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        reached, failed = list(dict.fromkeys(reached)), set(failed)
+        unchanged = [h for h in reached if h not in per_host and h not in failed]
+        return {"hosts_reached": len(reached), "hosts_changed": len(per_host), "hosts_unchanged": _fold(unchanged),
+                "changes": changes,
+                "change_groups": [{"hosts": _fold(hs), "count": len(hs), "tasks": list(ns)} for ns, hs in ordered]}
+
+
+# --------------------------------------------------------------------------- the environment, without secrets on disk
+
+def looks_like_credential(name: str) -> bool:
+    """A variable name that suggests a credential (`*PASSWORD*`, `*TOKEN*`, `*SECRET*`...);
+    names ending in _FILE, _PATH, _DIR or _SOCK point at one and are not one."""
+    return bool(_CREDENTIAL.search(name)) and not _REFERENCE.search(name)
+
+
+def withheld_names(environ, secret_env: Iterable[str] = ()) -> list[str]:
+    """The variables of `environ` whose values ansible-runner must not see (it records its
+    whole environment): all but PATH, HOME, locale and ANSIBLE_/AWX_/RUNNER_/PYTHON/LC_
+    settings, plus anything that looks like a credential or is named in `secret_env`."""
+    forced = set(secret_env)
+    return sorted(name for name in environ
+                  if name in forced or looks_like_credential(name)
+                  or not (name in _RECORDED_NAMES or name.startswith(_RECORDED_PREFIXES)))
+
+
+def secret_values(environ, secret_env: Iterable[str] = ()) -> list[str]:
+    """Values to blank out of what clusterdef writes itself (the run record), and that no -e
+    value may contain: those of the `secret_env` variables (4 characters or more) and of the
+    variables that look like credentials (8 or more: `SOME_TOKEN=true` is no secret)."""
+    forced = set(secret_env)
+    values = {v for k, v in environ.items()
+              if (k in forced and len(v) >= 4) or (looks_like_credential(k) and len(v) >= 8)}
+    return sorted(values, key=lambda v: (-len(v), v))
+
+
+def redactor(values: list[str]) -> Callable[[str], str]:
+    def redact(text: str) -> str:
+        for v in values:
+            text = text.replace(v, "********")
+        return text
+    return redact
+
+
+class EnvPipe:
+    """A named pipe in a private temporary folder that hands `values` (a JSON object) to the
+    one process that reads it; the data stays in the kernel, never in a file."""
+
+    def __init__(self, values: dict[str, str]):
+        self.dir = tempfile.mkdtemp(prefix="clusterdef-env-")
+        self.path = os.path.join(self.dir, "env.fifo")
+        os.mkfifo(self.path, 0o600)
+        self._thread = threading.Thread(target=self._serve, args=(json.dumps(values).encode(),), daemon=True)
+        self._thread.start()
+
+    def _serve(self, data: bytes) -> None:
+        try:
+            with open(self.path, "wb") as f:
+                f.write(data)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """Unblock the writer when nobody read the pipe (the command never started), drop
+        what it wrote, remove the folder."""
+        if self._thread.is_alive():
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                for _ in range(200):
+                    try:
+                        while os.read(fd, 65536):
+                            pass
+                    except BlockingIOError:
+                        pass
+                    self._thread.join(0.05)
+                    if not self._thread.is_alive():
+                        break
+            finally:
+                os.close(fd)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> "EnvPipe":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def exec_with_env(argv: list[str]) -> int:
+    """`python -m clusterdef.runner --env-from FIFO -- PROGRAM [ARGS...]`: read the withheld
+    variables from FIFO, put back each one whose value is the WITHHELD placeholder (those that
+    ansible-runner set itself stay as it set them), and exec PROGRAM."""
+    if len(argv) < 4 or argv[0] != "--env-from" or argv[2] != "--":
+        print("usage: python -m clusterdef.runner --env-from FIFO -- PROGRAM [ARGS...]", file=sys.stderr)
+        return 2
+    with open(argv[1], "rb") as f:
+        values = json.loads(f.read() or b"{}")
+    for name, value in values.items():
+        if os.environ.get(name) == WITHHELD:
+            os.environ[name] = value
+    os.execv(argv[3], argv[3:])
+    return 127  # pragma: no cover - execv does not return
+
+
+# --------------------------------------------------------------------------- one playbook run
 
 @dataclass
 class RunResult:
@@ -38,6 +286,7 @@ class RunResult:
     unreachable_hosts: list[str] = field(default_factory=list)
     events: int = 0
     failures: list[str] = field(default_factory=list)  # "host: task: msg", first few
+    changes: dict = field(default_factory=dict)  # ChangeSummary.to_json()
 
     @property
     def ok(self) -> bool:
@@ -47,7 +296,7 @@ class RunResult:
         counts = {k: sum((self.stats.get(k) or {}).values()) for k in ("ok", "changed", "failures", "dark", "skipped")}
         return {"rc": self.rc, "status": self.status, "artifact_dir": self.artifact_dir, "events": self.events,
                 "tasks": counts, "failed_hosts": self.failed_hosts, "unreachable_hosts": self.unreachable_hosts,
-                "failures": self.failures}
+                "failures": self.failures, **self.changes}
 
 
 def _env(playbook: Path, envvars: dict | None) -> dict:
@@ -64,9 +313,15 @@ def _env(playbook: Path, envvars: dict | None) -> dict:
 
 def run_playbook(private_data_dir: str | Path, playbook: str | Path, inventory: str | Path, extravars: dict,
                  check: bool = False, limit: str | None = None, ident: str | None = None,
-                 envvars: dict | None = None, on_event: Callable[[dict], None] | None = None) -> RunResult:
+                 envvars: dict | None = None, on_event: Callable[[dict], None] | None = None,
+                 secret_env: Iterable[str] = (), vault_ids: Iterable[str] = (), forks: int | None = None) -> RunResult:
     """Run one playbook. `check` runs Ansible's check + diff mode. Artifacts (stdout, events,
-    rc) land in `<private_data_dir>/artifacts/<ident>/`."""
+    rc, command) land in `<private_data_dir>/artifacts/<ident>/`; nothing in `env/`. The
+    variables named in `secret_env` (and every other one that is not plainly harmless, see
+    `withheld_names`) reach ansible-playbook through a pipe and are recorded nowhere;
+    `vault_ids` (`[label@]file-or-script`) go on the command line as `--vault-id`; `forks` (how many
+    hosts Ansible works on at once; None: Ansible's configuration, ANSIBLE_FORKS or ansible.cfg)
+    as `--forks`."""
     try:
         import ansible_runner
     except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -74,9 +329,17 @@ def run_playbook(private_data_dir: str | Path, playbook: str | Path, inventory: 
     pdd = Path(private_data_dir)
     pdd.mkdir(parents=True, exist_ok=True)
     playbook = Path(playbook).resolve()
+    env = _env(playbook, envvars)
+    ansible_playbook = shutil.which("ansible-playbook", path=env["PATH"])
+    if ansible_playbook is None:
+        raise RunnerMissing("ansible-playbook is not on PATH: pip install 'clusterdef[ansible]'")
+    secret_env = list(secret_env)
+    withheld = [n for n in withheld_names(os.environ, secret_env) if n not in env]
+    redact = redactor(secret_values(os.environ, secret_env))
     failures: list[str] = []
     failed: list[str] = []
     unreachable: list[str] = []
+    changes = ChangeSummary()
     count = 0
 
     def handler(event: dict) -> bool:
@@ -92,21 +355,30 @@ def run_playbook(private_data_dir: str | Path, playbook: str | Path, inventory: 
                 failures.append(f"{host}: {data.get('task', '?')}: {msg}".rstrip(": "))
         elif kind == "runner_on_unreachable" and host not in unreachable:
             unreachable.append(host)
+        changes.add(event)
         if on_event is not None:
             on_event(event)
         return True
 
-    kwargs = dict(private_data_dir=str(pdd), project_dir=str(playbook.parent), playbook=str(playbook),
-                  inventory=str(inventory), extravars=extravars, envvars=_env(playbook, envvars),
-                  quiet=True, event_handler=handler, ident=ident)
-    if limit:
-        kwargs["limit"] = limit
-    if check:
-        kwargs["cmdline"] = "--check --diff"
-    r = ansible_runner.run(**kwargs)
+    args = ["--check", "--diff"] if check else []
+    for vault_id in vault_ids:
+        args += ["--vault-id", vault_id]
+    if forks:
+        args += ["--forks", str(forks)]
+    with EnvPipe({n: os.environ[n] for n in withheld}) as pipe:
+        kwargs = dict(private_data_dir=str(pdd), project_dir=str(playbook.parent), inventory=str(inventory),
+                      extravars=extravars, envvars={**env, **{n: WITHHELD for n in withheld}}, quiet=True,
+                      event_handler=handler, ident=ident, suppress_env_files=True, binary=sys.executable,
+                      cmdline=shlex.join(["-P", "-m", "clusterdef.runner", "--env-from", pipe.path, "--",
+                                          ansible_playbook, *args, str(playbook)]))
+        if limit:
+            kwargs["limit"] = limit
+        r = ansible_runner.run(**kwargs)
+    stats = r.stats or {}
     return RunResult(rc=r.rc if r.rc is not None else -1, status=r.status or "unknown",
-                     artifact_dir=str(r.config.artifact_dir), stats=r.stats or {}, failed_hosts=failed,
-                     unreachable_hosts=unreachable, events=count, failures=failures)
+                     artifact_dir=str(r.config.artifact_dir), stats=stats, failed_hosts=failed,
+                     unreachable_hosts=unreachable, events=count, failures=[redact(f) for f in failures],
+                     changes=changes.to_json(stats.get("processed") or {}, failed + unreachable, redact))
 
 
 def _now() -> str:
@@ -119,9 +391,11 @@ def _ident(i: int, step) -> str:
 
 def execute(steps, private_data_dir: Path, inventory: Path, record_path: Path, header: dict, extravars: dict,
             check: bool = False, on_step: Callable | None = None, on_event: Callable | None = None,
-            on_done: Callable | None = None, run: Callable = run_playbook) -> dict:
+            on_done: Callable | None = None, run: Callable = run_playbook, secret_env: Iterable[str] = (),
+            vault_ids: Iterable[str] = (), forks: int | None = None) -> dict:
     """Run `steps` in order; stop at the first that fails. The run record (JSON, rewritten after
-    every step) lists what ran: stage, wave, hosts, rc, start/end, artifact dir; and what did not."""
+    every step) lists what ran: stage, wave, hosts, rc, start/end, artifact dir, which tasks
+    changed (would change) on which hosts; and what did not run."""
     record = {"record_format": RECORD_FORMAT, "clusterdef": __version__, **header, "check": check,
               "private_data_dir": str(private_data_dir), "inventory": str(inventory),
               "started": _now(), "finished": None, "status": "running", "halted_at": None, "runs": [],
@@ -148,7 +422,8 @@ def execute(steps, private_data_dir: Path, inventory: Path, record_path: Path, h
         entry["start"] = _now()
         try:
             result = run(private_data_dir, step.playbook, inventory, step.extravars(extravars), check=check,
-                         limit=step.limit, ident=_ident(i, step), on_event=on_event)
+                         limit=step.limit, ident=_ident(i, step), on_event=on_event, secret_env=secret_env,
+                         vault_ids=vault_ids, forks=forks)
         except Exception as exc:  # the runner itself broke: record it, then stop
             entry.update(end=_now(), status="error", rc=None, error=f"{type(exc).__name__}: {exc}")
             record["runs"].append(entry)
@@ -204,3 +479,7 @@ def write_inventory(pdd: Path, files: dict[str, str]) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
     return root
+
+
+if __name__ == "__main__":  # the wrapper ansible-runner starts: see exec_with_env
+    sys.exit(exec_with_env(sys.argv[1:]))

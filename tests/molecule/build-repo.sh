@@ -34,7 +34,13 @@ for v in 2.28.7 2.30.4; do pkg libnccl2 "$v-1+cuda13.0" ""; done
 for v in 13.0.1 13.0.2; do pkg cuda-toolkit-13-0 "$v-1" "cuda-libraries-13-0 (= $v-1)"; done
 for v in 2.28.7 2.30.4; do pkg libnccl-dev "$v-1+cuda13.0" "libnccl2 (= $v-1+cuda13.0)"; done
 for v in 580.95.05 580.126.20; do pkg cuda-compat-13-0 "$v-1" ""; done
-for v in 1.18.0 1.19.1; do
+# Candidate set 2026.11-r595 (CUDA 13.2: other package names), for the user-space upgrade and rollback.
+pkg cuda-libraries-13-2 13.2.2-1 ""
+pkg cuda-toolkit-13-2 13.2.2-1 "cuda-libraries-13-2 (= 13.2.2-1)"
+pkg cuda-compat-13-2 595.91.07-1 ""
+pkg libnccl2 2.32.3-1+cuda13.2 ""
+pkg libnccl-dev 2.32.3-1+cuda13.2 "libnccl2 (= 2.32.3-1+cuda13.2)"
+for v in 1.18.0 1.19.1 1.20.0; do
   pkg libnvidia-container1 "$v-1" ""
   pkg libnvidia-container-tools "$v-1" "libnvidia-container1 (= $v-1)"
   pkg nvidia-container-toolkit-base "$v-1" "" /usr/bin/nvidia-ctk "#!/bin/sh
@@ -55,5 +61,6 @@ done
 
 cd "$REPO" && apt-ftparchive packages . >Packages && apt-ftparchive release . >Release
 echo "deb [trusted=yes] file:$REPO ./" >/etc/apt/sources.list.d/standin.list
-rm -f /etc/apt/sources.list /etc/apt/sources.list.d/debian.sources
+# debootstrap (Debian 12 and Ubuntu 22.04) writes sources.list; Debian 12 and Ubuntu 24.04 images may use deb822 .sources.
+rm -f /etc/apt/sources.list /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list.d/ubuntu.sources
 apt-get update -qq -o Acquire::Languages=none

@@ -16,7 +16,9 @@ anything runs. Then each rollout stage becomes one or more steps, each step one
 
 Gates are `gates.yml` (site specific: NCCL vs baseline, Slurm job, GPU pod) when present, else
 `enforce-baseline.yml` limited to the wave (health and drift through node_admission).
-Every run gets `clusterdef_wave`, `clusterdef_stage` and `clusterdef_step` as extra vars.
+Every run gets `clusterdef_wave`, `clusterdef_stage`, `clusterdef_step` and `clusterdef_rollback`
+as extra vars; `clusterdef_rollback` is true for `rollback.yml` and the gates right after it, so
+the gates hold the nodes to the rollback set rather than putting the target back.
 Nothing here runs Ansible or prints: runner.py runs the steps, cli.py shows them.
 """
 
@@ -61,6 +63,7 @@ class Step:
     hosts: list[str] = field(default_factory=list)
     limit: str | None = None
     skipped: str = ""
+    rollback: bool = False  # the step runs against the rollback set (rollback.yml and the gates after it)
 
     @property
     def label(self) -> str:
@@ -68,13 +71,14 @@ class Step:
 
     def extravars(self, extra: dict) -> dict:
         return {**extra, "clusterdef_wave": self.wave or "none", "clusterdef_stage": self.stage,
-                "clusterdef_step": self.action}
+                "clusterdef_step": self.action, "clusterdef_rollback": self.rollback}
 
     def to_json(self) -> dict:
         return {"stage": self.stage, "kind": self.kind, "action": self.action,
                 "playbook": str(self.playbook) if self.playbook else None, "wave": self.wave,
                 "hosts": hostlist.fold(self.hosts) if self.hosts else "", "nodes": len(self.hosts),
-                "limit": self.limit, **({"skipped": self.skipped} if self.skipped else {})}
+                "limit": self.limit, **({"skipped": self.skipped} if self.skipped else {}),
+                **({"rollback": True} if self.rollback else {})}
 
 
 # --------------------------------------------------------------------------- the rendered inventory
@@ -151,9 +155,12 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
 
     def per_wave(stage: dict, *actions: tuple[str, Path | None, str]) -> None:
         for group, hosts, limit in wave_groups(stage, waves):
+            rolled_back = False  # the gates right after rollback.yml check the rollback set, not the target
             for action, pb, pb_name in actions:
+                rolled_back = action == "rollback" or (rolled_back and action == "gates")
                 steps.append(Step(stage["name"], stage["kind"], action, need(pb, pb_name, stage["name"]), group,
-                                  hosts, limit if action in ("upgrade", "reapply", "rollback") else (limit or group)))
+                                  hosts, limit if action in ("upgrade", "reapply", "rollback") else (limit or group),
+                                  rollback=rolled_back))
 
     for stage in doc.get("rollout", {}).get("stages", []):
         kind, name = stage.get("kind"), stage.get("name", "?")

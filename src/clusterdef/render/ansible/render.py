@@ -143,6 +143,12 @@ def _rollback_set(resolved: Resolved):
     return sets[older[0]] if older else None
 
 
+def _expected(c) -> dict[str, str]:
+    """The versions node_admission compares with a node's facts (gpu_facts keys)."""
+    return {"driver": c.driver, "cuda": c.cuda, "nccl": c.nccl, "container_toolkit": c.container_toolkit,
+            "slurm": c.slurm, "kubelet": c.kubernetes.lstrip("v")}
+
+
 def variables(resolved: Resolved) -> dict[str, dict]:
     """group_vars: group name -> variables (every name carries its role's prefix)."""
     d, vs = resolved.definition, resolved.set
@@ -158,11 +164,14 @@ def variables(resolved: Resolved) -> dict[str, dict]:
         "cuda_userspace_cuda_version": c.cuda,
         "cuda_userspace_nccl_version": c.nccl,
         "cuda_userspace_driver_version": c.driver,
+        "cuda_userspace_rollback_cuda_version": bc.cuda,
+        "cuda_userspace_rollback_nccl_version": bc.nccl,
+        "cuda_userspace_rollback_driver_version": bc.driver,
         "container_toolkit_version": c.container_toolkit,
-        "node_admission_expected": {
-            "driver": c.driver, "cuda": c.cuda, "nccl": c.nccl, "container_toolkit": c.container_toolkit,
-            "slurm": c.slurm, "kubelet": c.kubernetes.lstrip("v"),
-        },
+        "container_toolkit_rollback_version": bc.container_toolkit,
+        "node_admission_expected": _expected(c),
+        "node_admission_rollback_set": back.name,
+        "node_admission_rollback_expected": _expected(bc),
     }}
     if control_plane_hosts(resolved):
         # The set's Slurm release; a stepped path (plan: transition.slurm_path) is walked by running
