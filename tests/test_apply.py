@@ -366,17 +366,19 @@ def test_secret_options_are_checked_before_anything_runs(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- change summary and secrets (real runs)
 
-def canary_plan(tmp: Path) -> Path:
-    return make_plan(tmp, CURRENT, CANDIDATE, "--allow-candidate")
+def canary_plan(tmp: Path) -> tuple[Path, Path]:
+    """A canary-only candidate plan, and the stand-in driver's state folder with gpu003 already
+    at the driver the stand-in installs (so only gpu001 has something to change)."""
+    need_ansible_runner()
+    state = tmp / "state"
+    state.mkdir()
+    (state / "gpu003.driver").write_text("driver 580.95.05\n")
+    return make_plan(tmp, CURRENT, CANDIDATE, "--allow-candidate"), state
 
 
 @pytest.mark.slow
 def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
-    need_ansible_runner()
-    pf = canary_plan(tmp_path)
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "gpu003.driver").write_text("driver 580.95.05\n")  # gpu003 is already there
+    pf, state = canary_plan(tmp_path)
     r = apply(pf, tmp_path / "apply.log", "--check", "-e", f"apply_state_dir={state}", "-e", "apply_hold_hosts=gpu001")
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in state.iterdir()) == ["gpu003.driver"]  # check mode wrote nothing
@@ -402,11 +404,7 @@ def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
 
 @pytest.mark.slow
 def test_real_run_shows_what_changed_and_reapply_is_idempotent(tmp_path):
-    need_ansible_runner()
-    pf = canary_plan(tmp_path)
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "gpu003.driver").write_text("driver 580.95.05\n")
+    pf, state = canary_plan(tmp_path)
     r = apply(pf, tmp_path / "apply.log", "-e", f"apply_state_dir={state}", "-e", "apply_hold_hosts=gpu003")
     assert r.exit_code == 0, r.output
     assert (state / "gpu001.driver").read_text() == "driver 580.95.05\n"
@@ -451,7 +449,7 @@ def test_secrets_reach_the_playbook_and_never_the_disk(tmp_path, monkeypatch):
     vault_password, vaulted = f"vaultpw-{tag}", f"vaulted-{tag}"
     (keys / "vault-pass").write_text(vault_password + "\n")
     vault_file(plan_dir / "secrets.vault.yml", vault_password, f"vaulted_secret: {vaulted}\n")
-    pf = canary_plan(plan_dir)
+    pf, _ = canary_plan(plan_dir)
     slog = plan_dir / "secrets.log"
     r = apply(pf, plan_dir / "apply.log", "--secret-env", "CLUSTERDEF_TEST_SECRET",
               "--vault-id", f"test@{keys / 'vault-pass'}", "-e", f"apply_vault_file={plan_dir / 'secrets.vault.yml'}",
