@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 from . import __version__
+from .errors import DefinitionError, Finding, Severity
 from .render import TARGETS, render_all
+from .render.quote import UnsafeValue
 from .resolve import resolve
 from .validate.pipeline import Result
 from .writer import sha256
@@ -16,12 +18,20 @@ RESOLVED = "definition.resolved.json"
 
 
 def build_tree(result: Result, targets: list[str] | None = None) -> tuple[dict[str, str], dict]:
-    """Render a clean validation result. Raises ValueError if it has errors."""
+    """Render a clean validation result. Raises ValueError if it has errors, and DefinitionError
+    when a value cannot be written safely into some output language (the types should have
+    refused it; this is the second wall, see render/quote.py)."""
     if not result.ok:
         raise ValueError("cannot render a definition with errors")
     d = result.definition
     resolved = resolve(d, result.matrix, Path(result.file).resolve().parent)
-    tree = render_all(resolved, targets)
+    try:
+        tree = render_all(resolved, targets)
+    except UnsafeValue as exc:
+        raise DefinitionError([Finding(
+            "render-unsafe-value", Severity.ERROR, (), f"a value cannot be written safely: {exc}",
+            "the value passed validation but not quoting; narrow the field's value (and report the gap)",
+            result.file)]) from None
     tree[RESOLVED] = json.dumps({
         "definition": d.model_dump(mode="json"),
         "set": resolved.set.model_dump(mode="json"),

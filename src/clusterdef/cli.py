@@ -87,6 +87,7 @@ def render(
 ) -> None:
     """Validate, then write the rendered tree atomically (with manifest and resolved definition)."""
     from .build import build_tree
+    from .errors import DefinitionError
     from .render import TARGETS
     from .validate.pipeline import validate_file
     from .writer import OutputError, write_tree
@@ -101,7 +102,12 @@ def render(
         err.print("[red]nothing written[/]: fix the errors above first")
         raise typer.Exit(EXIT_BAD)
     d = result.definition
-    tree, meta = build_tree(result, target)
+    try:
+        tree, meta = build_tree(result, target)
+    except DefinitionError as exc:
+        _report(type(result)(result.file, result.source, None, None, exc.findings), Format.text, err)
+        err.print("[red]nothing written[/]")
+        raise typer.Exit(EXIT_BAD)
     dest = output or Path("out") / d.cluster.name
     try:
         write_tree(dest, tree, meta)

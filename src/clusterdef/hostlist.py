@@ -15,6 +15,59 @@ class HostlistError(ValueError):
     """A hostlist expression that cannot be parsed."""
 
 
+# The most names one expression may stand for: 2**17 = 131,072, twice the addresses of a /16
+# provisioning subnet and about five times the node count of the largest GPU clusters built. A
+# definition cannot mean more hosts than it can address, and NodeSet materialises every name, so
+# `gpu[1-100000000]` must be refused before it is expanded, not after memory has run out.
+MAX_NAMES = 2**17
+# Host, switch and block names are RFC 1123 labels: lower-case letters, digits and '-', at most 63
+# characters, no leading or trailing '-'. The expression alphabet below admits only what such names
+# and Slurm's range syntax need, so nothing else ever reaches NodeSet, slurm.conf or a shell.
+_ALPHABET = re.compile(r"^[a-z0-9\-\[\],/]+$")
+_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_BRACKET = re.compile(r"\[([^\[\]]*)\]")
+_RANGE = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?:/(\d{1,9}))?)?$")
+
+
+def _split_top(expr: str) -> list[str]:
+    """Comma-separated parts outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(expr):
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(expr[start:i])
+            start = i + 1
+    parts.append(expr[start:])
+    return parts
+
+
+def size_bound(expr: str) -> int:
+    """How many names `expr` stands for at most, computed from its ranges without expanding them.
+    Raises HostlistError for a malformed range (NodeSet gives the detailed message otherwise)."""
+    total = 0
+    for part in _split_top(expr):
+        count = 1
+        for body in _BRACKET.findall(part):
+            n = 0
+            for rng in body.split(","):
+                m = _RANGE.match(rng)
+                if not m:
+                    raise HostlistError(f"hostlist {expr!r}: range {rng!r} is not N, N-M or N-M/STEP "
+                                        "(at most 9 digits each)")
+                a, b, step = int(m[1]), int(m[2] or m[1]), int(m[3] or 1)
+                if b < a or step < 1:
+                    raise HostlistError(f"hostlist {expr!r}: range {rng!r} is empty or has step 0")
+                n += (b - a) // step + 1
+            count *= n
+        total += count
+        if total > MAX_NAMES:
+            break
+    return total
+
+
 @lru_cache(maxsize=4096)
 def parse(expr: str) -> NodeSet:
     """Parse a hostlist expression into a NodeSet (group syntax such as @name is off)."""
@@ -24,6 +77,12 @@ def parse(expr: str) -> NodeSet:
         raise HostlistError(f"hostlist {expr!r} contains whitespace")
     if "@" in expr or "!" in expr or "&" in expr or "^" in expr:
         raise HostlistError(f"hostlist {expr!r} uses set operators or groups; list hosts and ranges only")
+    if len(expr) > 65536 or not _ALPHABET.match(expr):
+        raise HostlistError(f"hostlist {expr[:80]!r} has characters host names cannot have: use lower-case "
+                            "letters, digits and '-', with ranges in [ ] (gpu[001-128],login1)")
+    if size_bound(expr) > MAX_NAMES:
+        raise HostlistError(f"hostlist {expr[:80]!r} stands for more than {MAX_NAMES:,} names, more than a "
+                            "definition can address; check the range bounds")
     try:
         ns = NodeSet(expr.strip(), resolver=RESOLVER_NOGROUP)
     except (NodeSetParseError, ValueError) as exc:
@@ -35,6 +94,14 @@ def parse(expr: str) -> NodeSet:
 def names(expr: str) -> tuple[str, ...]:
     """All host names, in Slurm's order (sorted by prefix, then index); expanded once per expression."""
     return tuple(parse(expr))
+
+
+def check_names(expr: str) -> None:
+    """Every name of `expr` is an RFC 1123 label (no leading/trailing '-', at most 63 characters)."""
+    for name in names(expr):
+        if not _LABEL.match(name):
+            raise HostlistError(f"hostlist {expr[:80]!r} yields {name!r}, which is not a host name: at most 63 "
+                                "lower-case letters, digits and '-', starting and ending with a letter or digit")
 
 
 def expand(expr: str) -> list[str]:

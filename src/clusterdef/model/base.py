@@ -1,40 +1,36 @@
-"""Shared base and field types of the definition model."""
+"""Shared base and field types of the definition model (the string and number types are in types.py)."""
 
 from __future__ import annotations
 
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from .. import hostlist
+from .types import Name, Version  # noqa: F401  (re-exported: most models import them from here)
 
 
 class Model(BaseModel):
-    """Every model is frozen and rejects unknown fields."""
+    """Every model is frozen, rejects unknown fields, and takes only finite numbers."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
 
 
-# Names become Slurm names, Kubernetes object names and file names: DNS-1123 labels.
-Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
-
-# A version as written by its vendor: 580.82.07, 13.0.1, v25.3.4, 1.17.8, 25.05.3
-Version = Annotated[str, StringConstraints(pattern=r"^v?\d+(\.\d+)*([.+~-][0-9A-Za-z.+~-]+)?$")]
-
-_DURATION = re.compile(r"^(UNLIMITED|INFINITE|(\d+-)?\d+(:\d{2}){0,2}|\d+)$")
+_DURATION = re.compile(r"^(UNLIMITED|INFINITE|(\d{1,5}-)?\d{1,6}(:\d{2}){0,2}|\d{1,9})$")
 
 
 def _check_hostlist(value: str) -> str:
     try:
         hostlist.parse(value)
+        hostlist.check_names(value)
     except hostlist.HostlistError as exc:
         raise ValueError(str(exc)) from None
     return value
 
 
 def _check_slurm_time(value: str) -> str:
-    if not _DURATION.match(value):
+    if not _DURATION.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM:SS or UNLIMITED)"
         )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from .base import Model, Name
+from .types import SetName, Text
 
 
 class Cluster(Model):
     name: Name
-    matrix: str
+    matrix: SetName
     """Name of the validated set (a file in matrices/sets/) this cluster runs."""
     allow_candidate: bool = False
     """Allow a set whose status is `candidate` (lab or canary clusters only)."""
-    site: str = ""
-    description: str = ""
+    site: Text = ""
+    description: Text = ""

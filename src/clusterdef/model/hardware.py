@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field
 
 from .base import Model, Name
+from .types import InterfaceName, MigProfile, Token
 
 FirmwareComponent = Literal["bmc", "sbios", "gpu_vbios", "nvswitch", "cx7", "bf3", "cpld", "nvme", "psu"]
 
 
 class Gpu(Model):
-    model: str
+    model: Token
     """Marketing model, e.g. H100-SXM5-80GB."""
     type: Name
     """Short type used as the Slurm GRES type and Kubernetes flavor label, e.g. h100."""
     count: int = Field(ge=1, le=72)
-    memory_gib: PositiveInt
-    mig_profiles: tuple[str, ...] = ()
+    memory_gib: int = Field(ge=1, le=4096)
+    mig_profiles: tuple[MigProfile, ...] = Field(default=(), max_length=64)
     """MIG profiles this GPU model supports (empty when it has no MIG)."""
 
 
@@ -33,19 +34,20 @@ class Cpu(Model):
 
 
 class Nic(Model):
-    name: str
+    name: InterfaceName
     kind: Literal["ethernet", "infiniband", "roce"]
-    speed_gbps: PositiveInt
-    count: PositiveInt = 1
+    speed_gbps: int = Field(ge=1, le=3200)
+    count: int = Field(default=1, ge=1, le=64)
     role: Literal["provisioning", "management", "compute", "storage"] = "compute"
 
 
 class HardwareType(Model):
-    platform: str
+    platform: Token
     """Firmware platform id in the validated set (e.g. hgx-h100, dgx-h100)."""
     gpu: Gpu | None = None
     cpu: Cpu
-    memory_gib: PositiveInt
-    nics: tuple[Nic, ...] = ()
+    memory_gib: int = Field(ge=1, le=65536)
+    """Up to 64 TiB per node (the largest shared-memory machines); RealMemory is derived from it."""
+    nics: tuple[Nic, ...] = Field(default=(), max_length=64)
     firmware: tuple[FirmwareComponent, ...] = ()
     """Firmware components this node type carries; the set must pin each one."""

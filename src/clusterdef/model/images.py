@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import StringConstraints
-from typing_extensions import Annotated
+from pydantic import Field
 
 from .base import Model
-
-ImageVersion = Annotated[str, StringConstraints(pattern=r"^[0-9A-Za-z][0-9A-Za-z._-]*$")]
+from .types import DebPackage, ImageVersion, KernelArg, KernelRelease, Release
 
 
 class Image(Model):
     version: ImageVersion
     """Image version; artefact names carry it, so a change means a new image."""
     distribution: Literal["debian", "ubuntu"]
-    release: str
-    kernel: str
+    release: Release
+    kernel: KernelRelease
     """Kernel package version the image ships (e.g. 6.1.0-28-amd64)."""
-    packages: tuple[str, ...] = ()
-    kernel_cmdline: tuple[str, ...] = ()
+    packages: tuple[DebPackage, ...] = Field(default=(), max_length=1024)
+    """Debian package names (no versions: the image version pins the image as a whole)."""
+    kernel_cmdline: tuple[KernelArg, ...] = Field(default=(), max_length=64)
+    """One argument per item (`console=ttyS0,115200n8`); no spaces, quotes or `$`."""

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name
+from .types import Gpus, LabelKey, LabelValue, MigProfile, Registry, SetName
 
 WorkloadClass = Literal["training", "inference", "batch", "interactive"]
 
@@ -20,17 +21,17 @@ class DriverPool(Model):
     """Kubernetes node groups that run the driver of another validated set (an NVIDIADriver
     resource of their own): how a canary pool runs the new driver before the rest."""
 
-    node_groups: tuple[str, ...] = Field(min_length=1)
-    matrix: str
+    node_groups: tuple[Name, ...] = Field(min_length=1)
+    matrix: SetName
     """Name of the validated (or candidate) set whose driver the pool runs."""
 
 
 class GpuOperator(Model):
     namespace: Name = "gpu-operator"
     mig_strategy: Literal["none", "single", "mixed"] = "none"
-    mig_profile: str | None = None
+    mig_profile: MigProfile | None = None
     """MIG profile to partition GPUs into (needs mig_strategy single or mixed)."""
-    driver_repository: str = "nvcr.io/nvidia"
+    driver_repository: Registry = "nvcr.io/nvidia"
     dcgm_exporter: DcgmExporter = DcgmExporter()
     driver_pools: dict[Name, DriverPool] = {}
     """Pools pinning a different driver; the other Kubernetes GPU groups run the set's driver."""
@@ -44,19 +45,19 @@ class NetworkOperator(Model):
 
 
 class Flavor(Model):
-    node_groups: tuple[str, ...] = Field(min_length=1)
+    node_groups: tuple[Name, ...] = Field(min_length=1)
 
 
 class Cohort(Model):
-    parent: str | None = None
+    parent: Name | None = None
 
 
 class Queue(Model):
-    flavor: str
-    nominal_gpus: int = Field(ge=0)
-    cohort: str | None = None
-    borrowing_limit_gpus: int | None = Field(default=None, ge=0)
-    lending_limit_gpus: int | None = Field(default=None, ge=0)
+    flavor: Name
+    nominal_gpus: Gpus
+    cohort: Name | None = None
+    borrowing_limit_gpus: Gpus | None = None
+    lending_limit_gpus: Gpus | None = None
     workload_class: WorkloadClass = "batch"
     gang: bool = False
     """All-or-nothing admission (Kueue waitForPodsReady); required for training."""
@@ -66,14 +67,14 @@ class Kueue(Model):
     flavors: dict[Name, Flavor] = {}
     cohorts: dict[Name, Cohort] = {}
     queues: dict[Name, Queue] = {}
-    pods_ready_timeout_s: int = Field(default=600, ge=30)
+    pods_ready_timeout_s: int = Field(default=600, ge=30, le=86400)
 
 
 class Kubernetes(Model):
     gpu_operator: GpuOperator = GpuOperator()
     network_operator: NetworkOperator = NetworkOperator()
     kueue: Kueue = Kueue()
-    node_labels: dict[str, str] = {}
+    node_labels: dict[LabelKey, LabelValue] = {}
     """Extra labels for every Kubernetes-owned node."""
     gpu_node_taint: bool = True
     """Taint Kubernetes GPU nodes `nvidia.com/gpu=present:NoSchedule` so only GPU workloads land there."""

@@ -8,6 +8,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field
 
 from .base import Hostlist, Model, Name
+from .types import AbsPath, Fqdn
 
 
 class DhcpRange(Model):
@@ -22,9 +23,9 @@ class Provisioning(Model):
     gateway: IPv4Address | None = None
     dynamic_range: DhcpRange | None = None
     """Range for unknown or discovering nodes."""
-    domain: str = "cluster.local"
+    domain: Fqdn = "cluster.local"
     http_port: int = Field(default=80, ge=1, le=65535)
-    tftp_root: str = "/srv/tftp"
+    tftp_root: AbsPath = "/srv/tftp"
     """Directory dnsmasq serves the first-stage iPXE binaries from (undionly.kpxe, ipxe.efi)."""
 
 
@@ -37,7 +38,7 @@ class Switch(Model):
 
 class TreeTopology(Model):
     kind: Literal["tree"]
-    switches: dict[str, Switch]
+    switches: dict[Name, Switch]
 
 
 class Block(Model):
@@ -47,8 +48,8 @@ class Block(Model):
 class BlockTopology(Model):
     kind: Literal["block"]
     """Scalable units (Slurm topology/block, NVL domains)."""
-    block_sizes: tuple[int, ...] = ()
-    blocks: dict[str, Block]
+    block_sizes: tuple[Annotated[int, Field(ge=1, le=131072)], ...] = Field(default=(), max_length=16)
+    blocks: dict[Name, Block]
 
 
 Topology = Annotated[Union[TreeTopology, BlockTopology], Field(discriminator="kind")]

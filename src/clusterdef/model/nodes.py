@@ -8,7 +8,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, StringConstraints
 
-from .base import Hostlist, Model
+from .base import Hostlist, Model, Name
+from .types import LabelKey, LabelValue, RelPath
 
 MacAddress = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")]
 
@@ -21,7 +22,7 @@ class MacList(Model):
 
 class MacInventory(Model):
     source: Literal["inventory"]
-    file: str
+    file: RelPath
     """CSV file `host,mac` (relative to the definition file), e.g. exported from the vendor."""
 
 
@@ -40,23 +41,23 @@ class Addressing(Model):
 
 
 class Placement(Model):
-    fabric: str
+    fabric: Name
     """Name of the fabric (network.fabrics) the group's compute NICs attach to."""
-    rack: str = ""
+    rack: Name | Literal[""] = ""
 
 
 class Taint(Model):
-    key: str
-    value: str = ""
+    key: LabelKey
+    value: LabelValue = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
 class NodeGroup(Model):
     hosts: Hostlist
-    hardware: str
-    image: str
+    hardware: Name
+    image: Name
     control_plane: Literal["slurm", "kubernetes"]
     addressing: Addressing
     placement: Placement | None = None
-    labels: dict[str, str] = {}
-    taints: tuple[Taint, ...] = ()
+    labels: dict[LabelKey, LabelValue] = {}
+    taints: tuple[Taint, ...] = Field(default=(), max_length=64)

@@ -7,34 +7,35 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name, SlurmTime
+from .types import AbsPath, Fqdn, SlurmKey, SlurmValue, Tres, TresCount, Weight
 
 
 class Partition(Model):
-    node_groups: tuple[str, ...] = Field(min_length=1)
+    node_groups: tuple[Name, ...] = Field(min_length=1)
     default: bool = False
     max_time: SlurmTime = "UNLIMITED"
     priority_tier: int = Field(default=1, ge=0, le=65533)
-    qos: str | None = None
+    qos: Name | None = None
     """Partition QOS (a name in slurm.qos)."""
-    allow_accounts: tuple[str, ...] = ()
+    allow_accounts: tuple[Name, ...] = ()
     """Slurm accounts allowed to submit; empty means all."""
-    max_nodes: int | None = Field(default=None, ge=1)
+    max_nodes: int | None = Field(default=None, ge=1, le=131072)
     """Largest job in nodes; anything above 1 makes this a multi-node partition."""
 
 
 class Qos(Model):
-    priority: int = Field(default=0, ge=0)
-    max_tres_per_user: dict[str, int] = {}
+    priority: Weight = 0
+    max_tres_per_user: dict[Tres, TresCount] = {}
     """e.g. {"gres/gpu": 16}"""
     max_wall: SlurmTime | None = None
-    preempt: tuple[str, ...] = ()
+    preempt: tuple[Name, ...] = ()
     """QOS names this QOS may preempt."""
     preempt_mode: Literal["off", "cancel", "requeue", "suspend"] = "off"
 
 
 class Accounting(Model):
     storage: Literal["slurmdbd", "none"] = "slurmdbd"
-    host: str = ""
+    host: Fqdn | Literal[""] = ""
     port: int = Field(default=6819, ge=1, le=65535)
     enforce: tuple[Literal["associations", "limits", "qos", "safe", "wckeys"], ...] = (
         "associations", "limits", "qos", "safe",
@@ -42,27 +43,27 @@ class Accounting(Model):
 
 
 class Priority(Model):
-    weight_fairshare: int = Field(default=10000, ge=0)
-    weight_age: int = Field(default=1000, ge=0)
-    weight_qos: int = Field(default=10000, ge=0)
-    weight_job_size: int = Field(default=0, ge=0)
-    weight_partition: int = Field(default=1000, ge=0)
-    decay_half_life: str = "7-0"
+    weight_fairshare: Weight = 10000
+    weight_age: Weight = 1000
+    weight_qos: Weight = 10000
+    weight_job_size: Weight = 0
+    weight_partition: Weight = 1000
+    decay_half_life: SlurmTime = "7-0"
 
 
 class HealthCheck(Model):
     enabled: bool = True
-    interval_s: int = Field(default=300, ge=10)
+    interval_s: int = Field(default=300, ge=10, le=86400)
     node_state: Literal["ANY", "IDLE", "ALLOC", "MIXED", "CYCLE"] = "ANY"
-    program: str = "/usr/sbin/clusterdef-nodecheck"
+    program: AbsPath = "/usr/sbin/clusterdef-nodecheck"
 
 
 class Slurm(Model):
-    controllers: tuple[str, ...] = Field(min_length=1)
+    controllers: tuple[Fqdn, ...] = Field(min_length=1, max_length=8)
     partitions: dict[Name, Partition] = Field(min_length=1)
     qos: dict[Name, Qos] = {}
     accounting: Accounting = Accounting()
     priority: Priority = Priority()
     health_check: HealthCheck = HealthCheck()
-    passthrough: dict[str, str | int | bool] = {}
+    passthrough: dict[SlurmKey, SlurmValue | bool | TresCount] = {}
     """Rare slurm.conf keys emitted as written (checked against the keyword list of the set's major)."""

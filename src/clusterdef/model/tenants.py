@@ -7,12 +7,13 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name
+from .types import Gpus, GroupName, UserName
 
 
 class Quota(Model):
-    reserved_gpus: int = Field(default=0, ge=0)
+    reserved_gpus: Gpus = 0
     """Guaranteed capacity, sold to the tenant; never lent away."""
-    burst_gpus: int = Field(default=0, ge=0)
+    burst_gpus: Gpus = 0
     """Extra capacity the tenant may borrow when idle elsewhere."""
 
 
@@ -25,17 +26,17 @@ class Isolation(Model):
 
 class TenantSlurm(Model):
     account: Name
-    parent: str = "root"
-    qos: tuple[str, ...] = ()
-    users: tuple[str, ...] = ()
+    parent: Name = "root"
+    qos: tuple[Name, ...] = ()
+    users: tuple[UserName, ...] = Field(default=(), max_length=100000)
 
 
 class TenantKubernetes(Model):
     namespace: Name
-    queues: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
+    queues: tuple[Name, ...] = ()
+    groups: tuple[GroupName, ...] = ()
     """Identity-provider groups bound to the namespace."""
-    allow_from_namespaces: tuple[str, ...] = ()
+    allow_from_namespaces: tuple[Name, ...] = ()
     """Namespaces allowed through the default-deny network policy."""
     pod_security: Literal["privileged", "baseline", "restricted"] | None = None
     """Pod Security Standard enforced on the namespace; default: restricted when the tenant
@@ -43,8 +44,9 @@ class TenantKubernetes(Model):
 
 
 class Storage(Model):
-    quota_tib: float = Field(gt=0)
-    scratch_expiry_days: int = Field(default=30, ge=1)
+    quota_tib: float = Field(gt=0, le=1_000_000)
+    """Up to an exabyte; finite (`.inf` and `.nan` are refused)."""
+    scratch_expiry_days: int = Field(default=30, ge=1, le=3650)
 
 
 class Tenant(Model):

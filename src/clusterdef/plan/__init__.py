@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import __version__, hostlist
 from ..build import build_tree
-from ..errors import Finding, Severity
+from ..errors import DefinitionError, Finding, Severity
 from ..model import Definition
 from ..validate.pipeline import Result, validate_file
 from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_hash
@@ -67,7 +67,10 @@ def load_side(path: str | Path, matrices: str | Path | None, today: date, ignore
     if not result.ok:
         raise PlanInputError(result.errors or result.findings,
                              {result.file: result.source} if result.source else {})
-    tree, _ = build_tree(result)
+    try:
+        tree, _ = build_tree(result)
+    except DefinitionError as exc:
+        raise PlanInputError(exc.findings, {result.file: result.source}) from None
     return Side(label or Path(path).name, result, tree)
 
 

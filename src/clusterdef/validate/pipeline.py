@@ -13,7 +13,7 @@ from ..matrix.load import Matrix, find_matrices, load_matrix
 from ..model import Definition
 from ..source import Source, load_file
 from .registry import Context, run_checks
-from .schema import schema_findings
+from .schema import schema_findings, text_findings
 
 
 @dataclass
@@ -52,10 +52,16 @@ def validate_source(source: Source, matrix: Matrix, today: date, base_dir: Path 
             "the definition must be a YAML mapping with `cluster`, `hardware`, `images`, `nodes` and `network`",
             "start from clusters/lab.yaml")))
         return result
+    net = text_findings(data)
     try:
         definition = Definition.model_validate(data)
     except ValidationError as exc:
-        result.findings = _order([source.place(f) for f in schema_findings(exc, data)])
+        flagged = {f.path for f in net}
+        schema = [f for f in schema_findings(exc, data) if f.path not in flagged]
+        result.findings = _order([source.place(f) for f in net + schema])
+        return result
+    if net:  # free-text fields (descriptions) that the model let through
+        result.findings = _order([source.place(f) for f in net])
         return result
     ctx = Context(definition, matrix, today, base_dir or Path(source.file).resolve().parent)
     result.definition = definition

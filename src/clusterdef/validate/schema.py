@@ -78,6 +78,8 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
         loc = tuple(err["loc"])
         path = prefix + _data_path(loc, data)
         field = str(path[-1]) if path else "<root>"
+        if path and isinstance(path[-1], int):  # a list item: name the list and the index
+            field = f"{path[-2]}[{path[-1]}]" if len(path) > 1 else f"[{path[-1]}]"
         parent = ".".join(str(p) for p in path[:-1]) or "the top level"
         value = err.get("input")
         msg = err["msg"]
@@ -104,13 +106,11 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
                                     f"{field}: expected text, got the number {value!r}",
                                     f"quote it: YAML reads {value!r} as a number (write \"{value}\")"))
         elif kind == "string_pattern_mismatch":
+            from ..model.types import HINTS
+
             pattern = err.get("ctx", {}).get("pattern", "")
-            hint = "see `clusterdef schema` for the expected format"
-            if "a-z0-9" in pattern:
-                hint = "names are lower-case letters, digits and '-', start and end alphanumeric, at most 63 characters"
-            elif "\\d+(\\.\\d+)*" in pattern:
-                hint = "write the version as the vendor does, e.g. 580.82.07 or v25.3.4"
-            elif "[0-9a-f]{2}" in pattern:
+            hint = HINTS.get(pattern, "see `clusterdef schema` for the expected format")
+            if "[0-9a-f]{2}" in pattern:
                 hint = "MAC addresses are lower-case and colon-separated, e.g. 52:54:00:12:34:56"
             findings.append(Finding("invalid-value", Severity.ERROR, path,
                                     f"{field}: {_describe(value)} does not match the expected format", hint))
@@ -126,4 +126,32 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
             findings.append(Finding("invalid-value", Severity.ERROR, path,
                                     f"{field}: {msg} (got {_describe(value)})",
                                     "see `clusterdef schema` for allowed values"))
+    return findings
+
+
+def text_findings(data: Any, prefix: Path = ()) -> list[Finding]:
+    """The text net: every key and string anywhere in the data, checked for control, bidi and
+    zero-width characters before the model sees it (iteratively: depth is bounded by the loader,
+    not by Python's stack). One located finding per offending string."""
+    from ..model.types import INVISIBLE
+
+    findings: list[Finding] = []
+    stack: list[tuple[Path, Any]] = [(prefix, data)]
+    while stack:
+        path, node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            child = path + (key,)
+            for text, what in ((key, "key"), (value, "value")):
+                if isinstance(text, str) and not INVISIBLE.isdisjoint(text):
+                    bad = next(c for c in text if c in INVISIBLE)
+                    findings.append(Finding(
+                        "control-character", Severity.ERROR, child,
+                        f"{child[-1]}: the {what} {_describe(text)} contains U+{ord(bad):04X}, a control, "
+                        "bidi or zero-width character",
+                        "definitions are plain one-line text: remove the character (a newline in a value "
+                        "would add lines to rendered files)"))
+            if isinstance(value, (dict, list)):
+                stack.append((child, value))
+    findings.reverse()
     return findings

@@ -20,14 +20,13 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
 from ruamel.yaml import YAML
 
 from ...model.images import Image
 from ...resolve import Resolved
+from ..quote import guarded_env
 
-_env = Environment(loader=PackageLoader("clusterdef.render.images", "templates"), undefined=StrictUndefined,
-                   keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+_env = guarded_env("clusterdef.render.images")
 
 EXTRA = "mkosi.extra"
 BASELINE_DIR = "usr/lib/clusterdef/baseline"

@@ -17,13 +17,11 @@ site's own DHCP). Pure: no disk, no network, no clock.
 
 from __future__ import annotations
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
 from ...resolve import Resolved
 from ..images import artefact
+from ..quote import guarded_env
 
-_env = Environment(loader=PackageLoader("clusterdef.render.pxe", "templates"), undefined=StrictUndefined,
-                   keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+_env = guarded_env("clusterdef.render.pxe")
 
 # First-stage iPXE binaries served over TFTP to firmware that is not iPXE yet
 # (file names as shipped by Debian's `ipxe` package in /usr/lib/ipxe/).

@@ -1,0 +1,115 @@
+"""Quoting for every output language clusterdef writes, in one place.
+
+The model's types (model/types.py) already refuse what no consumer can carry; this module is
+the second wall. Each helper either returns the value written safely for its language or raises
+UnsafeValue when the language cannot carry it at all (a newline in a line-oriented config has no
+quoting). Values that come from nodes (facts, logs) go through the same helpers.
+
+Templates are rendered with `guarded_env`: its `finalize` hook refuses any interpolated value
+outside a small safe alphabet unless a quoting filter produced it, so a template that forgets to
+quote fails the render (and the tests) instead of writing a command.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from ..model.types import INVISIBLE
+
+
+class UnsafeValue(ValueError):
+    """A value that the output language cannot carry."""
+
+
+class Quoted(str):
+    """A string already written safely for its output language."""
+
+
+# What a template may interpolate without a filter: names, versions, addresses, URLs, hostlists,
+# numbers. No quotes, `$`, backtick, `;`, `&`, `|`, `<`, `>`, `#`, `\`, newline or control character.
+_SAFE = re.compile(r"^[A-Za-z0-9 _.,:=/@+%\[\]()-]*$")
+
+
+def _one_line(value, language: str) -> str:
+    text = str(value)
+    bad = next((c for c in text if c in INVISIBLE), None)
+    if bad is not None:
+        raise UnsafeValue(f"{text[:60]!r} contains U+{ord(bad):04X}, which {language} cannot carry")
+    return text
+
+
+def shell(value) -> Quoted:
+    """One shell word (POSIX sh and bash), single-quoted where needed."""
+    text = str(value)
+    if "\0" in text:
+        raise UnsafeValue(f"{text[:60]!r} contains NUL, which a shell word cannot carry")
+    return Quoted(shlex.quote(text))
+
+
+def slurm(value) -> Quoted:
+    """A slurm.conf / topology.conf / gres.conf value: one line, no `#` (a comment) and no `"`;
+    double-quoted when it holds a space."""
+    text = _one_line(value, "slurm.conf")
+    if '"' in text or "#" in text or "\\" in text:
+        raise UnsafeValue(f"{text[:60]!r}: slurm.conf values cannot carry '\"', '#' or '\\'")
+    return Quoted(f'"{text}"' if " " in text or text == "" else text)
+
+
+def sacctmgr(value) -> Quoted:
+    """A single-quoted value in a `sacctmgr load` file (fields are ':'-separated)."""
+    text = _one_line(value, "a sacctmgr file")
+    if "'" in text or ":" in text or "\\" in text:
+        raise UnsafeValue(f"{text[:60]!r}: sacctmgr file values cannot carry \"'\", ':' or '\\'")
+    return Quoted(f"'{text}'")
+
+
+def word(value, language: str) -> Quoted:
+    """One token in a line-oriented config that has no quoting (dnsmasq, iPXE, mkosi lists):
+    printable, no whitespace, no comment or expansion characters."""
+    text = _one_line(value, language)
+    if not text or re.search(r"[\s\"'`$#;\\]", text):
+        raise UnsafeValue(f"{text[:60]!r} is not a single plain token, as {language} needs")
+    return Quoted(text)
+
+
+def line(value, language: str) -> Quoted:
+    """Text on one line of a comment or a free-form value (descriptions in headers)."""
+    return Quoted(_one_line(value, language))
+
+
+def prom_label(value) -> str:
+    """A Prometheus text-format label value (backslash, quote and newline escaped)."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def systemd(value) -> Quoted:
+    """A value in a systemd unit: one line, '%' doubled (specifiers), quoted when it has spaces."""
+    text = _one_line(value, "a systemd unit").replace("%", "%%")
+    if '"' in text or "\\" in text:
+        raise UnsafeValue(f"{text[:60]!r}: unit values here cannot carry '\"' or '\\'")
+    return Quoted(f'"{text}"' if " " in text else text)
+
+
+def _finalize(value):
+    if value is None or isinstance(value, (Quoted, bool, int, float)):
+        return value
+    text = str(value)
+    if not _SAFE.match(text):
+        raise UnsafeValue(f"unquoted value {text[:60]!r} in a template: pass it through a quoting filter "
+                          "(sh, slurm, word, line) or narrow its type")
+    return value
+
+
+def guarded_env(package: str, folder: str = "templates", **options) -> Environment:
+    """A Jinja environment whose templates can only interpolate safe or explicitly quoted values."""
+    env = Environment(loader=PackageLoader(package, folder), undefined=StrictUndefined, keep_trailing_newline=True,
+                      trim_blocks=True, lstrip_blocks=True, autoescape=False, finalize=_finalize, **options)
+    env.filters.update({
+        "sh": shell, "q": shell, "slurm": slurm, "systemd": systemd,
+        "line": lambda v, language="this file": line(v, language),
+        "word": lambda v, language="this file": word(v, language),
+    })
+    return env
