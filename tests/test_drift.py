@@ -71,9 +71,9 @@ def test_injected_off_matrix_nodes(lab_result, tmp_path):
     assert doc["unknown_components"] == {"gpu004": ["nccl"]}
     lines = drain.read_text().splitlines()
     assert lines == [
-        'scontrol update NodeName=gpu002 State=DRAIN Reason="clusterdef off-matrix: driver 580.95.05!=580.126.20"',
-        'scontrol update NodeName=gpu003 State=DRAIN Reason="clusterdef off-matrix: driver 580.95.05!=580.126.20, '
-        'firmware.cx7 28.46.1006!=28.47.2682"',
+        "scontrol update NodeName=gpu002 State=DRAIN 'Reason=clusterdef off-matrix: driver 580.95.05!=580.126.20'",
+        "scontrol update NodeName=gpu003 State=DRAIN 'Reason=clusterdef off-matrix: driver 580.95.05!=580.126.20, "
+        "firmware.cx7 28.46.1006!=28.47.2682'",
         "kubectl taint nodes kgpu02 clusterdef.dev/off-matrix=kubelet:NoExecute --overwrite",
     ]
     text = prom.read_text()
@@ -92,7 +92,7 @@ def test_same_reason_folds_into_one_hostlist(lab_result):
         f["versions"]["kernel"] = "6.8.0-31-generic"
     report = drift.compare(lab_result.definition, vs, [("x", f) for f in facts])
     lines = drift.drain_lines(report)
-    assert lines[0].startswith("scontrol update NodeName=gpu[001-004] State=DRAIN")
+    assert lines[0].startswith("scontrol update 'NodeName=gpu[001-004]' State=DRAIN")
     assert len(lines) == 3  # one Slurm line, two taints
 
 
@@ -133,3 +133,41 @@ def test_example_fixture_is_valid_and_on_matrix(lab_result):
     report = drift.compare(lab_result.definition, vs, facts)
     assert [n.host for n in report.off_matrix] == ["gpu004"]
     assert report.off_matrix[0].off[0].component == "driver"
+
+
+HOSTILE_FACTS = ["1$(touch {m})", "1`touch {m}`", "1'; touch {m}; '", '1"; touch {m}; "', "1\ntouch {m}",
+                 "1 && touch {m}", "1\\", "x" * 5000 + "$(touch {m})"]
+
+
+@pytest.mark.parametrize("payload", HOSTILE_FACTS)
+def test_hostile_facts_never_run_in_the_drain_file(lab_result, tmp_path, payload):
+    """Facts come from the nodes: a node reporting a command as its driver version gets drained with
+    a reason that is data. The drain file is run by bash here with scontrol/kubectl stand-ins that
+    record their argv; the marker file must never appear and each reason is one argument."""
+    import subprocess
+
+    vs, facts = _facts(lab_result)
+    marker = tmp_path / "pwned"
+    by_host = {f["host"]: f for f in facts}
+    by_host["gpu002"]["versions"]["driver"] = payload.format(m=marker)
+    by_host["gpu003"]["versions"]["firmware"]["cx7"] = payload.format(m=marker)
+    drain = tmp_path / "drain.sh"
+    r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(_write(tmp_path, by_host.values())),
+                            "--today", "2026-11-30", "--drain", str(drain)])
+    assert r.exit_code == 1, r.output
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("scontrol", "kubectl"):
+        (bin_dir / tool).write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\0" "$a"; done >> "$ARGV_LOG"\n'
+                                    'printf "\\n" >> "$ARGV_LOG"\n')
+        (bin_dir / tool).chmod(0o755)
+    log = tmp_path / "argv"
+    proc = subprocess.run(["bash", str(drain)], env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_LOG": str(log)},
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists()
+    calls = [c.split("\0")[:-1] for c in log.read_text().splitlines()]
+    assert len(calls) == len(drain.read_text().splitlines()) == 2  # one line per drained host, nothing added
+    for argv in calls:
+        assert argv[:1] == ["update"] and argv[2] == "State=DRAIN" and argv[3].startswith("Reason=clusterdef off-matrix:")
+        assert "\n" not in argv[3] and "$(" not in argv[3] and "`" not in argv[3]

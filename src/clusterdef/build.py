@@ -9,7 +9,7 @@ from pathlib import Path
 from . import __version__
 from .errors import DefinitionError, Finding, Severity
 from .render import TARGETS, render_all
-from .render.quote import UnsafeValue
+from .quoting import UnsafeValue
 from .resolve import resolve
 from .validate.pipeline import Result
 from .writer import sha256
@@ -20,7 +20,7 @@ RESOLVED = "definition.resolved.json"
 def build_tree(result: Result, targets: list[str] | None = None) -> tuple[dict[str, str], dict]:
     """Render a clean validation result. Raises ValueError if it has errors, and DefinitionError
     when a value cannot be written safely into some output language (the types should have
-    refused it; this is the second wall, see render/quote.py)."""
+    refused it; this is the second wall, see quoting.py)."""
     if not result.ok:
         raise ValueError("cannot render a definition with errors")
     d = result.definition

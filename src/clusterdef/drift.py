@@ -19,11 +19,13 @@ returned as data or text for the CLI to print or write.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import hostlist
 from .errors import Finding, Severity
+from .quoting import prom_label, shell
 from .model import Definition
 from .matrix.model import ValidatedSet
 
@@ -107,6 +109,18 @@ def expectations(definition: Definition, vs: ValidatedSet) -> dict[str, Expected
                 want[f"firmware.{comp}"] = pins[comp]
         out[gname] = Expected(gname, g.control_plane, hw.platform, want)
     return out
+
+
+# What a collector may report as a version. Facts come from the nodes themselves, so anything
+# else (a command substitution, a newline, a 10 MB string) is reported masked and cut, never as is.
+_PLAIN_VERSION = re.compile(r"^[0-9A-Za-z.+~:_-]{1,64}$")
+
+
+def _shown(value: str) -> str:
+    """A node-reported value as it may appear in reports, drain reasons and metrics."""
+    if _PLAIN_VERSION.match(value):
+        return value
+    return "unprintable:" + re.sub(r"[^0-9A-Za-z.+~:_-]", "?", value[:40])
 
 
 def _norm(component: str, value: str) -> str:
@@ -201,7 +215,7 @@ def compare(definition: Definition, vs: ValidatedSet, facts: list[tuple[str, dic
             if got == UNKNOWN or got == "":
                 rep.unknown.append(comp)
             elif _norm(comp, got) != _norm(comp, want):
-                rep.off.append(Mismatch(comp, want, got))
+                rep.off.append(Mismatch(comp, want, _shown(got)))
         reports.append(rep)
     missing = [h for h in owner if h not in seen]
     return DriftReport(vs.name, reports, missing, strangers)
@@ -222,16 +236,16 @@ def drain_lines(report: DriftReport) -> list[str]:
         if n.control_plane == "slurm":
             by_reason.setdefault(_reason(n), []).append(n.host)
     for reason, hosts in by_reason.items():
-        lines.append(f'scontrol update NodeName={hostlist.fold(hosts)} State=DRAIN Reason="{reason}"')
+        lines.append(f"scontrol update {shell('NodeName=' + hostlist.fold(hosts))} State=DRAIN {shell('Reason=' + reason)}")
     for n in report.off_matrix:
         if n.control_plane == "kubernetes":
             value = "-".join(sorted({m.component.replace("firmware.", "fw-").replace("_", "-") for m in n.off}))[:63]
-            lines.append(f"kubectl taint nodes {n.host} {TAINT_KEY}={value.strip('-')}:NoExecute --overwrite")
+            taint = f"{TAINT_KEY}={value.strip('-')}:NoExecute"
+            lines.append(f"kubectl taint nodes {shell(n.host)} {shell(taint)} --overwrite")
     return lines
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+_label = prom_label
 
 
 def prometheus(report: DriftReport) -> str:

@@ -5,7 +5,7 @@ dnsmasq, iPXE, mkosi and sacctmgr files. So no free-text field is plain `str`: e
 pattern its consumer can carry without quoting tricks (DNS labels for anything that becomes a
 host, switch or Slurm name, version patterns for versions, absolute paths with a safe alphabet
 for paths on nodes), and numbers are finite and bounded by what the hardware or the software can
-mean. The renderers quote again for their output language (render/quote.py): the types make
+mean. The renderers quote again for their output language (quoting.py): the types make
 hostile input a located schema error, quoting makes a missed case harmless.
 
 Patterns are anchored ^...$ (pydantic's Rust regex engine: `$` is the end of the text, so a

@@ -24,7 +24,7 @@ from ruamel.yaml import YAML
 
 from ...model.images import Image
 from ...resolve import Resolved
-from ..quote import guarded_env
+from ...quoting import guarded_env
 
 _env = guarded_env("clusterdef.render.images")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ...resolve import Resolved
 from ..images import artefact
-from ..quote import guarded_env
+from ...quoting import guarded_env
 
 _env = guarded_env("clusterdef.render.pxe")
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
-from ..model.types import INVISIBLE
+from .model.types import INVISIBLE
 
 
 class UnsafeValue(ValueError):
@@ -103,8 +101,10 @@ def _finalize(value):
     return value
 
 
-def guarded_env(package: str, folder: str = "templates", **options) -> Environment:
+def guarded_env(package: str, folder: str = "templates", **options):
     """A Jinja environment whose templates can only interpolate safe or explicitly quoted values."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
     env = Environment(loader=PackageLoader(package, folder), undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=True, lstrip_blocks=True, autoescape=False, finalize=_finalize, **options)
     env.filters.update({
