@@ -171,3 +171,22 @@ def test_hostile_facts_never_run_in_the_drain_file(lab_result, tmp_path, payload
     for argv in calls:
         assert argv[:1] == ["update"] and argv[2] == "State=DRAIN" and argv[3].startswith("Reason=clusterdef off-matrix:")
         assert "\n" not in argv[3] and "$(" not in argv[3] and "`" not in argv[3]
+
+
+def test_drain_lines_quote_even_unmasked_values(tmp_path):
+    """The second wall: drain_lines quotes every argument even if a value reached it unmasked."""
+    import subprocess
+
+    marker = tmp_path / "pwned"
+    node = drift.NodeReport("gpu001", "train", "slurm")
+    node.off.append(drift.Mismatch("driver", "580.126.20", f"1$(touch {marker})'\"`touch {marker}`"))
+    script = "\n".join(drift.drain_lines(drift.DriftReport("s", [node], [], []))) + "\n"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text('#!/bin/sh\nprintf "%s\\n" "$#" > "$ARGV_LOG"\n')
+    (bin_dir / "scontrol").chmod(0o755)
+    log = tmp_path / "argv"
+    subprocess.run(["bash", "-c", script], env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_LOG": str(log)},
+                   check=True, timeout=30)
+    assert not marker.exists()
+    assert log.read_text() == "4\n"  # update, NodeName=, State=DRAIN, Reason=... : nothing split or added
