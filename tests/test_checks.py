@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,8 @@ def test_checks_registered_by_name():
 
     load_checks()
     assert {"references", "node-ownership", "addressing", "topology", "matrix", "tenant-capacity",
-            "tenant-isolation", "kueue", "multinode-topology", "slurm-partitions", "sections"} <= set(CHECKS)
+            "tenant-isolation", "kueue", "multinode-topology", "slurm-partitions", "sections", "tenant-names",
+            "slurm-account-tree", "kubernetes-cohort-tree"} <= set(CHECKS)
 
 
 def set_(path, value):
@@ -110,6 +112,21 @@ CASES = [
     ("tenant-slurm-without-slurm", delete(["slurm"]), ("tenants", "vision", "slurm"), Severity.ERROR),
     ("slurm-without-nodes", chain(set_(["nodes", "train", "control_plane"], "kubernetes"),
                                   set_(["slurm", "partitions", "train", "node_groups"], ["infer"])), ("slurm",), Severity.ERROR),
+    # structure: hierarchies are trees, and one tenant per account / namespace
+    ("account-parent-self", set_(["tenants", "nlp", "slurm", "parent"], "nlp"), ("tenants", "nlp", "slurm", "parent"), Severity.ERROR),
+    ("account-parent-self", set_(["tenants", "nlp", "slurm", "account"], "root"), ("tenants", "nlp", "slurm", "account"), Severity.ERROR),
+    ("account-parent-cycle", chain(set_(["tenants", "vision", "slurm", "parent"], "nlp"), set_(["tenants", "nlp", "slurm", "parent"], "vision")),
+     ("tenants", "nlp", "slurm", "parent"), Severity.ERROR),
+    ("tenant-account-shared", set_(["tenants", "nlp", "slurm", "account"], "vision"), ("tenants", "nlp", "slurm", "account"), Severity.ERROR),
+    ("tenant-namespace-shared", set_(["tenants", "nlp", "kubernetes", "namespace"], "vision"), ("tenants", "nlp", "kubernetes", "namespace"), Severity.ERROR),
+    ("cohort-parent-self", set_(["kubernetes", "kueue", "cohorts", "lab"], {"parent": "lab"}), ("kubernetes", "kueue", "cohorts", "lab", "parent"), Severity.ERROR),
+    ("cohort-parent-cycle", set_(["kubernetes", "kueue", "cohorts"], {"lab": {"parent": "org"}, "org": {"parent": "lab"}}),
+     ("kubernetes", "kueue", "cohorts", "org", "parent"), Severity.ERROR),
+    ("switch-self", set_(["network", "fabrics", "ib0", "topology", "switches", "spine01", "switches"], "leaf[01-02],spine01"),
+     ("network", "fabrics", "ib0", "topology", "switches", "spine01", "switches"), Severity.ERROR),
+    ("switch-cycle", chain(set_(["network", "fabrics", "ib0", "topology", "switches", "spine01", "switches"], "leaf[01-02],spine02"),
+                           set_(["network", "fabrics", "ib0", "topology", "switches", "spine02"], {"switches": "spine01"})),
+     ("network", "fabrics", "ib0", "topology", "switches", "spine02", "switches"), Severity.ERROR),
     ("unknown-field", set_(["hardware", "hgx-h100", "memory_gb"], 2048), ("hardware", "hgx-h100", "memory_gb"), Severity.ERROR),
     ("missing-field", delete(["nodes", "train", "image"]), ("nodes", "train", "image"), Severity.ERROR),
     ("type-error", set_(["images", "gpu-node", "version"], 2026.07), ("images", "gpu-node", "version"), Severity.ERROR),
@@ -135,6 +152,69 @@ def test_check_finds(code, mutate, path, severity, lab, matrix, tmp_path):
     # the line points at the key the path names (or its parent, for missing keys)
     if hit.path in result.source.positions() and isinstance(hit.path[-1], str):
         assert hit.path[-1] in result.source.line_text(hit.line)
+
+
+STRUCTURE = ("account-parent-self", "account-parent-cycle", "tenant-account-shared", "tenant-namespace-shared",
+             "cohort-parent-self", "cohort-parent-cycle", "switch-self", "switch-cycle")
+
+
+@pytest.mark.parametrize("i", [i for i, c in enumerate(CASES) if c[0] in STRUCTURE],
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES) if c[0] in STRUCTURE])
+def test_structure_finding_is_the_only_one_and_blocks_render(i, lab, matrix, tmp_path):
+    """Each structural mistake is one error, and the render path (build_tree) is never reached with it."""
+    from clusterdef.build import build_tree
+
+    code, mutate, _, _ = CASES[i]
+    mutate(lab)
+    result = run(lab, matrix, tmp_path)
+    assert [f.code for f in result.findings] == [code], [(f.code, f.message) for f in result.findings]
+    with pytest.raises(ValueError):
+        build_tree(result)
+
+
+def test_switch_under_two_spines_is_a_tree(lab, matrix, tmp_path):
+    """A fat tree lists a leaf under each of its spines (the estate does): not a finding."""
+    lab["network"]["fabrics"]["ib0"]["topology"]["switches"]["spine02"] = {"switches": "leaf[01-02]"}
+    assert run(lab, matrix, tmp_path).findings == []
+
+
+def test_cycle_walk_is_iterative_and_linear():
+    """A 200,000-long parent chain closed into one cycle: one cycle, no recursion limit, fast."""
+    import time
+
+    from clusterdef.validate.graph import cycles
+
+    n = 200_000
+    parent = {i: (i + 1) % n for i in range(n)}
+    t0 = time.perf_counter()
+    found = cycles(parent, lambda a: (parent[a],))
+    assert time.perf_counter() - t0 < 2.0
+    assert len(found) == 1 and len(found[0]) == n
+    chain_only = {i: i + 1 for i in range(n)}  # ends outside the graph: no cycle
+    assert cycles(chain_only, lambda a: (chain_only[a],)) == []
+    assert cycles({"a": None}, lambda a: ("a",)) == []  # self-edges are the caller's own code
+
+
+def test_renderers_refuse_what_they_would_drop(lab, matrix):
+    """Reached without validation, the Slurm renderers raise rather than silently drop accounts or spines."""
+    from clusterdef.model import Definition
+    from clusterdef.render.slurm import accounts_cfg, keywords, topology_conf
+    from clusterdef.resolve import resolve
+
+    cyc = copy.deepcopy(lab)
+    cyc["tenants"]["vision"]["slurm"]["parent"] = "nlp"
+    cyc["tenants"]["nlp"]["slurm"]["parent"] = "vision"
+    shared = copy.deepcopy(lab)
+    shared["tenants"]["nlp"]["slurm"]["account"] = "vision"
+    loop = copy.deepcopy(lab)
+    loop["network"]["fabrics"]["ib0"]["topology"]["switches"]["spine01"]["switches"] = "leaf[01-02],spine01"
+    resolved = [resolve(Definition.model_validate(d), matrix, CLUSTERS) for d in (cyc, shared, loop)]
+    for r in resolved[:2]:
+        with pytest.raises(ValueError):
+            accounts_cfg(r)
+    kw = keywords.for_major(resolved[2].set.slurm_major)
+    with pytest.raises(ValueError):
+        topology_conf(resolved[2], kw)
 
 
 def test_all_findings_reported_at_once(lab, matrix, tmp_path):

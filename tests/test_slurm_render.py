@@ -87,6 +87,17 @@ def test_keyword_copies_match_the_reference():
             assert f.read_bytes() == (REFERENCE / version / f.name).read_bytes(), f"{version}/{f.name}"
 
 
+def test_spine_above_a_kubernetes_only_leaf_is_kept(examples, matrix):
+    """A leaf with no Slurm node gets no line, and must not hold back the spine above it."""
+    data = copy.deepcopy(examples["lab"])
+    switches = data["network"]["fabrics"]["ib0"]["topology"]["switches"]
+    switches.update(leaf02={"nodes": "gpu[003-004]"}, leaf03={"nodes": "kgpu[01-02]"},
+                    spine01={"switches": "leaf[01-03]"})
+    topo = render(data, matrix)["slurm/topology.conf"]
+    assert "SwitchName=spine01 Switches=leaf[01-02]\n" in topo
+    assert "leaf03" not in topo
+
+
 def test_lab_tree_shapes(examples, matrix):
     tree = render(examples["lab"], matrix)
     assert set(tree) == {f"slurm/{n}" for n in

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..errors import Finding, error, warning
+from .graph import cycles, describe, last_defined
 from .registry import Context, check
 
 
@@ -37,6 +38,29 @@ def kueue_capacity(ctx: Context) -> Iterable[Finding]:
                         f"queues on flavor `{fname}` hold {nominal} nominal GPUs but its node groups "
                         f"({', '.join(fl.node_groups)}) have {capacity}",
                         "nominal quota is guaranteed capacity: lower nominal_gpus or add nodes to the flavor")
+
+
+@check("kubernetes-cohort-tree")
+def cohort_tree(ctx: Context) -> Iterable[Finding]:
+    """Kueue cohorts' parents form a tree: no cohort is its own parent or ancestor."""
+    k = ctx.definition.kubernetes
+    if k is None:
+        return
+    cohorts = k.kueue.cohorts
+    base = ("kubernetes", "kueue", "cohorts")
+    for cname, c in cohorts.items():
+        if c.parent == cname:
+            yield error("cohort-parent-self", base + (cname, "parent"),
+                        f"cohort `{cname}` names itself as its parent",
+                        "set `parent` to another cohort, or drop it to make the cohort a root")
+    order = {c: i for i, c in enumerate(cohorts)}
+    for cycle in cycles(cohorts, lambda c: (cohorts[c].parent,) if cohorts[c].parent else ()):
+        at = last_defined(cycle, order)
+        yield error("cohort-parent-cycle", base + (at, "parent"),
+                    f"cohorts {describe(cycle, at)} form a parent cycle, so the cohort hierarchy has no root "
+                    "and the quota its queues may borrow is undefined",
+                    "break the cycle: drop one of these cohorts' `parent`, or point it at a cohort outside "
+                    "the cycle")
 
 
 @check("kubernetes-queue-tenants")

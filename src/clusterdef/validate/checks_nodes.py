@@ -9,6 +9,7 @@ from ClusterShell.NodeSet import NodeSet
 
 from .. import hostlist
 from ..errors import Finding, error
+from .graph import cycles, describe, last_defined
 from .registry import Context, check
 
 
@@ -159,10 +160,28 @@ def topology(ctx: Context) -> Iterable[Finding]:
                     yield error("switch-empty", base + ("switches", sname),
                                 f"switch `{sname}` has neither nodes nor switches",
                                 "give a leaf its `nodes` or a spine its `switches`")
+            yield from _switch_tree(topo.switches, base)
         else:
             for bname, block in topo.blocks.items():
                 yield from _attach(hostlist.parse(block.nodes), attached, known,
                                    base + ("blocks", bname, "nodes"), f"block `{bname}`")
+
+
+def _switch_tree(switches: dict, base: tuple) -> Iterable[Finding]:
+    """No switch is its own child or descendant. A switch under several parents is fine: a fat tree
+    lists each leaf under every spine it is cabled to (as Slurm's topology guide shows)."""
+    children = {n: hostlist.names(sw.switches) if sw.switches else () for n, sw in switches.items()}
+    for sname, kids in children.items():
+        if sname in kids:
+            yield error("switch-self", base + ("switches", sname, "switches"),
+                        f"switch `{sname}` lists itself among its child switches",
+                        "list only the switches cabled below it")
+    order = {n: i for i, n in enumerate(switches)}
+    for cycle in cycles(switches, children.__getitem__):
+        at = last_defined(cycle, order)
+        yield error("switch-cycle", base + ("switches", at, "switches"),
+                    f"switches {describe(cycle, at)} are each other's children, so the tree has no top",
+                    "list child switches only below their parent: remove the child that leads back up")
 
 
 def _attach(nodes: NodeSet, attached: NodeSet, known: NodeSet, path, what: str) -> Iterable[Finding]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..errors import Finding, error, warning
+from .graph import cycles, describe, last_defined
 from .registry import Context, check
 
 
@@ -61,3 +62,63 @@ def tenant_isolation(ctx: Context) -> Iterable[Finding]:
             yield error("dedicated-not-isolated", ("tenants", tname, "storage"),
                         f"tenant `{tname}` has {iso.storage} storage isolation but no storage quota",
                         "add `storage: {quota_tib: N}`")
+
+
+@check("tenant-names")
+def tenant_names(ctx: Context) -> Iterable[Finding]:
+    """One tenant per Slurm account and per Kubernetes namespace: the account's limits and the
+    namespace's quota, policy and RBAC are per tenant, and the renderers key them by name."""
+    accounts: dict[str, str] = {}
+    namespaces: dict[str, str] = {}
+    for tname, t in ctx.definition.tenants.items():
+        if t.slurm:
+            acct = t.slurm.account
+            if acct in accounts:
+                yield error("tenant-account-shared", ("tenants", tname, "slurm", "account"),
+                            f"tenants `{accounts[acct]}` and `{tname}` both map to Slurm account `{acct}`, so "
+                            "one account would carry only one tenant's quota (GrpTRES), FairShare and QOS",
+                            "give each tenant its own account; to group tenants, give their accounts a "
+                            "common `slurm.parent`")
+            else:
+                accounts[acct] = tname
+        if t.kubernetes:
+            ns = t.kubernetes.namespace
+            if ns in namespaces:
+                yield error("tenant-namespace-shared", ("tenants", tname, "kubernetes", "namespace"),
+                            f"tenants `{namespaces[ns]}` and `{tname}` both map to Kubernetes namespace `{ns}`, "
+                            "so their ResourceQuota, network policy and role bindings would collide",
+                            "give each tenant its own namespace")
+            else:
+                namespaces[ns] = tname
+
+
+@check("slurm-account-tree")
+def slurm_account_tree(ctx: Context) -> Iterable[Finding]:
+    """Tenant accounts' parents form a tree under root: no account is its own parent or ancestor."""
+    owner: dict[str, str] = {}  # account -> the first tenant mapping to it (a second is tenant-account-shared)
+    for tname, t in ctx.definition.tenants.items():
+        if t.slurm and t.slurm.account not in owner:
+            owner[t.slurm.account] = tname
+    tenants = ctx.definition.tenants
+    parent = {acct: tenants[tname].slurm.parent for acct, tname in owner.items()}
+    for acct, tname in owner.items():
+        if parent[acct] == acct:
+            path = ("tenants", tname, "slurm", "parent")
+            if acct == "root":
+                yield error("account-parent-self", ("tenants", tname, "slurm", "account"),
+                            f"tenant `{tname}` maps to account `root`, Slurm's top account, which has no parent",
+                            "choose another account name; accounts hang under root by default")
+            else:
+                yield error("account-parent-self", path,
+                            f"tenant `{tname}`'s Slurm account `{acct}` names itself as its parent",
+                            "set `slurm.parent` to another account, or drop it to hang the account under root")
+    order = {acct: i for i, acct in enumerate(owner)}
+    for cycle in cycles(owner, lambda a: (parent[a],)):
+        at = last_defined(cycle, order)
+        k = cycle.index(at)
+        members = ", ".join(f"`{owner[a]}`" for a in cycle[k:] + cycle[:k])
+        yield error("account-parent-cycle", ("tenants", owner[at], "slurm", "parent"),
+                    f"Slurm accounts {describe(cycle, at)} form a parent cycle, so none of them is under root "
+                    f"(tenants {members})",
+                    "break the cycle: set one of these tenants' `slurm.parent` to `root` or to an account "
+                    "outside the cycle")

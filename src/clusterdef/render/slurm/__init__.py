@@ -230,27 +230,34 @@ def topology_conf(resolved: Resolved, kw: keywords.Keywords) -> str | None:
     out = [_header(resolved, "topology.conf"), f"# fabric {fabric_name} ({fabric.kind}), Slurm nodes only\n"]
     if topo.kind == "tree":
         emitted: set[str] = set()
+        settled: set[str] = set()  # written, or left out for having no Slurm node below it
         for name, sw in topo.switches.items():
             if sw.nodes:
                 mine = hostlist.parse(sw.nodes).intersection(ours)
                 if mine:
                     out.append(_line([("SwitchName", name), ("Nodes", mine)]) + "\n")
                     emitted.add(name)
-        # Spines in definition order; a spine appears once all of its children have.
+            if not sw.switches:
+                settled.add(name)
+        # Spines in definition order; a spine appears once all of its children are settled (a leaf with
+        # only Kubernetes nodes is settled without a line, and must not hold back the spine above it).
         pending = [(n, sw) for n, sw in topo.switches.items() if sw.switches]
         while pending:
             progressed = False
             for n, sw in list(pending):
                 children = hostlist.names(sw.switches)
-                if all(c in emitted or c not in topo.switches for c in children):
+                if all(c in settled or c not in topo.switches for c in children):
                     kids = [c for c in children if c in emitted]
                     if kids:
                         out.append(_line([("SwitchName", n), ("Switches", hostlist.fold(kids))]) + "\n")
                         emitted.add(n)
+                    settled.add(n)
                     pending.remove((n, sw))
                     progressed = True
-            if not progressed:  # a cycle: the topology checks report it; emit nothing more
-                break
+            if not progressed:
+                # switch-cycle / switch-self refuse such a definition before rendering; never drop silently
+                raise ValueError(f"switches {', '.join(n for n, _ in pending)} of fabric {fabric_name} "
+                                 "form a cycle; validate the definition first")
     else:
         for name, block in topo.blocks.items():
             mine = hostlist.parse(block.nodes).intersection(ours)
@@ -301,6 +308,8 @@ def accounts_cfg(resolved: Resolved) -> str:
                + (f":DefaultQOS={sacctmgr(default_qos)}" if default_qos else "") + "\n")
     tenants = {n: t for n, t in d.tenants.items() if t.slurm}
     accounts = {t.slurm.account: t for t in tenants.values()}
+    if len(accounts) != len(tenants):  # tenant-account-shared refuses this before rendering
+        raise ValueError("two tenants map to one Slurm account; validate the definition first")
     # Parents first: a parent that is not itself a tenant account is created under root.
     by_parent: dict[str, list[str]] = {}
     for acct, t in accounts.items():
@@ -330,6 +339,10 @@ def accounts_cfg(resolved: Resolved) -> str:
                     fields.append(f"QOS={sacctmgr(','.join(t.slurm.qos))}")
                     fields.append(f"DefaultQOS={sacctmgr(t.slurm.qos[0])}")
             out.append(":".join(fields) + "\n")
+    lost = [a for a in accounts if a not in done]
+    if lost:  # account-parent-cycle / account-parent-self refuse this before rendering; never drop silently
+        raise ValueError(f"Slurm accounts {', '.join(lost)} are not under root (a parent cycle); "
+                         "validate the definition first")
     for acct, t in accounts.items():
         if t.slurm.users:
             out.append(f"Parent - {sacctmgr(acct)}\n")
