@@ -10,6 +10,7 @@ writer never hangs), and at most its kind's size limit plus one byte is read:
     log         64 MiB  nccl-tests output with NCCL_DEBUG=INFO noise from thousands of ranks
     baseline     4 MiB  a few dozen entries of ~30 sizes each are a few KiB
     plan       256 MiB  a plan file carries the unified diff of every rendered file
+    manifest    16 MiB  an output folder's manifest.json: ~150 bytes per rendered file
 
 The limits are far above any real file and far below what hurts a machine.
 
@@ -35,7 +36,7 @@ from .errors import DefinitionError, Finding, Severity
 
 MiB = 1 << 20
 LIMITS = {"definition": 16 * MiB, "inventory": 16 * MiB, "facts": 64 * MiB, "log": 64 * MiB,
-          "baseline": 4 * MiB, "plan": 256 * MiB}
+          "baseline": 4 * MiB, "plan": 256 * MiB, "manifest": 16 * MiB}
 MAX_DEPTH = 64
 MAX_ALIAS_NODES = 100_000
 MAX_INT_DIGITS = 100
