@@ -145,3 +145,9 @@ def test_malformed_baseline_files(tmp_path, text, field):
         entry = {"set": "s", "test": "t", "node_group": "", "nodes": 2, "busbw_gbps": {"1": 1.0}}
         with pytest.raises(baseline.BaselineError):
             baseline.record(p, entry)
+
+
+def test_log_with_huge_numbers_is_noise_not_valueerror():
+    text = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+    text += "9" * 5000 + " 256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n"
+    assert baseline.parse(text) == [] or all(not r.rows for r in baseline.parse(text))

@@ -163,6 +163,11 @@ def _row(line: str, check: str) -> Row | None:
     return Row(int(tokens[0]), int(tokens[1]), dtype, redop, root, oop, ip)
 
 
+# Longer lines are skipped as noise: no header or row is near this, and it keeps every
+# number short of Python's 4,300-digit int conversion limit.
+MAX_LINE = 4096
+
+
 def parse(text: str) -> list[Run]:
     """Every run in an nccl-tests log, in order. Never raises."""
     runs: list[Run] = []
@@ -183,7 +188,7 @@ def parse(text: str) -> list[Run]:
     for lineno, raw in enumerate(lines, 1):
         line = _clean(raw)
         s = line.strip()
-        if not s:
+        if not s or len(s) > MAX_LINE:  # a real row is ~150 characters; a longer line is noise
             continue
         if "NCCL INFO" in s or "NCCL TRACE" in s:
             continue
@@ -386,7 +391,7 @@ def _entry(data: dict, where: str, set_name: str) -> Baseline:
             raise ValueError
         return float(v)
 
-    if not isinstance(data.get("test"), str) or not data["test"]:
+    if not isinstance(data.get("test"), str):  # "" when the log did not name its test
         raise bad("test", "the nccl-tests name (e.g. all_reduce_perf)")
     bw = data.get("busbw_gbps")
     if not isinstance(bw, dict) or not bw:
