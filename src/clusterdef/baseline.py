@@ -16,6 +16,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .limits import InputError, check_yaml, read_bytes, read_text
+
 # --------------------------------------------------------------------------- parsing
 
 # `[1,0]<stdout>:` (Open MPI --tag-output, may appear mid-line), `0: ` (srun -l).
@@ -161,6 +163,11 @@ def _row(line: str, check: str) -> Row | None:
     return Row(int(tokens[0]), int(tokens[1]), dtype, redop, root, oop, ip)
 
 
+# Longer lines are skipped as noise: no header or row is near this, and it keeps every
+# number short of Python's 4,300-digit int conversion limit.
+MAX_LINE = 4096
+
+
 def parse(text: str) -> list[Run]:
     """Every run in an nccl-tests log, in order. Never raises."""
     runs: list[Run] = []
@@ -181,7 +188,7 @@ def parse(text: str) -> list[Run]:
     for lineno, raw in enumerate(lines, 1):
         line = _clean(raw)
         s = line.strip()
-        if not s:
+        if not s or len(s) > MAX_LINE:  # a real row is ~150 characters; a longer line is noise
             continue
         if "NCCL INFO" in s or "NCCL TRACE" in s:
             continue
@@ -300,7 +307,11 @@ def _finish(run: Run) -> None:
 
 
 def parse_file(path: str | Path) -> list[Run]:
-    data = Path(path).read_bytes()
+    """Parse a log read within the log size limit; BaselineError names a file that is not one."""
+    try:
+        data = read_bytes(path, "log")
+    except InputError as exc:
+        raise BaselineError(_why(exc)) from None
     return parse(data.decode("utf-8", errors="replace"))
 
 
@@ -326,7 +337,26 @@ def band(size: int) -> str:
 
 
 class BaselineError(ValueError):
-    """A baseline file that cannot be read; the message names the file and the problem."""
+    """A log or baseline file that cannot be read; the message names the file and the problem."""
+
+
+def _why(exc: InputError) -> str:
+    f = exc.findings[0]
+    return f"{f.where}: {f.code} {f.message} ({f.hint})"
+
+
+def _read_yaml(path: Path, rt: bool = False):
+    """A baseline file's data, read and checked within limits (round-trip data when rt)."""
+    from ruamel.yaml import YAML, YAMLError
+
+    try:
+        text = read_text(path, "baseline")
+        check_yaml(text, str(path))
+        return YAML(typ="rt" if rt else "safe").load(text)
+    except InputError as exc:
+        raise BaselineError(_why(exc)) from None
+    except YAMLError as exc:
+        raise BaselineError(f"{path}: cannot read baseline: {exc}") from None
 
 
 @dataclass
@@ -345,40 +375,65 @@ class Baseline:
 
 
 def _entry(data: dict, where: str, set_name: str) -> Baseline:
+    """One entry, every field type-checked so a malformed file is a message naming the field."""
+    def bad(field: str, want: str) -> BaselineError:
+        return BaselineError(f"{where}: `{field}` must be {want} (got {data.get(field)!r:.60}); an entry needs "
+                             "test, nodes and busbw_gbps {size: GB/s}")
+
+    def count(field: str) -> int:
+        v = data.get(field)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 < v < 1 << 31:
+            raise bad(field, "a positive whole number")
+        return v
+
+    def gbps(v) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError
+        return float(v)
+
+    if not isinstance(data.get("test"), str):  # "" when the log did not name its test
+        raise bad("test", "the nccl-tests name (e.g. all_reduce_perf)")
+    bw = data.get("busbw_gbps")
+    if not isinstance(bw, dict) or not bw:
+        raise bad("busbw_gbps", "a mapping of message size (bytes) to GB/s")
     try:
-        bw = {int(k): float(v) for k, v in (data.get("busbw_gbps") or {}).items()}
-        return Baseline(set=str(data.get("set", set_name)), test=str(data["test"]), nodes=int(data["nodes"]),
-                        gpus_per_node=(int(data["gpus_per_node"]) if data.get("gpus_per_node") is not None else None),
-                        busbw_gbps=bw, node_group=str(data.get("node_group", "") or ""),
-                        avg_busbw_gbps=(float(data["avg_busbw_gbps"]) if data.get("avg_busbw_gbps") is not None
-                                        else None),
-                        source=str(data.get("source", "")))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise BaselineError(f"{where}: not a baseline entry ({exc.__class__.__name__}: {exc}); it needs "
-                            "test, nodes and busbw_gbps {{size: GB/s}}") from None
+        busbw = {int(k): gbps(v) for k, v in bw.items()}
+    except (TypeError, ValueError, OverflowError):
+        raise bad("busbw_gbps", "sizes in bytes mapped to finite, non-negative GB/s") from None
+    try:
+        avg = None if data.get("avg_busbw_gbps") is None else gbps(data["avg_busbw_gbps"])
+    except ValueError:
+        raise bad("avg_busbw_gbps", "a finite, non-negative GB/s figure") from None
+    return Baseline(set=str(data.get("set", set_name)), test=data["test"], nodes=count("nodes"),
+                    gpus_per_node=None if data.get("gpus_per_node") is None else count("gpus_per_node"),
+                    busbw_gbps=busbw, node_group=str(data.get("node_group", "") or ""),
+                    avg_busbw_gbps=avg, source=str(data.get("source", "")))
 
 
 def load_baselines(path: str | Path) -> list[Baseline]:
     """A baseline file: the top-level entry (the original format) plus optional `entries:`
     (one per node group / node count / test)."""
-    from ruamel.yaml import YAML, YAMLError
-
     path = Path(path)
-    try:
-        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except (OSError, YAMLError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{path}: cannot read baseline: {exc}") from None
-    if not isinstance(data, dict):
-        raise BaselineError(f"{path}: a baseline file is a mapping with set, test, nodes and busbw_gbps")
+    data = _read_yaml(path)
+    _check_shape(data, path)
     set_name = str(data.get("set", path.stem))
     out = []
     if "test" in data:
         out.append(_entry(data, str(path), set_name))
     for i, e in enumerate(data.get("entries") or []):
-        if not isinstance(e, dict):
-            raise BaselineError(f"{path}: entries[{i}] is not a mapping")
         out.append(_entry(e, f"{path}: entries[{i}]", set_name))
     return out
+
+
+def _check_shape(data, path: Path) -> None:
+    if not isinstance(data, dict):
+        raise BaselineError(f"{path}: a baseline file is a mapping with set, test, nodes and busbw_gbps")
+    entries = data.get("entries") or []
+    if not isinstance(entries, list):
+        raise BaselineError(f"{path}: `entries` must be a list of baseline entries")
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise BaselineError(f"{path}: entries[{i}] is not a mapping")
 
 
 def baseline_from_run(run: Run, set_name: str, node_group: str = "", source: str = "") -> dict:
@@ -400,8 +455,10 @@ def record(path: str | Path, entry: dict) -> str:
     y = YAML()
     y.default_flow_style = False
     path = Path(path)
-    data = y.load(path.read_text(encoding="utf-8")) if path.exists() else None
-    if not data:
+    data = _read_yaml(path, rt=True) if path.exists() else None
+    if data:
+        _check_shape(data, path)
+    else:
         data = {"set": entry["set"]}
     key = (entry["test"], entry.get("node_group", ""), entry["nodes"])
     top_key = (data.get("test"), data.get("node_group", "") or "", data.get("nodes"))

@@ -44,6 +44,36 @@ def _today(value: Optional[str]) -> date:
         raise typer.Exit(EXIT_BAD)
 
 
+def _bad_path(message: str) -> None:
+    """Print an error about a path (escaped: paths may hold [brackets]) and exit 2."""
+    from rich.markup import escape
+
+    err.print(f"[red]error[/]: {escape(message)}")
+    raise typer.Exit(EXIT_BAD)
+
+
+def _check_outputs(*paths: Optional[Path]) -> None:
+    """Exit 2 before any work when an output file path is a folder, a FIFO or a device."""
+    from .writer import OutputError, check_file_target
+
+    for path in paths:
+        try:
+            if path is not None:
+                check_file_target(path)
+        except OutputError as exc:
+            _bad_path(str(exc))
+
+
+def _write_file(path: Path, text: str) -> None:
+    """Write an output file atomically; exit 2 naming it when that is impossible."""
+    from .writer import OutputError, write_file_atomic
+
+    try:
+        write_file_atomic(path, text)
+    except OutputError as exc:
+        _bad_path(str(exc))
+
+
 def _report(result, fmt: Format, console: Console) -> None:
     from .validate.report import print_text, summary_line, to_json
 
@@ -127,8 +157,7 @@ def schema(
 
     text = json.dumps(definition_schema(), indent=2, sort_keys=True) + "\n"
     if output:
-        from .writer import write_file_atomic
-        write_file_atomic(output, text)
+        _write_file(output, text)
     else:
         sys.stdout.write(text)
 
@@ -139,7 +168,9 @@ def _load_matrix(matrices: Optional[Path]):
 
     root = matrices or find_matrices(None)
     if root is None or not (Path(root) / "sets").is_dir():
-        err.print("[red]error[/]: no matrices folder found; pass --matrices DIR or set CLUSTERDEF_MATRICES")
+        where = f" at {root}" if root else ""
+        err.print(f"[red]error[/]: no matrices folder (with sets/) found{where}; pass --matrices DIR or set "
+                  "CLUSTERDEF_MATRICES")
         raise typer.Exit(EXIT_BAD)
     matrix, findings = load_matrix(root)
     if findings:
@@ -248,11 +279,11 @@ def plan(
     diffs. Exit 0 with a plan, 2 when refused or on bad input."""
     from .plan import FROM_SIDE_IGNORED, PlanInputError, base_side, load_side, make_plan
     from .plan.formats import to_json, to_markdown, to_text
-    from .writer import write_file_atomic
 
     if (from_ is None) == (base is None):
         err.print("[red]error[/]: give exactly one of --from OLD.yaml or --base GIT_REF")
         raise typer.Exit(EXIT_BAD)
+    _check_outputs(plan_file)
     day = _today(today)
     try:
         # a candidate target is the plan's decision (refused without --allow-candidate), not a definition error
@@ -274,7 +305,7 @@ def plan(
             err.print(f"[red]refused[/] {r.code}: {r.message}  [green]hint:[/] {r.hint}")
         raise typer.Exit(EXIT_BAD)
     if plan_file:
-        write_file_atomic(plan_file, to_json(p.doc))
+        _write_file(plan_file, to_json(p.doc))
         err.print(f"plan file written to {plan_file}")
 
 
@@ -291,10 +322,9 @@ def drift(
     """Which nodes are off the validated set. Exit 0 all on-matrix, 1 when any node is off-matrix, 2 on bad
     input."""
     from . import drift as dr
-    from .writer import write_file_atomic
-
     from .validate.pipeline import validate_file
 
+    _check_outputs(drain, prom)
     result = validate_file(definition, matrices, _today(today))
     if not result.ok:
         _report(result, Format.text, err)
@@ -308,9 +338,9 @@ def drift(
     report = dr.compare(result.definition, vs, facts_list)
     if drain:
         lines = dr.drain_lines(report)
-        write_file_atomic(drain, "".join(line + "\n" for line in lines))
+        _write_file(drain, "".join(line + "\n" for line in lines))
     if prom:
-        write_file_atomic(prom, dr.prometheus(report))
+        _write_file(prom, dr.prometheus(report))
     if fmt is Format.json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
     else:
@@ -333,13 +363,12 @@ app.add_typer(baseline_app, name="baseline")
 
 
 def _parse_log(log: Path):
-    from .baseline import parse_file
+    from .baseline import BaselineError, parse_file
 
     try:
         return parse_file(log)
-    except OSError as exc:
-        err.print(f"[red]error[/]: cannot read {log}: {exc}")
-        raise typer.Exit(EXIT_BAD)
+    except BaselineError as exc:
+        _bad_path(str(exc))
 
 
 def _run_line(r) -> str:
@@ -401,16 +430,20 @@ def baseline_record(log: Path = typer.Argument(..., help="nccl-tests output of a
                                                           help="Baseline file (default: the set's baseline)."),
                     matrices: Optional[Path] = MatricesOpt) -> None:
     """Record a run as the baseline of a set, node group and node count (refuses a failed run)."""
-    from .baseline import baseline_from_run, record
-    from .writer import write_file_atomic
+    from .baseline import BaselineError, baseline_from_run, record
 
+    _check_outputs(output)
     run = _one_run(log, test)
     if run.status != "ok":
         err.print(f"[red]refused[/]: cannot record a baseline from a {run.status} run: {run.reason}")
         raise typer.Exit(EXIT_BAD)
     dest = output or _baseline_file(set_name, matrices)
-    text = record(dest, baseline_from_run(run, set_name, node_group, source=log.name))
-    write_file_atomic(dest, text)
+    _check_outputs(dest)
+    try:
+        text = record(dest, baseline_from_run(run, set_name, node_group, source=log.name))
+    except BaselineError as exc:
+        _bad_path(str(exc))
+    _write_file(dest, text)
     out.print(f"[green]recorded[/] {run.test} on {run.nodes} node(s) for {set_name} in {dest}")
 
 
@@ -445,8 +478,7 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
     try:
         baselines = load_baselines(path)
     except BaselineError as exc:
-        err.print(f"[red]error[/]: {exc}")
-        raise typer.Exit(EXIT_BAD)
+        _bad_path(str(exc))
     run = _one_run(log, test)
     base = pick(baselines, run, node_group)
     if base is None:

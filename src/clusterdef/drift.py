@@ -18,13 +18,13 @@ returned as data or text for the CLI to print or write.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import hostlist
 from .errors import Finding, Severity
+from .limits import InputError, load_json
 from .quoting import prom_label, shell
 from .model import Definition
 from .matrix.model import ValidatedSet
@@ -152,22 +152,15 @@ def read_facts(path: str | Path) -> list[tuple[str, dict]]:
         if not files:
             raise FactsError([_bad(str(path), 0, f"no *.json fact files in {path}",
                                    "point --facts at the folder the gpu_facts role writes to")])
-    elif path.is_file():
-        files = [path]
     else:
-        raise FactsError([_bad(str(path), 0, f"{path} does not exist", "pass a facts file or folder")])
+        files = [path]  # load_json refuses a missing file, a FIFO or a device by name
     facts: list[tuple[str, dict]] = []
     problems: list[Finding] = []
     for f in files:
         try:
-            text = f.read_text(encoding="utf-8")
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.append(Finding("facts-invalid", Severity.ERROR, (), f"not JSON: {exc.msg}", FORMAT_HINT,
-                                    file=str(f), line=exc.lineno, column=exc.colno))
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(_bad(str(f), 0, f"cannot read: {exc}", FORMAT_HINT))
+            data = load_json(f, "facts")
+        except InputError as exc:
+            problems.extend(exc.findings)
             continue
         items = data if isinstance(data, list) else [data]
         for i, item in enumerate(items):

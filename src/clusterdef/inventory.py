@@ -4,10 +4,13 @@ asset system. Read once per file; problems are reported, never raised."""
 from __future__ import annotations
 
 import csv
+import io
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .limits import InputError, read_text
 
 MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -33,12 +36,10 @@ def read_inventory(file: Path) -> Inventory:
 @lru_cache(maxsize=64)
 def _read(file: Path, stamp) -> Inventory:
     try:
-        with open(file, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-    except OSError as exc:
-        return Inventory(file, {}, (f"cannot read {file}: {exc.strerror or exc}",))
-    except UnicodeDecodeError as exc:
-        return Inventory(file, {}, (f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})",))
+        rows = list(csv.reader(io.StringIO(read_text(file, "inventory"), newline="")))
+    except InputError as exc:
+        f = exc.findings[0]
+        return Inventory(file, {}, (f"{f.message} ({f.hint})",))
     except csv.Error as exc:
         return Inventory(file, {}, (f"{file} is not a valid CSV file: {exc}",))
     macs: dict[str, str] = {}

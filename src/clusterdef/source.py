@@ -1,6 +1,7 @@
 """Load YAML files as plain data, and map definition paths back to file positions.
 
-Data is parsed with ruamel's fast safe loader. Positions come from a second,
+Files are read through limits.py (regular files, bounded size, nesting, aliases and
+integer length checked first). Data is parsed with ruamel's fast safe loader. Positions come from a second,
 round-trip parse that happens only when a finding needs a line number, so a
 clean definition never pays for it.
 """
@@ -17,6 +18,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from .errors import DefinitionError, Finding, Path, Severity
+from .limits import check_yaml, read_text
 
 
 @dataclass
@@ -96,7 +98,9 @@ def _index_positions(text: str) -> dict[Path, tuple[int, int]]:
 
 
 def load_text(text: str, file: str = "<string>") -> Source:
-    """Parse YAML text. Raises DefinitionError with a located finding on bad YAML."""
+    """Parse YAML text. Raises DefinitionError with a located finding on bad YAML,
+    and on nesting, aliases or integers beyond the limits (see limits.py)."""
+    check_yaml(text, file)
     yaml = YAML(typ="safe", pure=False)
     try:
         data = yaml.load(text)
@@ -127,17 +131,5 @@ def load_text(text: str, file: str = "<string>") -> Source:
 
 
 def load_file(path: str | FsPath) -> Source:
-    p = FsPath(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DefinitionError([
-            Finding("file-not-found", Severity.ERROR, (), f"no such file: {p}",
-                    "check the path", str(p))
-        ]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DefinitionError([
-            Finding("file-unreadable", Severity.ERROR, (), f"cannot read {p}: {exc}",
-                    "the definition must be a readable UTF-8 text file", str(p))
-        ]) from None
-    return load_text(text, str(path))
+    """Read a YAML file within the definition size limit (regular files only) and parse it."""
+    return load_text(read_text(path, "definition"), str(path))

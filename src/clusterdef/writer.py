@@ -1,23 +1,47 @@
-"""The only module that writes rendered output: all or nothing.
+"""The only module that writes rendered output: all or nothing, and only over its own folders.
 
-The tree is written into a temporary sibling directory, then swapped into place,
-so a reader sees either the old tree or the new one, stale files vanish, and a
-failure leaves the old tree untouched."""
+The tree is written into a temporary sibling `.NAME.new-XXXXXXXX`, then swapped into place,
+so a reader sees either the old tree or the new one, stale files vanish, and a failure
+leaves the old tree untouched.
+
+- The swap is one `renameat2(RENAME_EXCHANGE)` (Linux 3.15+, glibc 2.28+, called through
+  ctypes): the output path names the old tree until the instant it names the new one.
+  Where libc or the filesystem lacks it, the fallback is two renames (old tree to
+  `.NAME.old-XXXXXXXX`, new tree into place), with a moment in which the path is missing.
+- An existing folder is replaced only when it is clusterdef's own: its manifest.json is
+  clusterdef's (generator marker and schema version), names the same cluster, and lists
+  exactly the files present, each with its recorded sha256. Anything else (a foreign
+  folder, an extra, missing or edited file) is refused with OutputError naming the folder
+  and what differs. An empty folder holds nothing to lose and is replaced.
+- A symlink as the output path is refused: swapping it would replace the link and leave
+  its target stale, and following it would write wherever the link points.
+- Leftovers of a run killed mid-write are removed on the next run: `.NAME.new-*` siblings
+  (the name mkdtemp gives, not locked by a live run) and `.NAME.old-*` siblings that hold a
+  clusterdef manifest. Nothing else is ever removed.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
 MANIFEST = "manifest.json"
+GENERATOR = "clusterdef"
+MANIFEST_SCHEMA = 1
+RENAME_EXCHANGE, AT_FDCWD = 2, -100
 
 
 class OutputError(Exception):
-    """The output directory cannot be replaced safely."""
+    """The output cannot be written safely; the message names the path and why."""
 
 
 def sha256(text: str | bytes) -> str:
@@ -27,26 +51,140 @@ def sha256(text: str | bytes) -> str:
 
 def manifest(tree: dict[str, str], meta: dict) -> str:
     files = {rel: {"sha256": sha256(content), "bytes": len(content.encode())} for rel, content in sorted(tree.items())}
-    return json.dumps({**meta, "files": files}, indent=2, sort_keys=True) + "\n"
+    return json.dumps({**meta, "generator": GENERATOR, "manifest_schema": MANIFEST_SCHEMA, "files": files},
+                      indent=2, sort_keys=True) + "\n"
 
 
-def _check_target(out: Path) -> None:
-    if out.exists() and not out.is_dir():
+def _read_manifest(folder: Path) -> dict | None:
+    """The folder's manifest when it is clusterdef's, else None."""
+    from .limits import InputError, load_json
+
+    try:
+        doc = load_json(folder / MANIFEST, "manifest")
+    except InputError:
+        return None
+    ok = (isinstance(doc, dict) and doc.get("generator") == GENERATOR and doc.get("manifest_schema") == MANIFEST_SCHEMA
+          and isinstance(doc.get("files"), dict))
+    return doc if ok else None
+
+
+def _file_sha256(path: Path) -> str | None:
+    """sha256 of a regular file (never following a link or blocking on a FIFO), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _differences(out: Path, listed: dict) -> list[str]:
+    """What in `out` differs from its manifest: extra, missing or edited entries."""
+    present: set[str] = set()
+    dirs: set[str] = set()
+    for root, dnames, fnames in os.walk(out):  # does not follow symlinked folders
+        rel_root = Path(root).relative_to(out)
+        dirs.update((rel_root / d).as_posix() for d in dnames if not (Path(root) / d).is_symlink())
+        present.update((rel_root / n).as_posix() for n in fnames)
+        present.update((rel_root / d).as_posix() for d in dnames if (Path(root) / d).is_symlink())
+    present.discard(MANIFEST)
+    needed_dirs = {p.as_posix() for rel in listed for p in Path(rel).parents if p.name}
+    problems = [f"extra {rel}" for rel in sorted(present - set(listed))]
+    problems += [f"extra folder {d}" for d in sorted(dirs - needed_dirs)]
+    problems += [f"missing {rel}" for rel in sorted(set(listed) - present)]
+    for rel in sorted(present & set(listed)):
+        entry = listed[rel]
+        if not isinstance(entry, dict) or _file_sha256(out / rel) != entry.get("sha256"):
+            problems.append(f"edited {rel}")
+    return problems
+
+
+def _check_target(out: Path, cluster) -> None:
+    if out.is_symlink():
+        raise OutputError(f"{out} is a symlink; clusterdef does not write through links: pass the real folder "
+                          f"({os.path.realpath(out)}) or another --output")
+    if not out.exists():
+        return
+    if not out.is_dir():
         raise OutputError(f"{out} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise OutputError(f"{out} is not empty and holds no {MANIFEST}: it was not written by clusterdef")
+    if not any(out.iterdir()):
+        return
+    doc = _read_manifest(out)
+    if doc is None:
+        raise OutputError(f"{out} is not empty and holds no clusterdef {MANIFEST}: it was not written by clusterdef")
+    if doc.get("cluster") != cluster:
+        raise OutputError(f"{out} holds the rendered tree of cluster {doc.get('cluster')!r}, not {cluster!r}")
+    problems = _differences(out, doc["files"])
+    if problems:
+        shown = ", ".join(problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise OutputError(f"{out} was changed since clusterdef wrote it ({shown}); refusing to replace it")
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths with renameat2(RENAME_EXCHANGE); False where unsupported."""
+    fn = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if fn is None:
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):  # old kernel or a filesystem without it
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _stale(out: Path) -> list[Path]:
+    """Leftovers of killed runs for this output: clusterdef's own temporary siblings only."""
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.(new|old)-[a-z0-9_]{{8}}")
+    found = []
+    for p in out.parent.iterdir() if out.parent.is_dir() else ():
+        m = pattern.fullmatch(p.name)
+        if not m or p.is_symlink() or not p.is_dir():
+            continue
+        if m[1] == "old" and _read_manifest(p) is None:
+            continue
+        if _busy(p):
+            continue
+        found.append(p)
+    return found
+
+
+def _busy(folder: Path) -> bool:
+    """True while a live run holds the folder's lock (a killed run's lock is gone with it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def write_tree(out: str | Path, tree: dict[str, str], meta: dict) -> Path:
     """Write `tree` (relative path -> text) plus a manifest to `out`, atomically."""
     out = Path(out)
-    _check_target(out)
     for rel in tree:
         p = Path(rel)
         if p.is_absolute() or ".." in p.parts or rel == MANIFEST:
             raise OutputError(f"refusing to write {rel!r} outside the output tree")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for p in _stale(out):
+            shutil.rmtree(p, ignore_errors=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {out.parent}: {exc.strerror or exc}") from None
+    _check_target(out, meta.get("cluster"))
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    lock = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # so a concurrent run's cleanup leaves this folder alone
+    old = None
     try:
         for rel, content in tree.items():
             dest = tmp / rel
@@ -54,30 +192,64 @@ def write_tree(out: str | Path, tree: dict[str, str], meta: dict) -> Path:
             dest.write_text(content, encoding="utf-8")
         (tmp / MANIFEST).write_text(manifest(tree, meta), encoding="utf-8")
         os.chmod(tmp, 0o755)
-        old = None
-        if out.exists():
+        if out.exists() and _exchange(tmp, out):
+            old = tmp  # the old tree now sits at the temporary name
+        elif out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
             os.rmdir(old)
             os.rename(out, old)
-        os.rename(tmp, out)
+            try:
+                os.rename(tmp, out)
+            except BaseException:
+                os.rename(old, out)  # put the old tree back
+                old = None
+                raise
+        else:
+            os.rename(tmp, out)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        os.close(lock)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return out
 
 
-def write_file_atomic(path: str | Path, text: str) -> None:
-    """Write one file via a temporary sibling and rename."""
+def check_file_target(path: str | Path) -> None:
+    """OutputError unless `path` can be replaced by a regular file: missing, or a regular file
+    (a folder, a FIFO or a device such as /dev/null is refused, never replaced)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"{path} is a folder; give a file name for the output")
+    if not stat.S_ISREG(st.st_mode):  # replacing /dev/null or a FIFO would break whoever uses it
+        raise OutputError(f"{path} exists and is not a regular file; give another file name")
+
+
+def write_file_atomic(path: str | Path, text: str) -> None:
+    """Write one file via a temporary sibling and rename (a symlink is followed to its target,
+    so the link stays). OutputError names the path when it cannot be written."""
+    dest = Path(os.path.realpath(path))
+    check_file_target(dest)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
+        os.replace(tmp, dest)
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise

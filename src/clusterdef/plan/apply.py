@@ -206,10 +206,12 @@ class Prepared:
 
 
 def read_plan_file(path: Path) -> dict:
+    from ..limits import InputError, read_text
+
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ApplyError([f"cannot read the plan file {path}: {exc}"], "pass the file `clusterdef plan --plan-file` wrote")
+        doc = json.loads(read_text(path, "plan"))  # bounded: regular files only, size-limited
+    except InputError as exc:
+        raise ApplyError([f"cannot read the plan file: {exc}"], "pass the file `clusterdef plan --plan-file` wrote")
     except json.JSONDecodeError as exc:
         raise ApplyError([f"{path}:{exc.lineno}: not a plan file (invalid JSON: {exc.msg})"],
                          "pass the file `clusterdef plan --plan-file` wrote")

@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import DefinitionError, Finding, Severity, has_errors
+from ..limits import read_text
 from ..matrix.load import Matrix, find_matrices, load_matrix
 from ..model import Definition
 from ..source import Source, load_file
@@ -72,8 +73,8 @@ def validate_source(source: Source, matrix: Matrix, today: date, base_dir: Path 
 def _text_only(path) -> Source | None:
     """The file's text without data, so a YAML syntax error can still show its line."""
     try:
-        return Source(str(path), Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
+        return Source(str(path), read_text(path, "definition"))
+    except DefinitionError:
         return None
 
 
