@@ -135,7 +135,7 @@ def test_no_gpus_no_gres(examples, matrix):
     data["kubernetes"] = None
     tree = render(data, matrix)
     assert "slurm/gres.conf" not in tree and "GresTypes" not in tree["slurm/slurm.conf"]
-    assert "expect_train() {\n  echo kernel '6.8.0-60-generic'\n}" in tree["slurm/nodecheck"]
+    assert "expect_train() {\n  echo kernel 6.8.0-60-generic\n}" in tree["slurm/nodecheck"]
 
 
 def test_nested_tenant_accounts(examples, matrix):
