@@ -242,6 +242,7 @@ def plan(
     diffs. Exit 0 with a plan, 2 when refused or on bad input."""
     from .plan import FROM_SIDE_IGNORED, PlanInputError, base_side, load_side, make_plan
     from .plan.formats import to_json, to_markdown, to_text
+    from .plan.planfile import seal
     from .writer import write_file_atomic
 
     if (from_ is None) == (base is None):
@@ -268,7 +269,7 @@ def plan(
             err.print(f"[red]refused[/] {r.code}: {r.message}  [green]hint:[/] {r.hint}")
         raise typer.Exit(EXIT_BAD)
     if plan_file:
-        write_file_atomic(plan_file, to_json(p.doc))
+        write_file_atomic(plan_file, to_json(seal(p.doc)))  # sealed: apply checks the whole document
         err.print(f"plan file written to {plan_file}")
 
 
