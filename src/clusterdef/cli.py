@@ -566,7 +566,11 @@ def _apply_secrets(secret_env: list[str], vault_id: list[str], extra: dict[str, 
             problems.append(f"--vault-id {vid}: no such file {source}")
     values = secret_values(os.environ, secret_env)
     for key, value in extra.items():
-        if any(v in value for v in values):
+        if re.search(r"^ansible_.*pass|password|passwd|become_pass", key, re.IGNORECASE):
+            # Ansible's own credentials (ansible_become_pass, ansible_password...) would be recorded verbatim
+            problems.append(f"-e {key}: a password as an extra var is recorded (run record, ansible-runner's "
+                            "command file): pass it with --secret-env NAME (e.g. ANSIBLE_BECOME_PASS) instead")
+        elif any(v in value for v in values):
             problems.append(f"-e {key}: the value holds a secret from the environment; -e values are recorded "
                             "(run record, ansible-runner's command file): pass it with --secret-env NAME instead")
         elif looks_like_credential(key):

@@ -137,7 +137,7 @@ def materialise_base(ref: str, definition: str | Path, workdir: Path) -> Path:
         why = _mac_problem(file)
         src_rel = (PurePosixPath(rel).parent / file).as_posix()
         if not why:
-            mode = _git(["ls-tree", "-z", commit, "--", src_rel], top).split(" ", 1)[0]
+            mode = _git(["--literal-pathspecs", "ls-tree", "-z", commit, "--", src_rel], top).split(" ", 1)[0]
             local = (definition.parent / file).resolve()
             if mode == "120000":
                 why = "is a symbolic link in git"
