@@ -252,7 +252,8 @@ def plan(
     try:
         # a candidate target is the plan's decision (refused without --allow-candidate), not a definition error
         new = load_side(to, matrices, day, {"matrix-candidate"})
-        old = base_side(base, to, matrices, day) if base is not None else load_side(from_, matrices, day, FROM_SIDE_IGNORED)
+        old = (base_side(base, to, matrices, day) if base is not None  # --base "" is refused there, not ignored
+               else load_side(from_, matrices, day, FROM_SIDE_IGNORED))
     except PlanInputError as exc:
         _print_findings(exc.findings, exc.sources)
         err.print("[red]no plan[/]: fix the definition errors above first")
