@@ -144,3 +144,11 @@ def test_a_file_label_pointing_elsewhere_is_not_followed(tmp_path):
     pf = make_plan(tmp_path)
     forge(pf, lambda d: d["to"].update(file="../../etc/passwd"))
     refused(tmp_path, pf, "cannot find the new definition", "--to")
+
+
+def test_a_base_label_that_is_a_git_option_is_refused(tmp_path):
+    pf = make_plan(tmp_path)
+    written = tmp_path / "written"
+    forge(pf, lambda d: d["from"].update(file=f"--output={written}:old.yaml"))
+    refused(tmp_path, pf, "plan-git-ref", "is not a git ref")
+    assert not written.exists()

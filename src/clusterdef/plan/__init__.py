@@ -81,13 +81,18 @@ def _git(args: list[str], cwd: Path) -> str:
     return proc.stdout
 
 
-def _base_commit(ref: str, top: Path) -> str:
-    """The commit `ref` names. A ref is data: one starting with `-` would be read by git as an
-    option (`--output=FILE`), so it is refused, and the ref goes after --end-of-options."""
+def _check_ref(ref: str) -> None:
+    """A ref is data: one starting with `-` would be read by git as an option (`--output=FILE`)."""
     if not ref or ref.startswith("-") or any(ord(c) < 32 or ord(c) == 127 for c in ref):
         raise PlanInputError([Finding("plan-git-ref", Severity.ERROR, (), f"{ref!r} is not a git ref",
                                       "pass a branch, tag or commit (e.g. origin/main); a ref never starts with '-'",
                                       "--base")])
+
+
+def _base_commit(ref: str, top: Path) -> str:
+    """The commit `ref` names, resolved with the ref after --end-of-options; git is then only
+    given the commit id."""
+    _check_ref(ref)
     return _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], top).strip()
 
 
@@ -112,6 +117,7 @@ def materialise_base(ref: str, definition: str | Path, workdir: Path) -> Path:
     through a symbolic link."""
     from ..source import load_file
 
+    _check_ref(ref)  # before any git command
     definition = Path(definition).resolve()
     if shutil.which("git") is None:
         raise PlanInputError([Finding("plan-git", Severity.ERROR, (), "--base needs git, which is not installed",
