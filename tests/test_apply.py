@@ -296,11 +296,18 @@ def test_diff_excerpt_is_bounded_and_secrets_are_blanked():
 
 
 def test_withheld_environment():
-    env = {"PATH": "/bin", "HOME": "/root", "LANG": "C", "ANSIBLE_FORKS": "50", "ANSIBLE_VAULT_PASSWORD_FILE": "/v",
-           "ANSIBLE_NET_PASSWORD": "p", "HTTPS_PROXY": "http://u:p@proxy", "NVFWUPD_TARGET": "ip=1,user=u,pw=p",
-           "GITHUB_TOKEN": "t", "MY_VAR": "x"}
-    assert run_mod.withheld_names(env, ["LANG"]) == ["ANSIBLE_NET_PASSWORD", "GITHUB_TOKEN", "HTTPS_PROXY", "LANG",
-                                                     "MY_VAR", "NVFWUPD_TARGET"]
+    env = {"PATH": "/bin", "HOME": "/root", "LANG": "C", "LC_ALL": "C.UTF-8", "ANSIBLE_FORKS": "50",
+           "ANSIBLE_ROLES_PATH": "/r", "ANSIBLE_VAULT_PASSWORD_FILE": "/v", "ANSIBLE_NET_PASSWORD": "p",
+           "ANSIBLE_BECOME_PASS": "p", "ANSIBLE_SSH_PASS": "p", "ANSIBLE_SITE_SETTING": "x", "AWX_X": "x",
+           "RUNNER_X": "x", "PYTHONSTARTUP": "/s.py", "LC_SECRET": "x", "HTTPS_PROXY": "http://u:p@proxy",
+           "NVFWUPD_TARGET": "ip=1,user=u,pw=p", "GITHUB_TOKEN": "t", "MY_VAR": "x"}
+    # an explicit list of harmless names: no prefix (ANSIBLE_*, AWX_*, RUNNER_*, PYTHON*, LC_*) passes by itself
+    assert run_mod.withheld_names(env, ["LANG"]) == [
+        "ANSIBLE_BECOME_PASS", "ANSIBLE_NET_PASSWORD", "ANSIBLE_SITE_SETTING", "ANSIBLE_SSH_PASS",
+        "ANSIBLE_VAULT_PASSWORD_FILE", "AWX_X", "GITHUB_TOKEN", "HTTPS_PROXY", "LANG", "LC_SECRET", "MY_VAR",
+        "NVFWUPD_TARGET", "PYTHONSTARTUP", "RUNNER_X"]
+    assert run_mod.looks_like_credential("ANSIBLE_BECOME_PASS") and run_mod.looks_like_credential("SSH_PASS_X")
+    assert not run_mod.looks_like_credential("PASSENGER_COUNT") and not run_mod.looks_like_credential("BYPASS")
     assert run_mod.secret_values({"GITHUB_TOKEN": "abcd1234", "OTHER": "zzzz", "X_TOKEN": "true", "Y": "yyyyyyyyy"},
                                  ["OTHER"]) == ["abcd1234", "zzzz"]
 
@@ -359,8 +366,14 @@ def test_secret_options_are_checked_before_anything_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("CLUSTERDEF_TEST_SECRET", "abcd-1234-efgh")
     r = apply(pf, log, "--secret-env", "CLUSTERDEF_TEST_SECRET", "-e", "bmc=user:abcd-1234-efgh")
     assert r.exit_code == 2 and "-e bmc: the value holds a secret" in r.output and "abcd-1234" not in r.output
-    r = apply(pf, log, "-e", "db_password=x", "--skip-stage", "wave")
-    assert r.exit_code == 2 and "warning" in r.output and "-e db_password: extra vars are recorded" in r.output
+    r = apply(pf, log, "-e", "api_token=x", "--skip-stage", "wave")
+    assert r.exit_code == 2 and "warning" in r.output and "-e api_token: extra vars are recorded" in r.output
+    for key in ("ansible_become_pass", "ansible_become_password", "ansible_password", "ANSIBLE_SSH_PASS",
+                "ansible_sudo_pass", "db_password", "become_pass"):
+        r = apply(pf, log, "-e", f"{key}=x")
+        out = " ".join(r.output.split())
+        assert r.exit_code == 2 and f"-e {key}: a password as an extra var is recorded" in out, out
+        assert "--secret-env" in out
     assert not log.exists() and not records(tmp_path)
 
 
@@ -442,12 +455,19 @@ def test_secrets_reach_the_playbook_and_never_the_disk(tmp_path, monkeypatch):
     tag = uuid.uuid4().hex
     values = {"CLUSTERDEF_TEST_SECRET": f"named-{tag}",          # --secret-env
               "CLUSTERDEF_TEST_API_TOKEN": f"token-{tag}",        # looks like a credential, not named
-              "CLUSTERDEF_TEST_PROXY": f"http://u:pw-{tag}@proxy:3128"}  # looks like nothing in particular
+              "CLUSTERDEF_TEST_PROXY": f"http://u:pw-{tag}@proxy:3128",  # looks like nothing in particular
+              # Ansible's own credential variables, and an ANSIBLE_* setting nobody listed as harmless
+              "ANSIBLE_BECOME_PASS": f"become-{tag}", "ANSIBLE_BECOME_PASSWORD": f"becomepw-{tag}",
+              "ANSIBLE_PASSWORD": f"connpw-{tag}", "ANSIBLE_SSH_PASS": f"sshpw-{tag}",
+              "ANSIBLE_CLUSTERDEF_TEST_SETTING": f"setting-{tag}"}
     for k, v in values.items():
         monkeypatch.setenv(k, v)
-    monkeypatch.setenv("ANSIBLE_CLUSTERDEF_TEST_PLAIN", f"visible-{tag}")  # an Ansible setting: recorded
-    vault_password, vaulted = f"vaultpw-{tag}", f"vaulted-{tag}"
+    local_temp = tmp_path / f"ansible-local-{tag}"  # a harmless Ansible setting: recorded
+    monkeypatch.setenv("ANSIBLE_LOCAL_TEMP", str(local_temp))
+    vault_password, vaulted, env_vault_password = f"vaultpw-{tag}", f"vaulted-{tag}", f"envvault-{tag}"
     (keys / "vault-pass").write_text(vault_password + "\n")
+    (keys / "env-vault-pass").write_text(env_vault_password + "\n")  # the file's name is no secret, its contents are
+    monkeypatch.setenv("ANSIBLE_VAULT_PASSWORD_FILE", str(keys / "env-vault-pass"))
     vault_file(plan_dir / "secrets.vault.yml", vault_password, f"vaulted_secret: {vaulted}\n")
     pf, _ = canary_plan(plan_dir)
     slog = plan_dir / "secrets.log"
@@ -460,22 +480,25 @@ def test_secrets_reach_the_playbook_and_never_the_disk(tmp_path, monkeypatch):
     sha = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in [*values.items(), ("vault", vaulted)]}
     lines = sorted(slog.read_text().splitlines())
     assert lines == sorted(f"{step} wave_000 {k} {h}" for step in ("upgrade", "reapply") for k, h in sha.items())
-    # ... and no value is anywhere in the plan folder: private data dir, run record, logs
-    secrets = [*values.values(), vaulted, vault_password]
-    seen_plain = False
-    for f in plan_dir.rglob("*"):
-        if f.is_file():
+    # ... and no value is in any file apply, ansible-runner or Ansible wrote: the plan folder (private data
+    # dir, run record, logs) and Ansible's local temp folder; only keys/ holds the password files themselves
+    secrets = [*values.values(), vaulted, vault_password, env_vault_password]
+    seen_plain = scanned = 0
+    for f in tmp_path.rglob("*"):
+        if f.is_file() and keys not in f.parents:
             data = f.read_bytes()
             assert not [s for s in secrets if s.encode() in data], f
-            seen_plain |= f"visible-{tag}".encode() in data
-    assert seen_plain  # the scan does see the recorded environment
+            seen_plain += str(local_temp).encode() in data
+            scanned += 1
+    assert seen_plain and scanned > 20  # the scan does see the recorded environment
     [rec] = records(plan_dir)
     assert rec["secret_env"] == ["CLUSTERDEF_TEST_SECRET"] and rec["vault_ids"] == [f"test@{keys / 'vault-pass'}"]
     assert rec["extravars"]["apply_secret_names"].startswith("CLUSTERDEF_TEST_SECRET")  # -e values are recorded
     pdd = Path(rec["private_data_dir"])
     assert not (pdd / "env").exists()  # no env/envvars, env/extravars, env/cmdline
     command = json.loads((Path(rec["runs"][1]["artifact_dir"]) / "command").read_text())
-    assert all(command["env"][k] == run_mod.WITHHELD for k in values)
+    assert all(command["env"][k] == run_mod.WITHHELD for k in [*values, "ANSIBLE_VAULT_PASSWORD_FILE"])
+    assert command["env"]["ANSIBLE_LOCAL_TEMP"] == str(local_temp)
     argv = command["command"]
     assert argv[1:5] == ["-P", "-m", "clusterdef.runner", "--env-from"] and "--vault-id" in argv
     assert not Path(argv[5]).parent.exists()  # the pipe's folder is gone

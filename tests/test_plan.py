@@ -265,3 +265,76 @@ def test_cli_base_git_ref(tmp_path):
     assert doc["from"]["set"] == OLD and doc["from"]["file"] == "HEAD:lab.yaml" and doc["to"]["set"] == CURRENT
     r = runner.invoke(app, ["plan", "--base", "no-such-ref", "--to", str(d), "--matrices", str(MATRICES)])
     assert r.exit_code == 2 and "no-such-ref" in r.output
+
+
+def _repo(tmp_path: Path, mac_file: str, link_to: Path | None = None) -> tuple[Path, Path, dict]:
+    """A git repository holding clusters/lab.yaml (the old set) whose train group reads its MACs
+    from `mac_file` (committed as a symbolic link to `link_to` if given); the working tree then
+    moves to the current set."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    (repo / "clusters" / "macs").mkdir(parents=True)
+    (repo / "matrices").symlink_to(MATRICES)
+    d = repo / "clusters" / "lab.yaml"
+    macs = 'mac:\n        source: list\n        macs: ["52:54:00:20:00:11", "52:54:00:20:00:12", ' \
+           '"52:54:00:20:00:13", "52:54:00:20:00:14"]'
+    assert macs in variant(tmp_path, "lab", OLD).read_text()
+    d.write_text(variant(tmp_path, "lab", OLD).read_text().replace(macs, f"mac: {{source: inventory, file: "
+                                                                         f"{json.dumps(mac_file)}}}"))
+    (repo / "clusters" / "macs" / "train.csv").write_text("host,mac\n" + "".join(
+        f"gpu00{i},52:54:00:20:00:1{i}\n" for i in range(1, 5)))
+    if link_to:
+        (d.parent / mac_file).symlink_to(link_to)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "old"]):
+        subprocess.run([git, *cmd], cwd=repo, check=True, env=env)
+    d.write_text(variant(tmp_path, "lab", CURRENT).read_text())
+    return repo, d, env
+
+
+def test_base_ref_is_never_a_git_option(tmp_path):
+    repo, d, _ = _repo(tmp_path, "macs/train.csv")
+    for ref in ("--output=" + str(tmp_path / "written"), "-h", "HEAD\n--output=x", ""):
+        r = runner.invoke(app, ["plan", f"--base={ref}", "--to", str(d), "--matrices", str(MATRICES)])
+        assert r.exit_code == 2 and "plan-git-ref" in r.output and "is not a git ref" in r.output, r.output
+        assert "Traceback" not in r.output
+    assert not (tmp_path / "written").exists() and not list(repo.rglob("x"))
+    r = runner.invoke(app, ["plan", "--base", "HEAD~5", "--to", str(d), "--matrices", str(MATRICES)])
+    assert r.exit_code == 2 and "HEAD~5^{commit}" in r.output
+
+
+def test_base_mac_inventory_is_copied_from_the_definitions_folder(tmp_path):
+    from clusterdef.plan import materialise_base
+
+    repo, d, _ = _repo(tmp_path, "macs/train.csv")
+    out = tmp_path / "work"
+    out.mkdir()
+    materialise_base("HEAD", d, out)
+    assert (out / "macs" / "train.csv").read_text().startswith("host,mac\ngpu001,")
+    r = runner.invoke(app, ["plan", "--base", "HEAD", "--to", str(d), "--today", "2026-11-30", "-f", "json",
+                            "--matrices", str(MATRICES)])
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("mac_file,why", [
+    ("../../outside.csv", "climbs out with '..'"),
+    ("macs/../../outside.csv", "climbs out with '..'"),
+    ("/etc/passwd", "is an absolute path"),
+    ("link.csv", "is a symbolic link in git"),
+    ("wt-link.csv", "leads out of"),
+])
+def test_base_mac_inventory_outside_the_definitions_folder_is_refused(tmp_path, mac_file, why):
+    (tmp_path / "outside.csv").write_text("host,mac\nsecret,00:00:00:00:00:00\n")
+    # link.csv is committed as a symbolic link pointing out of the folder
+    repo, d, env = _repo(tmp_path, mac_file, tmp_path / "outside.csv" if mac_file == "link.csv" else None)
+    if mac_file == "wt-link.csv":  # not in git: only the working tree's symbolic link
+        (repo / "clusters" / "wt-link.csv").symlink_to(tmp_path / "outside.csv")
+    r = runner.invoke(app, ["plan", "--base", "HEAD", "--to", str(d), "--matrices", str(MATRICES)])
+    assert r.exit_code == 2, r.output
+    out = " ".join(r.output.split())
+    assert "plan-base-mac-file" in out and why in out and "HEAD:clusters/lab.yaml:" in out, out
+    assert "nodes.train.addressing.mac.file" in out and "Traceback" not in out
+    assert "secret" not in out  # the file outside was never read into the plan

@@ -43,7 +43,8 @@ mutation = st.tuples(st.sampled_from(["set", "delete", "rename"]), st.sampled_fr
 def apply(data, op, path, value):
     node = data
     for p in path[:-1]:
-        if isinstance(node, (dict, list)) and (p in node if isinstance(node, dict) else 0 <= p < len(node)):
+        # an earlier mutation may have turned a mapping into a list: a name is then no index
+        if isinstance(node, dict) and p in node or isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node):
             node = node[p]
         else:
             return

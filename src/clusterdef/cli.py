@@ -279,6 +279,7 @@ def plan(
     diffs. Exit 0 with a plan, 2 when refused or on bad input."""
     from .plan import FROM_SIDE_IGNORED, PlanInputError, base_side, load_side, make_plan
     from .plan.formats import to_json, to_markdown, to_text
+    from .plan.planfile import seal
 
     if (from_ is None) == (base is None):
         err.print("[red]error[/]: give exactly one of --from OLD.yaml or --base GIT_REF")
@@ -288,7 +289,8 @@ def plan(
     try:
         # a candidate target is the plan's decision (refused without --allow-candidate), not a definition error
         new = load_side(to, matrices, day, {"matrix-candidate"})
-        old = base_side(base, to, matrices, day) if base else load_side(from_, matrices, day, FROM_SIDE_IGNORED)
+        old = (base_side(base, to, matrices, day) if base is not None  # --base "" is refused there, not ignored
+               else load_side(from_, matrices, day, FROM_SIDE_IGNORED))
     except PlanInputError as exc:
         _print_findings(exc.findings, exc.sources)
         err.print("[red]no plan[/]: fix the definition errors above first")
@@ -305,7 +307,7 @@ def plan(
             err.print(f"[red]refused[/] {r.code}: {r.message}  [green]hint:[/] {r.hint}")
         raise typer.Exit(EXIT_BAD)
     if plan_file:
-        _write_file(plan_file, to_json(p.doc))
+        _write_file(plan_file, to_json(seal(p.doc)))  # sealed: apply checks the whole document
         err.print(f"plan file written to {plan_file}")
 
 
@@ -603,7 +605,11 @@ def _apply_secrets(secret_env: list[str], vault_id: list[str], extra: dict[str, 
             problems.append(f"--vault-id {vid}: no such file {source}")
     values = secret_values(os.environ, secret_env)
     for key, value in extra.items():
-        if any(v in value for v in values):
+        if re.search(r"^ansible_.*pass|password|passwd|become_pass", key, re.IGNORECASE):
+            # Ansible's own credentials (ansible_become_pass, ansible_password...) would be recorded verbatim
+            problems.append(f"-e {key}: a password as an extra var is recorded (run record, ansible-runner's "
+                            "command file): pass it with --secret-env NAME (e.g. ANSIBLE_BECOME_PASS) instead")
+        elif any(v in value for v in values):
             problems.append(f"-e {key}: the value holds a secret from the environment; -e values are recorded "
                             "(run record, ansible-runner's command file): pass it with --secret-env NAME instead")
         elif looks_like_credential(key):

@@ -11,8 +11,8 @@ Secrets and the disk. ansible-runner writes the *whole* environment of every run
 `artifacts/<ident>/command` (`{"command", "cwd", "env"}`), and, unless told not to, the
 envvars/extravars/cmdline it is given into `env/` of the private data dir. So `run_playbook`
 passes `suppress_env_files=True` (nothing in `env/`), and shows ansible-runner only the values
-of a short list of harmless variables (PATH, HOME, locale, ANSIBLE_*/AWX_*/RUNNER_*/PYTHON*
-settings that do not look like credentials). Every other variable, and every name given as
+of an explicit list of harmless variables (PATH, HOME, locale, some PYTHON* and Ansible path
+and output settings: `_RECORDED_NAMES`). Every other variable, and every name given as
 `secret_env`, reaches ansible-playbook through a named pipe instead: ansible-runner starts
 `python -P -m clusterdef.runner --env-from FIFO -- ansible-playbook ...`, which reads the values
 from the pipe (a FIFO holds no data on disk; the same trick ansible-runner uses for SSH keys),
@@ -42,13 +42,30 @@ from .writer import write_file_atomic
 
 RECORD_FORMAT = 1
 WITHHELD = "<withheld by clusterdef: passed to ansible-playbook through a pipe, not recorded>"
-# variables whose values ansible-runner may record: harmless, some read by ansible-runner itself or needed
-# before the wrapper's Python can start (LD_LIBRARY_PATH)
-_RECORDED_NAMES = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "PWD",
-                             "TMPDIR", "VIRTUAL_ENV", "LD_LIBRARY_PATH"})
-_RECORDED_PREFIXES = ("ANSIBLE_", "AWX_", "RUNNER_", "PYTHON", "LC_")
-_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY|API_KEY|ACCESS_KEY",
-                         re.IGNORECASE)
+# The only variables whose values ansible-runner may record (it writes its whole environment into
+# artifacts/<run>/command): an explicit list of names known to be harmless, no prefix rule, so a new
+# or site-specific ANSIBLE_*/AWX_* variable (ANSIBLE_BECOME_PASS) is withheld until listed here. Some are
+# read by ansible-runner itself or needed before the wrapper's Python starts (LD_LIBRARY_PATH, PYTHONPATH).
+_RECORDED_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TZ", "TERM", "PWD", "TMPDIR", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
+    "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY", "LC_MESSAGES",
+    "LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT", "LC_IDENTIFICATION",
+    "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8",
+    "PYTHONWARNINGS",
+    # Ansible settings: paths, output and behaviour, never credentials (nor files holding them)
+    "ANSIBLE_CONFIG", "ANSIBLE_ROLES_PATH", "ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_COLLECTIONS_PATHS",
+    "ANSIBLE_INVENTORY", "ANSIBLE_INVENTORY_ENABLED", "ANSIBLE_LIBRARY", "ANSIBLE_MODULE_UTILS",
+    "ANSIBLE_FILTER_PLUGINS", "ANSIBLE_LOOKUP_PLUGINS", "ANSIBLE_CALLBACK_PLUGINS", "ANSIBLE_CALLBACKS_ENABLED",
+    "ANSIBLE_STDOUT_CALLBACK", "ANSIBLE_LOAD_CALLBACK_PLUGINS", "ANSIBLE_FORCE_COLOR", "ANSIBLE_NOCOLOR",
+    "ANSIBLE_HOST_KEY_CHECKING", "ANSIBLE_LOCAL_TEMP", "ANSIBLE_REMOTE_TEMP", "ANSIBLE_PYTHON_INTERPRETER",
+    "ANSIBLE_FORKS", "ANSIBLE_TIMEOUT", "ANSIBLE_GATHERING", "ANSIBLE_PIPELINING", "ANSIBLE_RETRY_FILES_ENABLED",
+    "ANSIBLE_DEPRECATION_WARNINGS", "ANSIBLE_COMMAND_WARNINGS", "ANSIBLE_SYSTEM_WARNINGS", "ANSIBLE_VERBOSITY",
+    "ANSIBLE_DISPLAY_SKIPPED_HOSTS", "ANSIBLE_DISPLAY_OK_HOSTS", "ANSIBLE_CALLBACK_RESULT_FORMAT",
+    "ANSIBLE_HASH_BEHAVIOUR", "ANSIBLE_NOCOWS", "ANSIBLE_REMOTE_USER", "ANSIBLE_BECOME", "ANSIBLE_BECOME_METHOD",
+    "ANSIBLE_BECOME_USER", "ANSIBLE_STRATEGY",
+})
+_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|(^|_)PASS($|_)|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY|API_KEY"
+                         r"|ACCESS_KEY", re.IGNORECASE)
 _REFERENCE = re.compile(r"_(FILE|PATH|DIR|SOCK)$")
 
 
@@ -188,12 +205,11 @@ def looks_like_credential(name: str) -> bool:
 
 def withheld_names(environ, secret_env: Iterable[str] = ()) -> list[str]:
     """The variables of `environ` whose values ansible-runner must not see (it records its
-    whole environment): all but PATH, HOME, locale and ANSIBLE_/AWX_/RUNNER_/PYTHON/LC_
-    settings, plus anything that looks like a credential or is named in `secret_env`."""
+    whole environment): every one not on the short list of harmless names (_RECORDED_NAMES),
+    and any that is named in `secret_env` or looks like a credential."""
     forced = set(secret_env)
     return sorted(name for name in environ
-                  if name in forced or looks_like_credential(name)
-                  or not (name in _RECORDED_NAMES or name.startswith(_RECORDED_PREFIXES)))
+                  if name in forced or looks_like_credential(name) or name not in _RECORDED_NAMES)
 
 
 def secret_values(environ, secret_env: Iterable[str] = ()) -> list[str]:
@@ -203,7 +219,19 @@ def secret_values(environ, secret_env: Iterable[str] = ()) -> list[str]:
     forced = set(secret_env)
     values = {v for k, v in environ.items()
               if (k in forced and len(v) >= 4) or (looks_like_credential(k) and len(v) >= 8)}
+    values |= {v for v in [_vault_password(environ.get("ANSIBLE_VAULT_PASSWORD_FILE"))] if len(v) >= 4}
     return sorted(values, key=lambda v: (-len(v), v))
+
+
+def _vault_password(path: str | None) -> str:
+    """The password in a vault password file (a plain file, not a client script), '' otherwise."""
+    try:
+        p = Path(path).expanduser() if path else None
+        if p is None or not p.is_file() or os.access(p, os.X_OK) or p.stat().st_size > 4096:
+            return ""
+        return p.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def redactor(values: list[str]) -> Callable[[str], str]:

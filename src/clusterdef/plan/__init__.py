@@ -14,9 +14,9 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .. import __version__, hostlist
 from ..build import build_tree
@@ -84,35 +84,89 @@ def _git(args: list[str], cwd: Path) -> str:
     return proc.stdout
 
 
+def _check_ref(ref: str) -> None:
+    """A ref is data: one starting with `-` would be read by git as an option (`--output=FILE`)."""
+    if not ref or ref.startswith("-") or any(ord(c) < 32 or ord(c) == 127 for c in ref):
+        raise PlanInputError([Finding("plan-git-ref", Severity.ERROR, (), f"{ref!r} is not a git ref",
+                                      "pass a branch, tag or commit (e.g. origin/main); a ref never starts with '-'",
+                                      "--base")])
+
+
+def _base_commit(ref: str, top: Path) -> str:
+    """The commit `ref` names, resolved with the ref after --end-of-options; git is then only
+    given the commit id."""
+    _check_ref(ref)
+    return _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], top).strip()
+
+
+def _mac_problem(file: str) -> str:
+    """Why a MAC inventory path from the base definition may not be read ('' when it may):
+    it must stay inside the definition's folder."""
+    p = PurePosixPath(file)
+    if not file or any(ord(c) < 32 or ord(c) == 127 for c in file) or "\\" in file:
+        return "is empty or holds control characters or backslashes"
+    if p.is_absolute():
+        return "is an absolute path"
+    if ".." in p.parts:
+        return "climbs out with '..'"
+    return ""
+
+
 def materialise_base(ref: str, definition: str | Path, workdir: Path) -> Path:
     """Write the definition as it is at git `ref` (and the MAC inventories it names, from the
-    same ref, else from the working tree) into `workdir`; return the file path."""
+    same ref, else from the working tree) into `workdir`; return the file path. The inventory
+    paths come from the old definition, hostile like any input: each must be a relative path
+    inside the definition's folder, and neither git nor the working tree may lead it out
+    through a symbolic link."""
     from ..source import load_file
 
+    _check_ref(ref)  # before any git command
     definition = Path(definition).resolve()
     if shutil.which("git") is None:
         raise PlanInputError([Finding("plan-git", Severity.ERROR, (), "--base needs git, which is not installed",
                                       "install git or use --from OLD.yaml")])
     top = Path(_git(["rev-parse", "--show-toplevel"], definition.parent).strip())
+    commit = _base_commit(ref, top)
     rel = definition.relative_to(top).as_posix()
-    text = _git(["show", f"{ref}:{rel}"], top)
+    text = _git(["show", f"{commit}:{rel}"], top)
     out = workdir / definition.name
     out.write_text(text, encoding="utf-8")
     try:
-        data = load_file(out).data
+        source = load_file(out)
     except Exception:
         return out  # validation reports the problem with its line
-    for group in (data.get("nodes") or {}).values() if isinstance(data, dict) else []:
-        mac = ((group or {}).get("addressing") or {}).get("mac") or {}
-        if isinstance(mac, dict) and mac.get("source") == "inventory" and isinstance(mac.get("file"), str):
-            src_rel = (Path(rel).parent / mac["file"]).as_posix()
-            dest = workdir / mac["file"]
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            proc = subprocess.run(["git", "show", f"{ref}:{src_rel}"], cwd=top, capture_output=True, timeout=60)
-            if proc.returncode == 0:
-                dest.write_bytes(proc.stdout)
-            elif (definition.parent / mac["file"]).is_file():
-                shutil.copyfile(definition.parent / mac["file"], dest)
+    data, folder = source.data, definition.parent.resolve()
+    for name, group in (data.get("nodes") or {}).items() if isinstance(data, dict) else []:
+        mac = ((group or {}).get("addressing") or {}).get("mac") if isinstance(group, dict) else None
+        mac = mac if isinstance(mac, dict) else {}
+        if mac.get("source") != "inventory" or not isinstance(mac.get("file"), str):
+            continue
+        where = ("nodes", name, "addressing", "mac", "file")
+        file = mac["file"]
+        why = _mac_problem(file)
+        src_rel = (PurePosixPath(rel).parent / file).as_posix()
+        if not why:
+            mode = _git(["--literal-pathspecs", "ls-tree", "-z", commit, "--", src_rel], top).split(" ", 1)[0]
+            local = (definition.parent / file).resolve()
+            if mode == "120000":
+                why = "is a symbolic link in git"
+            elif not mode and local.is_file() and not local.is_relative_to(folder):
+                why = f"leads out of {folder} through a symbolic link"
+        if why:
+            located = replace(source, file=f"{ref}:{rel}")
+            line, col = located.locate(where)
+            raise PlanInputError([Finding("plan-base-mac-file", Severity.ERROR, where,
+                                          f"the MAC inventory {file!r} at {ref} {why}",
+                                          "name a file in the definition's folder or below it, by a relative "
+                                          "path (e.g. inventory/macs.csv)", located.file, line, col)],
+                                 {located.file: located})
+        dest = workdir / file
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["git", "show", f"{commit}:{src_rel}"], cwd=top, capture_output=True, timeout=60)
+        if proc.returncode == 0:
+            dest.write_bytes(proc.stdout)
+        elif (definition.parent / file).is_file():
+            shutil.copyfile(definition.parent / file, dest)
     return out
 
 

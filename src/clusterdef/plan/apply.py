@@ -1,8 +1,11 @@
 """From a plan file to the Ansible runs that carry it out (`clusterdef apply`).
 
-The plan file is checked first: both definitions are validated and rendered again in memory
-and their hashes compared with the plan's (`check_plan_file`); a stale plan is refused before
-anything runs. Then each rollout stage becomes one or more steps, each step one
+The plan file is checked first: its structure (planfile.SCHEMA), then both definitions are
+validated and rendered again in memory and their hashes compared with the plan's
+(`check_plan_file`); a stale plan is refused before anything runs. The plan is then derived
+again from the definitions: a file that differs from it in anything (a stage, host, set, gate,
+the refused flag) or whose `plan_sha256` does not match is refused as forged, and the steps
+come from the re-derived plan, never from the file. Then each rollout stage becomes one or more steps, each step one
 `ansible-playbook` run on one upgrade wave group of the *rendered* inventory
 (`ansible/inventory/hosts.yml`, `upgrade_waves` > `wave_000` (canary), `wave_001`...):
 
@@ -26,14 +29,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
 from ruamel.yaml import YAML, YAMLError
 
 from .. import hostlist
-from . import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_file, load_side
+from . import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_file, load_side, make_plan
+from .planfile import forgeries, schema_problems, seal
 
 GATES = ("gates.yml", "enforce-baseline.yml")
 STAGE_KINDS = ("prepare", "canary", "rollback-drill", "control-plane", "wave")
@@ -206,25 +210,31 @@ class Prepared:
 
 
 def read_plan_file(path: Path) -> dict:
-    from ..limits import InputError, read_text
+    """The plan file's document, its structure checked (every field apply relies on, typed);
+    refused as a whole when the file says the plan was refused."""
+    from ..limits import InputError, load_json
 
+    hint = "pass the file `clusterdef plan --plan-file` wrote (plan again if it is from another version)"
     try:
-        doc = json.loads(read_text(path, "plan"))  # bounded: regular files only, size-limited
+        doc = load_json(path, "plan")  # bounded: regular files only, size, depth and number limits
     except InputError as exc:
-        raise ApplyError([f"cannot read the plan file: {exc}"], "pass the file `clusterdef plan --plan-file` wrote")
+        raise ApplyError([f"cannot read the plan file: {exc}"], hint)
     except json.JSONDecodeError as exc:
-        raise ApplyError([f"{path}:{exc.lineno}: not a plan file (invalid JSON: {exc.msg})"],
-                         "pass the file `clusterdef plan --plan-file` wrote")
-    if not isinstance(doc, dict) or "plan_format" not in doc or not isinstance(doc.get("rollout"), dict):
-        raise ApplyError([f"{path}: not a clusterdef plan file (no plan_format/rollout)"],
-                         "pass the file `clusterdef plan --plan-file` wrote")
-    if doc.get("refused"):
-        raise ApplyError([f"{path}: the plan was refused: " + "; ".join(r.get("message", "?") for r in
-                                                                        doc.get("refusals", []))])
+        raise ApplyError([f"{path}:{exc.lineno}:{exc.colno}: not a plan file (invalid JSON: {exc.msg})"], hint)
+    except RecursionError:  # nesting deeper than the parser's stack
+        raise ApplyError([f"{path}: not a plan file (JSON nested too deeply)"], hint)
+    problems = schema_problems(doc)
+    if problems:
+        more = [f"... and {len(problems) - 20} more problems"] if len(problems) > 20 else []
+        raise ApplyError([f"{path}: not a valid plan file: {p}" for p in problems[:20]] + more, hint)
+    if doc["refused"]:
+        raise ApplyError([f"{path}: the plan was refused: " + "; ".join(r["message"] for r in doc["refusals"])])
     return doc
 
 
 def _locate(label: str, plan_path: Path) -> Path | None:
+    if not label or label in (".", "..") or Path(label).name != label or "\\" in label:
+        return None  # the plan records a bare file name: anything else points elsewhere
     for base in (Path(plan_path).parent, Path.cwd()):
         if (base / label).is_file():
             return base / label
@@ -259,6 +269,18 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
     if stale:
         raise ApplyError(stale, "the plan no longer describes these definitions: run `clusterdef plan` again, "
                          "review it, and apply the new plan file")
+    # The file is only a claim: derive the plan again from the definitions and refuse any difference.
+    # File names are the plan's own labels (the hashes above vouch for the contents); a candidate
+    # target can only have a canary-only plan, so --allow-candidate is implied.
+    old, new = replace(old, label=doc["from"]["file"]), replace(new, label=doc["to"]["file"])
+    derived = make_plan(old, new, allow_candidate=True)
+    forged = forgeries(doc, derived.doc)
+    if derived.refused:
+        forged.insert(0, "these definitions give a refused plan: " + "; ".join(p.message for p in derived.refusals))
+    if forged:
+        raise ApplyError([f"{plan_path}: {f}" for f in forged], "the plan file is not the plan `clusterdef plan` "
+                         "writes for these definitions: plan again, review it, and apply the new plan file")
+    doc = seal(derived.doc)  # from here on only the re-derived plan counts
     inventory = {rel[len("ansible/"):]: text for rel, text in new.tree.items() if rel.startswith("ansible/")}
     if "inventory/hosts.yml" not in inventory:
         raise ApplyError(["the rendered tree has no ansible/inventory/hosts.yml"],
