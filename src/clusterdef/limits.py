@@ -203,5 +203,5 @@ def load_json(path: str | Path, kind: str) -> Any:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError, ValueError) as exc:
         line, col = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else (0, 0)
-        raise _fail("json-syntax", name, f"not JSON: {getattr(exc, 'msg', exc)}",
+        raise _fail("json-syntax", name, f"invalid JSON: {getattr(exc, 'msg', exc)}",
                     f"the {kind} must be valid JSON", line, col) from None

@@ -218,11 +218,10 @@ def read_plan_file(path: Path) -> dict:
     try:
         doc = load_json(path, "plan")  # bounded: regular files only, size, depth and number limits
     except InputError as exc:
-        raise ApplyError([f"cannot read the plan file: {exc}"], hint)
-    except json.JSONDecodeError as exc:
-        raise ApplyError([f"{path}:{exc.lineno}:{exc.colno}: not a plan file (invalid JSON: {exc.msg})"], hint)
-    except RecursionError:  # nesting deeper than the parser's stack
-        raise ApplyError([f"{path}: not a plan file (JSON nested too deeply)"], hint)
+        f = exc.findings[0]
+        if f.code in ("json-syntax", "nesting-too-deep", "number-too-long"):
+            raise ApplyError([f"{f.where}: not a plan file ({f.message})"], hint) from None
+        raise ApplyError([f"cannot read the plan file {f.where}: {f.message}"], f.hint or hint) from None
     problems = schema_problems(doc)
     if problems:
         more = [f"... and {len(problems) - 20} more problems"] if len(problems) > 20 else []
