@@ -233,9 +233,10 @@ def test_cli_bad_inputs_exit_2(tmp_path):
     log = str(LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log")
     r = runner.invoke(app, ["baseline", "compare", log, "--baseline", str(bad)])
     assert r.exit_code == 2 and "b.yaml" in r.output
-    r = runner.invoke(app, ["baseline", "compare", log, "--set", "2026.07-r580", "--tolerance", "huge=3",
-                            "--matrices", str(MATRICES)])
-    assert r.exit_code == 2
+    for tol in ("huge=3", "large=inf", "large=nan", "small=150", "medium=-1", "large=1e400"):
+        r = runner.invoke(app, ["baseline", "compare", log, "--set", "2026.07-r580", "--tolerance", tol,
+                                "--matrices", str(MATRICES)])
+        assert r.exit_code == 2 and "from 0 to 100" in r.output, (tol, r.output)
     r = runner.invoke(app, ["baseline", "record", str(LOGS / "p100-8gpu-nccl1-ancient-format-abort.log"),
                             "--set", "2026.07-r580", "-o", str(tmp_path / "x.yaml")])
     assert r.exit_code == 2 and "failed" in r.output and not (tmp_path / "x.yaml").exists()

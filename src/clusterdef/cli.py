@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Validate a GPU cluster definition and compile it into everything that builds the cluster.")
@@ -470,8 +471,11 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
             if band not in {b for b, _, _ in BANDS}:
                 raise ValueError
             tol[band] = float(pct)
+            if not 0 <= tol[band] <= 100:  # also refuses inf and nan: a tolerance that passes any slowdown
+                raise ValueError
         except ValueError:
-            err.print(f"[red]error[/]: --tolerance {t!r}: use small=PCT, medium=PCT or large=PCT")
+            err.print(f"[red]error[/]: --tolerance {escape(repr(t))}: use small=PCT, medium=PCT or large=PCT "
+                      "with PCT a number from 0 to 100")
             raise typer.Exit(EXIT_BAD)
     if (set_name is None) == (baseline_file is None):
         err.print("[red]error[/]: give exactly one of --set NAME or --baseline FILE")
