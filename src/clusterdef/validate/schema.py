@@ -73,9 +73,13 @@ def _describe(value: Any) -> str:
 
 def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[Finding]:
     findings = []
-    for err in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False)
+    item_locs = [tuple(e["loc"]) for e in errors]
+    for err in errors:
         kind = err["type"]
         loc = tuple(err["loc"])
+        if kind == "too_short" and any(len(o) > len(loc) and o[:len(loc)] == loc for o in item_locs):
+            continue  # "at least 1 item after validation": the item's own error says why
         path = prefix + _data_path(loc, data)
         field = str(path[-1]) if path else "<root>"
         if path and isinstance(path[-1], int):  # a list item: name the list and the index
@@ -145,9 +149,10 @@ def text_findings(data: Any, prefix: Path = ()) -> list[Finding]:
             for text, what in ((key, "key"), (value, "value")):
                 if isinstance(text, str) and not INVISIBLE.isdisjoint(text):
                     bad = next(c for c in text if c in INVISIBLE)
+                    name = f"{child[-2]}[{key}]" if isinstance(key, int) and len(child) > 1 else str(key)
                     findings.append(Finding(
                         "control-character", Severity.ERROR, child,
-                        f"{child[-1]}: the {what} {_describe(text)} contains U+{ord(bad):04X}, a control, "
+                        f"{name}: the {what} {_describe(text)} contains U+{ord(bad):04X}, a control, "
                         "bidi or zero-width character",
                         "definitions are plain one-line text: remove the character (a newline in a value "
                         "would add lines to rendered files)"))
