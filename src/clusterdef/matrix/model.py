@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..model.base import Model, Version
+from ..model.types import RelPath, SetName, Text, Token
 
 
 class Fact(BaseModel):
@@ -28,21 +29,23 @@ class Components(Model):
 
 
 class Provenance(Model):
-    validated_on: str | None = None
-    sources: tuple[str, ...] = ()
+    validated_on: Text | None = None
+    sources: tuple[Text, ...] = ()
 
 
 SetStatus = Literal["candidate", "validated", "retired"]
 
 
 class ValidatedSet(Model):
-    name: str
+    name: SetName
     status: SetStatus
-    summary: str = ""
+    summary: Text = ""
     provenance: Provenance = Provenance()
-    baseline: str | None = None
+    baseline: RelPath | None = None
+    """Baseline file, relative to the matrices folder."""
     components: Components
-    firmware: dict[str, dict[str, str]] = {}
+    firmware: dict[Token, dict[Token, Token]] = {}
+    """platform -> firmware component -> version; versions reach the first-boot script and nodecheck."""
 
     @property
     def driver_branch(self) -> str:
