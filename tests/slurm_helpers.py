@@ -168,8 +168,15 @@ class Workdir:
     def path(self, rel: str) -> str:
         return f"{self.inside}/{rel}"
 
+    @property
+    def job_tmp(self) -> str:
+        """Base of the per-job /tmp namespaces: Slurm refuses a BasePath under /tmp, so it sits in
+        /var/tmp (inside the root for chroot builds), one per work folder, removed with it."""
+        return f"/var/tmp/{self.host.name}-job_tmp"
+
     def cleanup(self) -> None:
         shutil.rmtree(self.host, ignore_errors=True)
+        shutil.rmtree(self.build.host_path(self.job_tmp), ignore_errors=True)
 
 
 class Munge:
@@ -201,7 +208,7 @@ class Munge:
 
 def test_copy(conf: str, work: Workdir, munge_socket: str, *, ctld_port: int, slurmd_port: int,
               accounting: str | None = None, node_params: str = "NodeAddr=127.0.0.1",
-              node_ports: dict[str, int] | None = None) -> str:
+              node_ports: dict[str, int] | None = None, job_container: bool = False) -> str:
     """The rendered slurm.conf with the adjustments one test machine needs, and only those:
     this host as the only controller, root as SlurmUser, state/log/pid files and ports in the
     work folder, munge's socket, nodes at 127.0.0.1, and accounting off (with partition QOS,
@@ -226,6 +233,10 @@ def test_copy(conf: str, work: Workdir, munge_socket: str, *, ctld_port: int, sl
             name, rest = line.split(" ", 1)
             for host in ClusterShellNodeSet(name.split("=", 1)[1]):
                 out.append(f"NodeName={host} {rest} NodeAddr=127.0.0.1 NodeHostname=localhost Port={node_ports[host]}")
+            continue
+        if key in ("JobContainerType", "NamespaceType") and not job_container:
+            # Several slurmd on one host make the per-job /tmp plugin fail at the first job
+            # (`_create_ns: ns base mount failed: Invalid argument`); test_private_tmp runs it alone.
             continue
         if key == "NodeName":
             line = f"{line} {node_params}"
@@ -276,6 +287,8 @@ class Controller:
             (self.work.host / d).mkdir(exist_ok=True)
         for rel, text in tree.items():
             if rel.startswith("slurm/"):
+                # the per-job /tmp base lives in the work folder, never on the test machine's disk
+                text = text.replace("/var/lib/slurm/job_tmp", self.work.job_tmp)
                 (etc / rel.split("/", 1)[1]).write_text(text)
         self.ctld_port = adjust.pop("ctld_port", None) or free_port()
         self.slurmd_port = adjust.pop("slurmd_port", None) or free_port()

@@ -275,7 +275,9 @@ def test_live_fake_cluster(lab, matrix, controller, tmp_path):
         gres = f"gpu:{d.hardware['hgx-h100'].gpu.type}:2"
         r = build.run("srun", "-N2", "-n2", f"--gres={gres}", "-p", "train", "-t", "1",
                       "sh", "-c", 'echo "$(hostname) $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"',
-                      env=ctl.env, timeout=120)
+                      env=ctl.env, timeout=120, check=False)
+        assert r.returncode == 0, r.stderr + "".join(
+            f"\n== {p.name}\n" + p.read_text(errors="replace")[-1500:] for p in sorted(w.host.glob("slurmd-*.log")))
         assert len(r.stdout.splitlines()) == 2, r.stdout + r.stderr
         assert [ln.split()[-1] for ln in r.stdout.splitlines()] == ["0,1", "0,1"], r.stdout
         assert len({ln.split()[1] for ln in r.stdout.splitlines()}) == 2, r.stdout

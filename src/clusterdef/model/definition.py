@@ -14,6 +14,7 @@ from .kubernetes import Kubernetes
 from .network import Network
 from .nodes import NodeGroup
 from .slurm import Slurm
+from .storage import Filesystem
 from .tenants import Tenant
 from .upgrade import Upgrade
 
@@ -27,6 +28,7 @@ class Definition(Model):
     network: Network
     slurm: Slurm | None = None
     kubernetes: Kubernetes | None = None
+    filesystems: dict[Name, Filesystem] = {}
     tenants: dict[Name, Tenant] = {}
     upgrade: Upgrade = Upgrade()
 

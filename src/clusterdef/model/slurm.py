@@ -20,6 +20,10 @@ class Partition(Model):
     allow_accounts: tuple[Name, ...] = ()
     """Slurm accounts allowed to submit; empty means all."""
     max_nodes: int | None = Field(default=None, ge=1, le=131072)
+    oversubscribe: Literal["no", "exclusive", "yes", "force"] | None = None
+    """OverSubscribe: `exclusive` gives whole nodes to each job (training partitions)."""
+    exclusive_user: bool = False
+    """ExclusiveUser: nodes are never shared between users."""
     """Largest job in nodes; anything above 1 makes this a multi-node partition."""
 
 

@@ -18,10 +18,22 @@ class Quota(Model):
 
 
 class Isolation(Model):
+    """What was sold, layer by layer; docs/tenancy.md says what each value renders and what it
+    does not protect against."""
+
     level: Literal["shared", "dedicated"] = "shared"
     device: Literal["none", "cgroup", "whole-node", "mig"] = "cgroup"
+    """cgroup: jobs see only their GPUs (ConstrainDevices); whole-node: no other tenant's job on a
+    node while this tenant runs there (owned node groups, or Slurm MCS by account); mig: MIG slices."""
     network: Literal["none", "network-policy", "partition-key", "vlan"] = "none"
     storage: Literal["none", "project-quota", "dedicated-filesystem"] = "none"
+    node_groups: tuple[Name, ...] = ()
+    """Node groups this tenant alone may use (whole-node): no other tenant's partition or flavor
+    may include them. Empty with whole-node: nodes are shared but never at once (Slurm MCS)."""
+    pkey: int | None = Field(default=None, ge=0x0001, le=0x7FFE)
+    """InfiniBand partition key (partition-key); derived from the tenant name when absent."""
+    vlan: int | None = Field(default=None, ge=2, le=4094)
+    """VLAN id on the nodes' Ethernet/RoCE interfaces (vlan)."""
 
 
 class TenantSlurm(Model):
@@ -44,6 +56,10 @@ class TenantKubernetes(Model):
 
 
 class Storage(Model):
+    filesystem: Name | None = None
+    """The filesystem (top-level `filesystems`) holding the tenant's directory and quota."""
+    project_id: int | None = Field(default=None, ge=1, le=4_000_000_000)
+    """Project (quota) id; derived from the tenant name when absent."""
     quota_tib: float = Field(gt=0, le=1_000_000)
     """Up to an exabyte; finite (`.inf` and `.nan` are refused)."""
     scratch_expiry_days: int = Field(default=30, ge=1, le=3650)

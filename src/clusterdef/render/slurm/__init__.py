@@ -22,6 +22,7 @@ import jinja2
 
 from ... import hostlist
 from ...model.slurm import Slurm
+from ... import tenancy
 from ...resolve import Resolved
 from ...quoting import guarded_env, sacctmgr, shell, slurm
 from . import keywords
@@ -153,6 +154,7 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
             "AccountingStorageEnforce": ",".join(a.enforce),
             "AccountingStorageTRES": "gres/gpu" if has_gpus else "",
         })
+    params.update(tenancy_params(resolved, kw))
     hc = s.health_check
     if hc.enabled:
         params.update({
@@ -185,6 +187,7 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
 
     out.append("\n# Partitions\n")
     for pname, part in s.partitions.items():
+        cpu_per_gpu, mem_per_gpu = per_gpu_share(resolved, part.node_groups)
         out.append(_line([
             ("PartitionName", pname),
             ("Nodes", ",".join(part.node_groups)),
@@ -194,9 +197,63 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
             ("PriorityTier", part.priority_tier),
             ("QOS", part.qos),
             ("AllowAccounts", ",".join(part.allow_accounts) or None),
+            ("OverSubscribe", part.oversubscribe.upper() if part.oversubscribe else None),
+            ("ExclusiveUser", "YES" if part.exclusive_user else None),
+            ("DefCpuPerGPU", cpu_per_gpu or None),
+            ("DefMemPerGPU", mem_per_gpu or None),
             ("State", "UP"),
         ]) + "\n")
     return "".join(out)
+
+
+def per_gpu_share(resolved: Resolved, groups) -> tuple[int, int]:
+    """(cores, MiB of RealMemory) per GPU, the smallest share over the partition's GPU groups, so a job
+    asking for GPUs gets the cores and memory that go with them (DefCpuPerGPU / DefMemPerGPU)."""
+    d = resolved.definition
+    shares = [(d.hardware[d.nodes[g].hardware].cpu.cpus // hw.gpu.count,
+               real_memory_mb(hw.memory_gib) // hw.gpu.count)
+              for g in groups if g in d.nodes and (hw := d.hardware[d.nodes[g].hardware]).gpu]
+    return (min(c for c, _ in shares), min(m for _, m in shares)) if shares else (0, 0)
+
+
+# Per-job private /tmp and /dev/shm: job_container/tmpfs up to 25.05, namespace/linux from 25.11
+# (slurm/docs/job_container.conf.5 and namespace.yaml.5 in the reference; both need PrologFlags=Contain).
+JOB_TMP_BASE = "/var/lib/slurm/job_tmp"  # local disk: unique per node, never a shared filesystem
+
+
+def job_namespace_plugin(kw: keywords.Keywords) -> str:
+    return "namespace/linux" if "namespacetype" in kw.parameters else "job_container/tmpfs"
+
+
+def tenancy_params(resolved: Resolved, kw: keywords.Keywords) -> dict[str, str]:
+    """slurm.conf keys that enforce tenants' isolation (docs/tenancy.md)."""
+    d = resolved.definition
+    out: dict[str, str] = {}
+    if tenancy.private_data(d):
+        # Nobody sees other tenants' jobs, usage, users, accounts or reservations.
+        out["PrivateData"] = "accounts,jobs,reservations,usage,users"
+    if tenancy.mcs_tenants(d):
+        # Whole-node tenants without nodes of their own: a node never holds two accounts' jobs.
+        out["MCSPlugin"] = "mcs/account"
+        out["MCSParameters"] = "enforced,select,privatedata"
+    if any(t.isolation.level == "dedicated" and t.slurm for t in d.tenants.values()):
+        out["PrologFlags"] = "Contain"  # pam_slurm_adopt and the job namespace need the extern step
+        plugin = job_namespace_plugin(kw)
+        out["NamespaceType" if plugin == "namespace/linux" else "JobContainerType"] = plugin
+    return out
+
+
+def job_namespace_conf(resolved: Resolved, kw: keywords.Keywords) -> tuple[str, str]:
+    """(file name, content) of the per-job /tmp and /dev/shm configuration for the set's Slurm."""
+    if job_namespace_plugin(kw) == "namespace/linux":
+        text = (_header(resolved, "namespace.yaml")
+                + "# Per-job private /tmp and /dev/shm (namespace/linux); removed when the job ends.\n"
+                + f"defaults:\n  auto_base_path: true\n  base_path: {JOB_TMP_BASE}\n  dirs: /tmp,/dev/shm\n")
+        return "slurm/namespace.yaml", text
+    text = (_header(resolved, "job_container.conf")
+            + "# Per-job private /tmp and /dev/shm (job_container/tmpfs); removed when the job ends.\n"
+            + f"AutoBasePath=true\nBasePath={JOB_TMP_BASE}\n")  # Dirs defaults to /tmp,/dev/shm
+    return "slurm/job_container.conf", text
 
 
 def gres_conf(resolved: Resolved) -> str:
@@ -401,4 +458,7 @@ def render(resolved: Resolved) -> dict[str, str]:
         tree["slurm/topology.conf"] = topo
     if d.slurm.health_check.enabled:
         tree["slurm/nodecheck"] = nodecheck(resolved)
+    if "JobContainerType" in tenancy_params(resolved, kw) or "NamespaceType" in tenancy_params(resolved, kw):
+        name, text = job_namespace_conf(resolved, kw)
+        tree[name] = text
     return dict(sorted(tree.items()))

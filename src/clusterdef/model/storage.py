@@ -1,0 +1,29 @@
+"""Filesystems: where tenants' data lives, who mounts it, and how quotas are enforced on it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import Model, Name
+from .types import AbsPath, Token
+
+# Kinds whose quota clusterdef can set per project (tenant); nfs exports have none of their own.
+QUOTA_KINDS = ("lustre", "gpfs", "xfs", "btrfs")
+
+
+class Filesystem(Model):
+    kind: Literal["lustre", "gpfs", "nfs", "xfs", "btrfs"]
+    mount: AbsPath
+    """Mount point on the nodes; tenants' directories are `<mount>/<tenant>`."""
+    source: Token | None = None
+    """What is mounted (GPFS device name, e.g. `fs1`); needed by mmsetquota for gpfs."""
+    node_groups: tuple[Name, ...] = Field(min_length=1)
+    """Node groups that mount it (and whose Kubernetes namespaces may claim it)."""
+    scratch: bool = False
+    """Scratch space: files not accessed for the tenant's `scratch_expiry_days` are removed."""
+    size_tib: float | None = Field(default=None, gt=0, le=1_000_000)
+    """Usable capacity, when known: quotas on it are checked against it."""
+    owner: Name | None = None
+    """The tenant that owns it (dedicated-filesystem): mounted only on that tenant's nodes."""

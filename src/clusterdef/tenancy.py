@@ -1,0 +1,246 @@
+"""Tenancy: what each tenant's isolation claim compiles into, layer by layer.
+
+One pure function, `enforcement`, answers for every tenant and layer (device, network, storage,
+observation) which mechanism enforces the claim and in which rendered file, or why nothing can.
+The renderers take their decisions from the helpers here (owned node groups, whole-node mode,
+partition keys, project ids), `validate` reports every gap as `dedicated-not-isolated`, and
+`clusterdef isolation` prints the table. docs/tenancy.md describes each value.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from .model import Definition
+from .model.storage import QUOTA_KINDS
+
+LAYERS = ("device", "network", "storage", "observation")
+DEFAULT_PKEY = 0x7FFF
+
+
+@dataclass(frozen=True)
+class Layer:
+    claim: str                      # the definition's value ("whole-node", "partition-key", ...)
+    mechanisms: tuple[str, ...]     # what enforces it, in words
+    files: tuple[str, ...]          # rendered files that carry the mechanism
+    gap: str = ""                   # why the claim is not enforced ("" when it is, or nothing was claimed)
+
+
+@dataclass(frozen=True)
+class TenantEnforcement:
+    tenant: str
+    level: str
+    layers: dict[str, Layer] = field(default_factory=dict)
+
+    @property
+    def gaps(self) -> dict[str, str]:
+        return {name: layer.gap for name, layer in self.layers.items() if layer.gap}
+
+
+def _derived(name: str, low: int, high: int) -> int:
+    """A stable number in [low, high] from a tenant name: adding a tenant never renumbers another."""
+    return low + zlib.crc32(name.encode()) % (high - low + 1)
+
+
+def pkey(d: Definition, tenant: str) -> int:
+    """The tenant's InfiniBand partition key (15 bits; 0x7fff is the default partition)."""
+    t = d.tenants[tenant]
+    return t.isolation.pkey if t.isolation.pkey is not None else _derived(tenant, 0x0100, 0x7FFE)
+
+
+def project_id(d: Definition, tenant: str) -> int:
+    """The tenant's project (quota) id on its filesystem."""
+    s = d.tenants[tenant].storage
+    return s.project_id if s and s.project_id is not None else _derived(tenant, 10_000, 2_000_000_000)
+
+
+def owned_groups(d: Definition, tenant: str, control_plane: str | None = None) -> tuple[str, ...]:
+    groups = d.tenants[tenant].isolation.node_groups
+    return tuple(g for g in groups if g in d.nodes and (control_plane is None or d.nodes[g].control_plane == control_plane))
+
+
+def owner_of_groups(d: Definition) -> dict[str, str]:
+    """node group -> the dedicated tenant that owns it (the first claim; a second is a finding)."""
+    out: dict[str, str] = {}
+    for tname, t in d.tenants.items():
+        for g in t.isolation.node_groups:
+            out.setdefault(g, tname)
+    return out
+
+
+def mcs_tenants(d: Definition) -> list[str]:
+    """Slurm tenants sold whole nodes without nodes of their own: Slurm's MCS keeps other accounts'
+    jobs off a node while one of theirs runs there."""
+    return [n for n, t in d.tenants.items()
+            if t.slurm and t.isolation.device == "whole-node" and not owned_groups(d, n, "slurm")]
+
+
+def private_data(d: Definition) -> bool:
+    """PrivateData in slurm.conf: whenever any tenant is dedicated, nobody sees others' jobs."""
+    return any(t.isolation.level == "dedicated" and t.slurm for t in d.tenants.values())
+
+
+def pkey_tenants(d: Definition) -> list[str]:
+    return [n for n, t in d.tenants.items() if t.isolation.network == "partition-key"]
+
+
+def vlan_tenants(d: Definition) -> list[str]:
+    return [n for n, t in d.tenants.items() if t.isolation.network == "vlan"]
+
+
+def quota_tenants(d: Definition, fs: str) -> list[str]:
+    """Tenants with a project quota on filesystem `fs`."""
+    return [n for n, t in d.tenants.items()
+            if t.storage and t.storage.filesystem == fs and d.filesystems[fs].kind in QUOTA_KINDS]
+
+
+def tenant_flavor(tenant: str) -> str:
+    return f"dedicated-{tenant}"
+
+
+def _device(d: Definition, name: str) -> Layer:
+    t = d.tenants[name]
+    claim = t.isolation.device
+    mech, files, gaps = [], [], []
+    if claim == "none":
+        return Layer(claim, (), ())
+    if claim in ("cgroup", "mig") and t.slurm:
+        mech.append("Slurm cgroup ConstrainDevices: a job opens only the GPUs it was allocated")
+        files.append("slurm/cgroup.conf")
+    if claim in ("cgroup", "mig") and t.kubernetes:
+        mech.append("GPU device plugin: a pod gets only the GPUs it requested")
+        files.append("kubernetes/gpu-operator/values.yaml")
+    if claim == "mig":
+        k = d.kubernetes
+        if t.kubernetes and k and k.gpu_operator.mig_strategy != "none":
+            mech.append(f"MIG strategy {k.gpu_operator.mig_strategy} partitions the GPUs")
+        else:
+            gaps.append("mig needs a Kubernetes namespace and kubernetes.gpu_operator.mig_strategy single or mixed")
+        if t.slurm:
+            gaps.append("MIG slices are not rendered for Slurm (gres.conf has whole GPUs); use cgroup or whole-node")
+    if claim == "whole-node":
+        if t.slurm:
+            if owned_groups(d, name, "slurm"):
+                mech.append("Slurm partitions of its own node groups allow only its account")
+                files.append("slurm/slurm.conf")
+            else:
+                mech.append("Slurm MCS (mcs/account, enforced,select): nodes never hold two accounts' jobs")
+                files.append("slurm/slurm.conf")
+        if t.kubernetes:
+            if owned_groups(d, name, "kubernetes"):
+                mech.append("its nodes tainted and labelled for it, with a ResourceFlavor only its queues use")
+                files += ["kubernetes/nodes.yaml", "kubernetes/kueue/flavors.yaml"]
+            else:
+                gaps.append("whole-node on Kubernetes needs node groups of its own (isolation.node_groups)")
+    if not t.slurm and not t.kubernetes:
+        gaps.append("the tenant has neither a Slurm account nor a namespace, so nothing schedules it")
+    return Layer(claim, tuple(mech), tuple(dict.fromkeys(files)), "; ".join(gaps))
+
+
+def _network(d: Definition, name: str) -> Layer:
+    t = d.tenants[name]
+    claim = t.isolation.network
+    mech, files, gaps = [], [], []
+    if claim == "none":
+        return Layer(claim, (), ())
+    if claim == "network-policy":
+        if t.kubernetes:
+            mech.append("default-deny NetworkPolicy (ingress and, when dedicated, egress)")
+            files.append(f"kubernetes/tenants/{name}.yaml")
+        else:
+            gaps.append("network-policy covers Kubernetes pods only and the tenant has no namespace")
+        if t.slurm:
+            gaps.append("network-policy does not reach Slurm nodes; use partition-key or vlan")
+        if t.kubernetes and rdma_reaches_pods(d, name):
+            gaps.append("its pods get RDMA on an InfiniBand fabric, which NetworkPolicy does not filter; "
+                        "use partition-key")
+    elif claim in ("partition-key", "vlan"):
+        groups = owned_groups(d, name)
+        if not groups:
+            gaps.append(f"{claim} is set per node port, so the tenant needs node groups of its own "
+                        "(isolation.node_groups)")
+        elif claim == "partition-key":
+            mech.append(f"OpenSM partition 0x{pkey(d, name):04x}: only its HCA ports are full members")
+            files.append("network/opensm/partitions.conf")
+            if t.kubernetes:
+                mech.append("NetworkAttachmentDefinition carrying its PKey")
+                files.append(f"kubernetes/tenants/{name}.yaml")
+        else:
+            vlan = t.isolation.vlan
+            if vlan is None:
+                gaps.append("vlan needs isolation.vlan (the VLAN id the switches carry for it)")
+            else:
+                mech.append(f"VLAN {vlan} on its nodes' Ethernet/RoCE interfaces (systemd-networkd)")
+                files += [f"network/vlan/{g}/" for g in groups]
+    return Layer(claim, tuple(mech), tuple(files), "; ".join(gaps))
+
+
+def _storage(d: Definition, name: str) -> Layer:
+    t = d.tenants[name]
+    claim = t.isolation.storage
+    s = t.storage
+    if claim == "none":
+        return Layer(claim, (), ())
+    if s is None or s.filesystem is None or s.filesystem not in d.filesystems:
+        return Layer(claim, (), (), f"{claim} needs storage.filesystem naming one of `filesystems`")
+    fs = d.filesystems[s.filesystem]
+    mech, files, gaps = [], [], []
+    if claim == "project-quota":
+        if fs.kind in QUOTA_KINDS:
+            mech.append(f"{fs.kind} project quota {s.quota_tib:g} TiB on {fs.mount}/{name} (project {project_id(d, name)})")
+            files.append(f"storage/{s.filesystem}/quota.sh")
+        else:
+            gaps.append(f"{fs.kind} has no project quotas clusterdef can set; use lustre, gpfs, xfs or btrfs")
+    else:
+        if fs.owner != name:
+            gaps.append(f"filesystem `{s.filesystem}` is not owned by the tenant (filesystems.{s.filesystem}.owner)")
+        else:
+            mech.append(f"{fs.mount} mounted only on its node groups")
+            files += [f"storage/mounts/{g}.fstab" for g in fs.node_groups]
+            if fs.kind in QUOTA_KINDS:
+                files.append(f"storage/{s.filesystem}/quota.sh")
+    if fs.scratch:
+        mech.append(f"files not accessed for {s.scratch_expiry_days} days removed")
+        files += [f"storage/{s.filesystem}/scratch-cleanup.sh", f"storage/{s.filesystem}/clusterdef-scratch-{s.filesystem}.timer"]
+    return Layer(claim, tuple(mech), tuple(files), "; ".join(gaps))
+
+
+def _observation(d: Definition, name: str) -> Layer:
+    t = d.tenants[name]
+    if t.isolation.level != "dedicated":
+        return Layer("shared", (), ())
+    mech, files = [], []
+    if t.slurm:
+        mech.append("Slurm PrivateData (jobs, usage, users, accounts, reservations)")
+        files.append("slurm/slurm.conf")
+    if t.kubernetes:
+        mech.append("namespaced RoleBindings only; no cluster-wide read")
+        files.append(f"kubernetes/tenants/{name}.yaml")
+    return Layer("dedicated", tuple(mech), tuple(files))
+
+
+def rdma_reaches_pods(d: Definition, tenant: str) -> bool:
+    """The tenant's pods can use RDMA: the Network Operator hands out RDMA devices and one of the
+    node groups its queues run on sits on an InfiniBand fabric with RDMA."""
+    k, t = d.kubernetes, d.tenants[tenant]
+    if not k or not t.kubernetes or not k.network_operator.enabled or not k.network_operator.rdma_shared_device_plugin:
+        return False
+    kq = k.kueue
+    groups = {g for q in t.kubernetes.queues if q in kq.queues and kq.queues[q].flavor in kq.flavors
+              for g in kq.flavors[kq.queues[q].flavor].node_groups}
+    for g in groups:
+        p = d.nodes[g].placement if g in d.nodes else None
+        f = d.network.fabrics.get(p.fabric) if p else None
+        if f is not None and f.kind == "infiniband" and f.rdma:
+            return True
+    return False
+
+
+def enforcement(d: Definition) -> dict[str, TenantEnforcement]:
+    out = {}
+    for name, t in d.tenants.items():
+        layers = {"device": _device(d, name), "network": _network(d, name), "storage": _storage(d, name),
+                  "observation": _observation(d, name)}
+        out[name] = TenantEnforcement(name, t.isolation.level, layers)
+    return out
