@@ -61,7 +61,10 @@ class GpuOperator(pulumi.ComponentResource):
 
 
 class NetworkOperator(pulumi.ComponentResource):
-    def __init__(self, name: str, namespace: str, values: dict, opts: pulumi.ResourceOptions | None = None):
+    """Namespace, the Network Operator Helm release, then its NicClusterPolicy (when rendered)."""
+
+    def __init__(self, name: str, namespace: str, values: dict, nic_cluster_policy: dict | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("clusterdef:kubernetes:NetworkOperator", name, None, opts)
         ns = k8s.core.v1.Namespace(f"{name}-namespace", metadata={
             "name": namespace, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
@@ -70,6 +73,9 @@ class NetworkOperator(pulumi.ComponentResource):
             f"{name}-release", name="network-operator", chart="network-operator",
             version=common.NETWORK_OPERATOR_VERSION.lstrip("v"), repository_opts={"repo": NVIDIA_HELM_REPO},
             namespace=namespace, values=values, opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]))
+        self.policy = (k8s_object(f"{name}-nicclusterpolicy", nic_cluster_policy,
+                                  pulumi.ResourceOptions(parent=self, depends_on=[self.release]))
+                       if nic_cluster_policy is not None else None)
         self.register_outputs({"release": self.release.status})
 
 

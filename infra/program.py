@@ -35,7 +35,7 @@ def deploy(definition_file: str | Path, matrices: str | Path | None = None, toda
                                              p.gpu_operator_values, p.nvidia_drivers)}
     if p.network_operator_values is not None:
         out["network_operator"] = NetworkOperator("network-operator", p.network_operator_namespace,
-                                                  p.network_operator_values)
+                                                  p.network_operator_values, p.nic_cluster_policy)
     out["kueue"] = Kueue("kueue", p.kueue_manager_config, p.kueue_objects)
     out["tenants"] = {name: Tenant(f"tenant-{name}", objs, out["kueue"]) for name, objs in p.tenants.items()}
     pulumi.export("gpu_operator_release", p.gpu_operator_release)

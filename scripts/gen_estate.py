@@ -314,7 +314,7 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
     # --- kubernetes -----------------------------------------------------------------------------
     w("kubernetes:")
     w(f"  gpu_operator: {flow({'mig_strategy': 'none'})}")
-    w(f"  network_operator: {flow({'enabled': True})}")
+    w(f"  network_operator: {flow({'enabled': True, 'ofed_driver': {'version': '3.2.1-044413'}})}")
     w("  kueue:")
     w("    flavors:")
     for s in k8s_sus:

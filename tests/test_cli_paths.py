@@ -20,6 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 LAB = str(REPO / "clusters" / "lab.yaml")
 FACTS = str(REPO / "tests" / "fixtures" / "facts" / "lab.json")
+IBNET = str(REPO / "tests" / "fixtures" / "ibnetdiscover" / "lab-clean.txt")
 LOG = str(REPO / "tests" / "fixtures" / "nccl-tests" / "h200-2node-np2-g8-v2.18.3-ucxwarn.log")
 SET = "2026.07-r580"
 TODAY = ("--today", "2026-11-30")
@@ -51,6 +52,11 @@ CASES = [
     ("drift --facts", ["drift", LAB, "--facts", "{}"], {}),  # a folder without *.json is refused too
     ("drift --drain", ["drift", LAB, "--facts", FACTS, "--drain", "{}"], {"missing": 1}),
     ("drift --prometheus", ["drift", LAB, "--facts", FACTS, "--prometheus", "{}"], {"missing": 1}),
+    ("fabric check DEF", ["fabric", "check", "{}", "--ibnetdiscover", IBNET], {}),
+    ("fabric check --ibnetdiscover", ["fabric", "check", LAB, "--ibnetdiscover", "{}"], {}),
+    ("fabric check --drain", ["fabric", "check", LAB, "--ibnetdiscover", IBNET, "--drain", "{}"], {"missing": 0}),
+    ("fabric check --prometheus", ["fabric", "check", LAB, "--ibnetdiscover", IBNET, "--prometheus", "{}"],
+     {"missing": 0}),
     ("baseline parse", ["baseline", "parse", "{}"], {}),
     ("baseline record LOG", ["baseline", "record", "{}", "--set", SET, "-o", "{tmp}/b.yaml"], {}),
     ("baseline record -o", ["baseline", "record", LOG, "--set", SET, "-o", "{}"], {"missing": 0}),
@@ -69,7 +75,7 @@ def run(case, kind: str, root: Path) -> tuple[subprocess.CompletedProcess, dict[
         shutil.copy(REPO / "matrices" / "baselines" / f"{SET}.yaml", root / "good.yaml")
     args = [a.replace("{}", paths[kind]).replace("{tmp}", str(root)) for a in argv]
     env = {**os.environ, "CLUSTERDEF_MATRICES": str(REPO / "matrices")}
-    if args[0] in ("validate", "render", "plan", "drift"):
+    if args[0] in ("validate", "render", "plan", "drift", "fabric"):
         args += TODAY
     r = subprocess.run([sys.executable, "-m", "clusterdef", *args], cwd=root, env=env,
                        capture_output=True, text=True, timeout=60)

@@ -96,6 +96,9 @@ def test_helm_values_equal_rendered_files(deployed):
     assert gpu["chart"] == "gpu-operator" and gpu["version"] == "26.3.3" and gpu["namespace"] == "gpu-operator"
     net = releases["network-operator-release"]
     assert net["values"] == as_floats(y.load(tree["kubernetes/network-operator/values.yaml"]))
+    policies = by_type(created, "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy")
+    assert [as_floats(v) for v in policies.values()] == [
+        as_floats(y.load(tree["kubernetes/network-operator/nicclusterpolicy.yaml"]))]
     kueue = releases["kueue-release"]
     cfg = kueue["values"]["managerConfig"]["controllerManagerConfigYaml"]
     assert y.load(cfg) == y.load(tree["kubernetes/kueue/manager-config.yaml"])

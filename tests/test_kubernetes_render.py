@@ -502,6 +502,7 @@ def _pool(groups, matrix="2025.10-r580"):
     ("ref-node-group", lambda d: d["kubernetes"]["gpu_operator"].update(driver_pools={"a": _pool(["nope"])})),
     ("queue-no-tenant", lambda d: d["tenants"]["nlp"]["kubernetes"].update(queues=[])),
     ("rdma-without-network-operator", lambda d: d["kubernetes"].update(network_operator={"enabled": False})),
+    ("rdma-no-mofed", lambda d: d["kubernetes"]["network_operator"].pop("ofed_driver")),
 ])
 def test_kubernetes_checks(lab_data, tmp_path, code, mutate):
     data = copy.deepcopy(lab_data)
@@ -510,3 +511,41 @@ def test_kubernetes_checks(lab_data, tmp_path, code, mutate):
     found = [f for f in result.findings if f.code == code]
     assert found, [(f.code, f.message) for f in result.findings]
     assert found[0].line > 0 and found[0].hint
+
+
+NCP_CRD = REF / "network-operator" / "mellanox.com_nicclusterpolicies-v26.4.1.json"
+
+
+def test_nic_cluster_policy_validates_against_crd(plans):
+    """The NicClusterPolicy, strict (unknown fields fail), for both examples; RDMA resources per fabric
+    with the GPU nodes' IB interfaces; GPU Operator rdma only with a declared MOFED."""
+    import json as _json
+
+    validator = crd_validator(NCP_CRD)
+    for name, p in plans.items():
+        ncp = p.nic_cluster_policy
+        assert ncp is not None, name
+        assert errors_of(validator, ncp) == [], name
+        config = _json.loads(ncp["spec"]["rdmaSharedDevicePlugin"]["config"])
+        entry = config["configList"][0]
+        assert entry["selectors"]["linkTypes"] == ["infiniband"] and entry["selectors"]["ifNames"]
+        assert ncp["spec"]["ofedDriver"]["image"] == "doca-driver"  # both examples: the operator's container
+        rdma = p.gpu_operator_values["driver"]["rdma"]
+        assert rdma == {"enabled": True, "useHostMofed": False}
+    lab_cfg = _json.loads(plans["lab"].nic_cluster_policy["spec"]["rdmaSharedDevicePlugin"]["config"])
+    assert lab_cfg["configList"][0]["resourceName"] == "rdma_shared_device_ib0"
+    assert lab_cfg["configList"][0]["selectors"]["ifNames"] == [f"ibp{i}" for i in range(8)]
+    bad = copy.deepcopy(plans["lab"].nic_cluster_policy)
+    bad["spec"]["rdmaSharedDevicePlugin"]["resourceNames"] = ["x"]
+    assert errors_of(validator, bad)
+
+
+def test_host_mofed(lab_data, tmp_path):
+    """A set that pins doca and images carrying doca-ofed: no driver container, GPU Operator uses the host's."""
+    def mutate(d):
+        d["images"]["gpu-node"]["packages"].append("doca-ofed")
+        d["kubernetes"]["network_operator"].pop("ofed_driver")
+    r = variant(lab_data, tmp_path, mutate)
+    p = k8s.plan(r)
+    assert "ofedDriver" not in p.nic_cluster_policy["spec"]
+    assert p.gpu_operator_values["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}

@@ -361,6 +361,58 @@ def drift(
         raise typer.Exit(EXIT_WARN)
 
 
+fabric_app = typer.Typer(no_args_is_help=True, help="InfiniBand fabric: the as-built cabling against the definition.")
+app.add_typer(fabric_app, name="fabric")
+
+
+@fabric_app.command("check")
+def fabric_check(
+    definition: Path = typer.Argument(..., help="Cluster definition (YAML)."),
+    ibnetdiscover: Path = typer.Option(..., "--ibnetdiscover", help="Output of `ibnetdiscover` (default format)."),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help="Fabric name (default: the only InfiniBand fabric)."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
+    drain: Optional[Path] = typer.Option(None, "--drain", help="Write scontrol drain / kubectl taint lines here."),
+    prom: Optional[Path] = typer.Option(None, "--prometheus", help="Write a Prometheus text-format file here."),
+    matrices: Optional[Path] = MatricesOpt,
+    today: Optional[str] = TodayOpt,
+) -> None:
+    """Hosts cabled to the wrong leaf, missing and degraded links, nodes the definition does not know.
+    Exit 0 when the fabric is as declared, 1 when anything is off, 2 on bad input."""
+    from .fabric import check as fc
+    from .fabric.layout import FabricError, layout
+    from .limits import InputError
+    from .validate.pipeline import validate_file
+
+    _check_outputs(drain, prom)
+    result = validate_file(definition, matrices, _today(today))
+    if not result.ok:
+        _report(result, Format.text, err)
+        raise typer.Exit(EXIT_BAD)
+    try:
+        lay = layout(result.definition, fabric)
+    except FabricError as exc:
+        _bad_path(str(exc))
+    try:
+        topo = fc.read(ibnetdiscover)
+    except InputError as exc:
+        _print_findings(exc.findings, {})
+        raise typer.Exit(EXIT_BAD)
+    report = fc.compare(lay, topo)
+    if drain:
+        _write_file(drain, "".join(line + "\n" for line in fc.drain_lines(report)))
+    if prom:
+        _write_file(prom, fc.prometheus(report))
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+    else:
+        for i in report.issues:
+            out.print(f"[red]{i.kind}[/] {escape(i.text()[len(i.kind) + 1:])}")
+        out.print(f"fabric {escape(report.fabric)}: {report.links_checked} link(s) checked, "
+                  f"{len(report.issues)} issue(s)")
+    if report.issues:
+        raise typer.Exit(EXIT_WARN)
+
+
 baseline_app = typer.Typer(no_args_is_help=True, help="nccl-tests performance baselines.")
 app.add_typer(baseline_app, name="baseline")
 

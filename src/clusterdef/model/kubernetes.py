@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name
-from .types import Gpus, LabelKey, LabelValue, MigProfile, Registry, SetName
+from .types import Gpus, LabelKey, LabelValue, MigProfile, Registry, SetName, Version
 
 WorkloadClass = Literal["training", "inference", "batch", "interactive"]
 
@@ -37,11 +37,23 @@ class GpuOperator(Model):
     """Pools pinning a different driver; the other Kubernetes GPU groups run the set's driver."""
 
 
+class OfedDriver(Model):
+    """DOCA-OFED (MOFED) as the Network Operator's driver container (NicClusterPolicy ofedDriver)."""
+
+    version: Version
+    """Tag of the doca-driver image (the DOCA release the container carries)."""
+    repository: Registry = "nvcr.io/nvidia/mellanox"
+
+
 class NetworkOperator(Model):
     enabled: bool = False
     namespace: Name = "nvidia-network-operator"
     rdma_shared_device_plugin: bool = True
+    """RDMA shared device plugin in the NicClusterPolicy: pods request `rdma/rdma_shared_device_<fabric>`."""
     sriov: bool = False
+    ofed_driver: OfedDriver | None = None
+    """Deploy DOCA-OFED as a container. Leave unset when the images carry it on the host (the set pins
+    `doca` and the images list `doca-ofed`)."""
 
 
 class Flavor(Model):

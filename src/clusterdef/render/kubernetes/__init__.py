@@ -24,6 +24,7 @@ class KubernetesPlan:
     nvidia_drivers: list[dict]
     network_operator_namespace: str
     network_operator_values: dict | None
+    nic_cluster_policy: dict | None
     kueue_manager_config: dict
     kueue_objects: list[dict]
     tenants: dict[str, list[dict]] = field(default_factory=dict)
@@ -42,6 +43,7 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         nvidia_drivers=gpu_operator.nvidia_drivers(resolved),
         network_operator_namespace=k.network_operator.namespace,
         network_operator_values=network_operator.values(resolved),
+        nic_cluster_policy=network_operator.nic_cluster_policy(resolved),
         kueue_manager_config=kueue.manager_config(resolved),
         kueue_objects=kueue.cluster_objects(resolved),
         tenants={n: tenants.objects(resolved, n) for n, t in d.tenants.items() if t.kubernetes},
@@ -71,6 +73,10 @@ def render(resolved: Resolved) -> dict[str, str]:
             p.network_operator_values,
             f"{made}\nHelm values for the NVIDIA Network Operator chart {NETWORK_OPERATOR_VERSION} "
             f"(namespace {p.network_operator_namespace})")
+    if p.nic_cluster_policy is not None:
+        out[f"{ROOT}/network-operator/nicclusterpolicy.yaml"] = dump(
+            p.nic_cluster_policy, f"{made}\nNicClusterPolicy for the NVIDIA Network Operator {NETWORK_OPERATOR_VERSION}: "
+                                  "RDMA shared device plugin and the MOFED source")
     by_kind: dict[str, list[dict]] = {}
     for obj in p.kueue_objects:
         by_kind.setdefault(obj["kind"], []).append(obj)

@@ -7,6 +7,7 @@ import copy
 
 from ...resolve import Resolved
 from .common import DEFAULT_POOL, GPU_TOLERATION, L_DRIVER_POOL, L_SET, gpu_nodes
+from . import network_operator
 from .topology import rdma_groups
 
 
@@ -50,7 +51,9 @@ def values(resolved: Resolved) -> dict:
     facts = resolved.matrix.compat.operator(c.gpu_operator)
     nodes = sum(gpu_nodes(d, g)[0] for g in kubernetes_gpu_groups(resolved))
     parallel = max(1, min(d.upgrade.wave_size * d.upgrade.max_parallel_waves, nodes or 1))
-    rdma = bool(k.network_operator.enabled and rdma_groups(resolved))
+    # RDMA (GPUDirect) needs MOFED: the host's DOCA-OFED or the Network Operator's container
+    source = network_operator.mofed(resolved)
+    rdma = bool(k.network_operator.enabled and rdma_groups(resolved) and source is not None)
 
     driver: dict = {
         "enabled": True,
@@ -59,7 +62,7 @@ def values(resolved: Resolved) -> dict:
     }
     if op.driver_pools:
         driver["nvidiaDriverCRD"] = {"enabled": True, "deployDefaultCR": False}
-    driver["rdma"] = {"enabled": rdma}
+    driver["rdma"] = {"enabled": rdma, "useHostMofed": rdma and source == "host"}
     driver["upgradePolicy"] = {
         "autoUpgrade": True,
         "maxParallelUpgrades": parallel,

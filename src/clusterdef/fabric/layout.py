@@ -1,0 +1,137 @@
+"""The cabling a definition declares for one InfiniBand fabric: which host ports go to which leaf,
+which switch is under which, and the rate each link must run at.
+
+Tree topology: switches with `nodes` are leaves (every compute InfiniBand port of a host goes to
+its leaf), `switches` lists the switches under a spine (one cable per child/parent pair).
+Block topology (scalable units): one switch per block, named after the block, cabled to one core
+switch named `<fabric>-core`; the block's hosts are cabled to the block's switch.
+
+A host's ports are its hardware's NICs with kind `infiniband` and role `compute`, `count` ports
+each, numbered 1..N in NIC order; their rated width is 4x (every ConnectX/InfiniBand HCA port) and
+their rated rate is the NIC's `speed_gbps`. Inter-switch links are rated at the fastest host port
+of the fabric. Hosts without compute InfiniBand NICs are not on the fabric."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import hostlist
+from ..model import Definition
+
+RATED_WIDTH = 4
+MAX_SWITCH_PORTS = 254  # ibsim and the IB spec: a switch has at most 254 external ports
+
+
+class FabricError(ValueError):
+    """The definition's fabric cannot be laid out (unknown, not InfiniBand, a name used twice)."""
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    group: str
+    control_plane: str
+    leaf: str
+    ports: int
+    rated_gbps: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    fabric: str
+    kind: str  # tree | block
+    hosts: dict[str, Host]  # in cabling order (leaf by leaf, hostlist order)
+    switches: tuple[str, ...]  # in declaration order (block: blocks, then the core)
+    leaves: dict[str, tuple[str, ...]]  # leaf -> its hosts in hostlist order
+    uplinks: tuple[tuple[str, str], ...]  # (child, parent), one cable each
+    sm: str  # the subnet manager host's HCA
+    trunk_gbps: int
+
+    @property
+    def names(self) -> set[str]:
+        return set(self.hosts) | set(self.switches) | {self.sm}
+
+
+def ib_fabrics(definition: Definition) -> list[str]:
+    return [n for n, f in definition.network.fabrics.items() if f.kind == "infiniband"]
+
+
+def pick_fabric(definition: Definition, name: str | None) -> str:
+    """`name`, or the definition's only InfiniBand fabric."""
+    fabrics = ib_fabrics(definition)
+    if name is not None:
+        if name not in definition.network.fabrics:
+            raise FabricError(f"no fabric {name!r} in the definition (InfiniBand fabrics: {', '.join(fabrics) or 'none'})")
+        if name not in fabrics:
+            raise FabricError(f"fabric {name!r} is {definition.network.fabrics[name].kind}, not InfiniBand")
+        return name
+    if len(fabrics) != 1:
+        raise FabricError("the definition has no InfiniBand fabric" if not fabrics else
+                          f"the definition has {len(fabrics)} InfiniBand fabrics ({', '.join(fabrics)}): name one")
+    return fabrics[0]
+
+
+def _host_ports(definition: Definition) -> dict[str, tuple[str, str, int, int]]:
+    """host -> (group, control plane, compute IB port count, rated Gb/s) for hosts with such ports."""
+    out = {}
+    for gname, g in definition.nodes.items():
+        nics = [n for n in definition.hardware[g.hardware].nics if n.kind == "infiniband" and n.role == "compute"]
+        if not nics:
+            continue
+        ports, rated = sum(n.count for n in nics), min(n.speed_gbps for n in nics)
+        for host in hostlist.names(g.hosts):
+            out[host] = (gname, g.control_plane, ports, rated)
+    return out
+
+
+def layout(definition: Definition, fabric_name: str, sm: str | None = None) -> Layout:
+    """The declared cabling of `fabric_name`. `sm` names the subnet manager host's HCA
+    (default `sm-<fabric>`, cut to 63 characters)."""
+    fabric_name = pick_fabric(definition, fabric_name)
+    topo = definition.network.fabrics[fabric_name].topology
+    ports = _host_ports(definition)
+    leaves: dict[str, tuple[str, ...]] = {}
+    uplinks: list[tuple[str, str]] = []
+    if topo.kind == "tree":
+        switches = tuple(topo.switches)
+        for sname, sw in topo.switches.items():
+            if sw.nodes:
+                leaves[sname] = tuple(h for h in hostlist.names(sw.nodes) if h in ports)
+        for sname, sw in topo.switches.items():
+            if sw.switches:
+                uplinks.extend((child, sname) for child in hostlist.names(sw.switches))
+    else:
+        core = f"{fabric_name}-core"[:63]
+        switches = tuple(topo.blocks) + (core,)
+        for bname, b in topo.blocks.items():
+            leaves[bname] = tuple(h for h in hostlist.names(b.nodes) if h in ports)
+            uplinks.append((bname, core))
+    hosts: dict[str, Host] = {}
+    for leaf, members in leaves.items():
+        for h in members:
+            if h in hosts:
+                raise FabricError(f"host {h} is cabled to two leaves ({hosts[h].leaf} and {leaf})")
+            g, cp, n, rated = ports[h]
+            hosts[h] = Host(h, g, cp, leaf, n, rated)
+    sm = sm or f"sm-{fabric_name}"[:63]
+    taken = set(hosts) & set(switches)
+    if taken:
+        raise FabricError(f"{', '.join(sorted(taken))} names both a host and a switch of fabric {fabric_name}")
+    if sm in hosts or sm in switches:
+        raise FabricError(f"the subnet manager HCA name {sm!r} is a host or switch of fabric {fabric_name}")
+    unknown = {s for pair in uplinks for s in pair} - set(switches)
+    if unknown:
+        raise FabricError(f"fabric {fabric_name} cables unknown switches: {', '.join(sorted(unknown))}")
+    trunk = max((h.rated_gbps for h in hosts.values()), default=100)
+    return Layout(fabric_name, topo.kind, hosts, switches, leaves, tuple(uplinks), sm, trunk)
+
+
+# Gb/s per lane of each InfiniBand speed as ibnetdiscover names it (the signalling rates rounded
+# the way the NIC's marketing speed is: 4x NDR = 400 Gb/s).
+LANE_GBPS = {"SDR": 2.5, "DDR": 5.0, "QDR": 10.0, "FDR10": 10.0, "FDR": 14.0, "EDR": 25.0,
+             "HDR": 50.0, "NDR": 100.0, "XDR": 200.0}
+WIDTHS = (1, 2, 4, 8, 12)
+
+
+def link_gbps(width: int, speed: str) -> float:
+    return width * LANE_GBPS[speed]
