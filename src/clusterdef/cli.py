@@ -375,15 +375,23 @@ def _parse_log(log: Path):
 
 
 def _run_line(r) -> str:
-    from .baseline import size_name
+    from .baseline import series_name, size_name, size_range
 
-    what = f"{r.test or 'unknown test'}: {r.nodes} node(s), {r.ranks} rank(s), {', '.join(r.gpu_models) or '?'}"
+    what = escape(f"{r.test or 'unknown test'}: {r.nodes} node(s), {r.ranks} rank(s), "
+                  f"{', '.join(r.gpu_models) or '?'}")
     if r.status == "ok":
-        bw = r.busbw()
-        peak = max(bw.values()) if bw else 0
-        return (f"[green]ok[/] {what}; {len(r.rows)} sizes {size_name(r.rows[0].size)}..{size_name(r.rows[-1].size)}"
-                f", peak busbw {peak:g} GB/s, avg {r.avg_busbw_gbps:g} GB/s")
-    return f"[red]{r.status}[/] {what}: {r.reason}"
+        series = r.series()
+        sizes = sorted({row.size for row in r.rows})
+        kinds = ", ".join(series_name(*s) for s in series[:6]) + (", ..." if len(series) > 6 else "")
+        line = (f"[green]ok[/] {what}; {len(r.rows)} rows, {len(sizes)} sizes {size_range(sizes)} x "
+                f"{len(series)} datatype/op ({escape(kinds)})")
+        peak = r.peak()
+        if peak:
+            bw, row, half = peak
+            line += (f", peak busbw {bw:g} GB/s ({size_name(row.size)} {escape(series_name(row.type, row.redop))} "
+                     f"{half})")
+        return line + f", avg {r.avg_busbw_gbps:g} GB/s"
+    return f"[red]{r.status}[/] {what}: {escape(r.reason)}"
 
 
 @baseline_app.command("parse")
@@ -462,7 +470,7 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
                      matrices: Optional[Path] = MatricesOpt) -> None:
     """Compare a run with the recorded baseline. Exit 0 within tolerance, 1 on a regression, #wrong or a
     failed run (even when nothing errored), 2 on bad input."""
-    from .baseline import BANDS, BaselineError, compare, load_baselines, pick, size_name
+    from .baseline import BANDS, BaselineError, compare, load_baselines, pick, series_name, size_name
 
     tol: dict[str, float] = {}
     for t in tolerance or []:
@@ -498,10 +506,11 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
     else:
         for s in result.sizes:
             colour = "green" if s.ok else "red"
-            out.print(f"  {size_name(s.size):>10} {s.band:<6} baseline {s.baseline_gbps:>8g} measured "
+            kind = escape(f"{series_name(s.type, s.redop) or '-':<12} {s.half:<12}")
+            out.print(f"  {size_name(s.size):>10} {kind} {s.band:<6} baseline {s.baseline_gbps:>8g} measured "
                       f"{s.measured_gbps:>8g} GB/s  [{colour}]{(-s.drop_pct if s.drop_pct else 0.0):+.2f}%[/] (tolerance {s.tolerance_pct:g}%)")
         for p in result.problems:
-            out.print(f"[red]regression[/] {p}")
+            out.print(f"[red]regression[/] {escape(p)}")
         out.print(("[green]pass[/]" if result.ok else "[red]FAIL[/]") + f": {run.test or base.test} vs baseline "
                   f"of {base.set} ({path})")
     if not result.ok:
