@@ -325,6 +325,7 @@ def drift(
     """Which nodes are off the validated set. Exit 0 all on-matrix, 1 when any node is off-matrix, 2 on bad
     input."""
     from . import drift as dr
+    from . import hostlist
     from .validate.pipeline import validate_file
 
     _check_outputs(drain, prom)
@@ -340,7 +341,8 @@ def drift(
     vs = result.matrix.sets[result.definition.cluster.matrix]
     report = dr.compare(result.definition, vs, facts_list)
     if drain:
-        lines = dr.drain_lines(report)
+        d = result.definition
+        lines = dr.drain_lines(report, dr.spared_namespaces(d), d.upgrade.drain.timeout_minutes)
         _write_file(drain, "".join(line + "\n" for line in lines))
     if prom:
         _write_file(prom, dr.prometheus(report))
@@ -355,6 +357,9 @@ def drift(
         unknown = [n for n in report.nodes if n.unknown]
         if unknown:
             out.print(f"[yellow]{len(unknown)} node(s)[/] reported some versions as unknown (see --format json)")
+        if report.missing:
+            folded = hostlist.fold(report.missing)
+            out.print(f"[yellow]without facts[/] ({len(report.missing)}): {escape(folded)}")
         out.print(f"{len(report.nodes)} node(s) checked against {vs.name}: "
                   f"{len(report.off_matrix)} off-matrix, {len(report.missing)} without facts")
     if report.off_matrix:
