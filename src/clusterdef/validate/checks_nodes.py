@@ -108,7 +108,8 @@ def _macs(ctx: Context) -> Iterable[Finding]:
             if inv.problems:
                 more = f" (and {len(inv.problems) - 3} more)" if len(inv.problems) > 3 else ""
                 yield error("mac-inventory", path + ("file",), "; ".join(inv.problems[:3]) + more,
-                            "the path is relative to the definition file; each line is `host,mac`")
+                            "the path is relative to the definition file; each line is `host,mac` with a lower-case MAC "
+                            "(docs/provisioning.md)")
                 continue
             macs, missing = [], []
             for h in hostlist.names(g.hosts):
@@ -143,7 +144,7 @@ def topology(ctx: Context) -> Iterable[Finding]:
     for fname, fabric in d.network.fabrics.items():
         topo = fabric.topology
         base = ("network", "fabrics", fname, "topology")
-        attached = NodeSet()
+        attached: list[tuple[str, NodeSet]] = []  # (switch or block, its hosts), in definition order
         if topo.kind == "tree":
             names = set(topo.switches)
             for sname, sw in topo.switches.items():
@@ -184,13 +185,18 @@ def _switch_tree(switches: dict, base: tuple) -> Iterable[Finding]:
                     "list child switches only below their parent: remove the child that leads back up")
 
 
-def _attach(nodes: NodeSet, attached: NodeSet, known: NodeSet, path, what: str) -> Iterable[Finding]:
+def _attach(nodes: NodeSet, attached: list[tuple[str, NodeSet]], known: NodeSet, path, what: str) -> Iterable[Finding]:
     unknown = nodes.difference(known)
     if unknown:
         yield error("topology-unknown-host", path, f"{what} lists {len(unknown)} host(s) in no node group: {unknown}",
                     "list only hosts defined in `nodes`")
-    twice = nodes.intersection(attached)
-    if twice:
-        yield error("topology-node-twice", path, f"{what} lists {twice}, already attached elsewhere in this fabric",
-                    "a node hangs off one leaf switch or block per fabric")
-    attached.update(nodes)
+    for other, hosts in attached:
+        twice = nodes.intersection(hosts)
+        if twice:
+            yield error("topology-node-twice", path,
+                        f"{what} lists {twice}, already attached to {other} in this fabric",
+                        "a node hangs off one leaf switch or block per fabric: list it under one of them. A "
+                        "rail-optimised fabric (each GPU's NIC on the leaf of its rail) is not a tree with nodes "
+                        "under several leaves; describe each rail as a fabric of its own under network.fabrics "
+                        "(the tree and block kinds have no rail-optimised kind yet)")
+    attached.append((what, nodes.copy()))
