@@ -120,8 +120,9 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
                 hint = "MAC addresses are lower-case and colon-separated, e.g. 52:54:00:12:34:56"
                 if isinstance(value, str) and re.fullmatch(pattern, value.lower()):
                     # the same rule as a CSV inventory: upper case is refused, never silently changed
-                    message = f"{field}: MAC {_describe(value)} has upper-case letters"
-                    hint = f"MAC addresses are lower-case and colon-separated: write {value.lower()}"
+                    message = f"{field}: MAC {_describe(value)} has upper-case letters (write {value.lower()})"
+                    hint = ("MAC addresses are lower-case and colon-separated, in a `list` as in a CSV inventory "
+                            "(docs/provisioning.md)")
             findings.append(Finding("invalid-value", Severity.ERROR, path, message, hint))
         elif kind.endswith("_parsing"):
             findings.append(Finding("type-error", Severity.ERROR, path,
