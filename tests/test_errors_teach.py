@@ -14,7 +14,6 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from clusterdef.cli import app
 from clusterdef.errors import Finding, Severity
 from clusterdef.inventory import read_inventory
 from clusterdef.source import load_text

@@ -125,7 +125,7 @@ def render(
 
     unknown = [t for t in target or [] if t not in TARGETS]
     if unknown:
-        err.print(f"[red]error[/]: unknown target(s) {escape(str(', '.join(unknown)))}; known: {escape(str(', '.join(TARGETS)))}")
+        err.print(f"[red]error[/]: unknown target(s) {escape(', '.join(unknown))}; known: {escape(', '.join(TARGETS))}")
         raise typer.Exit(EXIT_BAD)
     result = validate_file(definition, matrices, _today(today))
     _report(result, Format.text, err)
@@ -146,7 +146,7 @@ def render(
         err.print(f"[red]error[/]: cannot write {escape(str(dest))}: {escape(str(exc))}")
         err.print("  [green]hint:[/] choose another --output, or remove the folder")
         raise typer.Exit(EXIT_BAD)
-    out.print(f"[green]rendered[/] {len(tree) + 1} files for cluster {escape(str(d.cluster.name))} into {escape(str(dest))}")
+    out.print(f"[green]rendered[/] {len(tree) + 1} files for cluster {escape(d.cluster.name)} into {escape(str(dest))}")
 
 
 @app.command()
@@ -170,7 +170,7 @@ def _load_matrix(matrices: Optional[Path]):
     root = matrices or find_matrices(None)
     if root is None or not (Path(root) / "sets").is_dir():
         where = f" at {root}" if root else ""
-        err.print(f"[red]error[/]: no matrices folder (with sets/) found{escape(str(where))}; pass --matrices DIR or set "
+        err.print(f"[red]error[/]: no matrices folder (with sets/) found{escape(where)}; pass --matrices DIR or set "
                   "CLUSTERDEF_MATRICES")
         raise typer.Exit(EXIT_BAD)
     matrix, findings = load_matrix(root)
@@ -184,14 +184,13 @@ def _load_matrix(matrices: Optional[Path]):
 def matrix_list(matrices: Optional[Path] = MatricesOpt, today: Optional[str] = TodayOpt,
                 fmt: Format = typer.Option(Format.text, "--format", "-f")) -> None:
     """List validated sets, their status, versions and consistency."""
-    from rich.table import Table
 
     from .matrix.checks import check_set
 
     m = _load_matrix(matrices)
     day = _today(today)
     rows = []
-    for name, vs in sorted(m.sets.items()):
+    for _, vs in sorted(m.sets.items()):
         problems = check_set(vs, m.compat, day)
         rows.append((vs, problems))
     if fmt is Format.json:
@@ -218,7 +217,6 @@ def _print_table(console: Console, title: str, headers: list[str], rows: list[li
     otherwise one record per row, `first cell  header value, header value, ...`, wrapped at
     word boundaries, so nothing is cut to `2025…` when piped or in an 80-column CI log."""
     from rich import box
-    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
@@ -253,7 +251,8 @@ def matrix_show(name: str = typer.Argument(..., help="Set name."), matrices: Opt
     vs = m.sets.get(name)
     if vs is None:
         close = get_close_matches(name, list(m.sets), n=1)
-        err.print(f"[red]error[/]: no set named {escape(repr(name))}" + (f"; did you mean {escape(repr(close[0]))}?" if close else ""))
+        err.print(f"[red]error[/]: no set named {escape(repr(name))}"
+                  + (f"; did you mean {escape(repr(close[0]))}?" if close else ""))
         raise typer.Exit(EXIT_BAD)
     problems = check_set(vs, m.compat, _today(today))
     if fmt is Format.json:
@@ -265,13 +264,15 @@ def matrix_show(name: str = typer.Argument(..., help="Set name."), matrices: Opt
     for k, v in vs.components.model_dump(exclude_none=True).items():
         out.print(f"  {k:<18} {escape(str(v))}")
     for platform, pins in sorted(vs.firmware.items()):
-        out.print(f"  firmware {escape(str(platform))}: " + ", ".join(f"{escape(str(c))}={escape(str(v))}" for c, v in sorted(pins.items())))
+        out.print(f"  firmware {escape(str(platform))}: "
+                  + ", ".join(f"{escape(str(c))}={escape(str(v))}" for c, v in sorted(pins.items())))
     if vs.baseline:
         out.print(f"  baseline: {escape(str(vs.baseline))}")
     for src in vs.provenance.sources:
         out.print(f"  source: {escape(str(src))}")
     for p in problems:
-        out.print(f"  [red]{escape(str(p.severity.value))}[/] {escape(str(p.code))}: {escape(str(p.message))} [green]hint:[/] {escape(str(p.hint))}")
+        out.print(f"  [red]{escape(str(p.severity.value))}[/] {escape(str(p.code))}: {escape(str(p.message))} "
+                  f"[green]hint:[/] {escape(str(p.hint))}")
     if problems and any(p.severity.value == "error" for p in problems):
         raise typer.Exit(EXIT_BAD)
 
@@ -333,7 +334,8 @@ def plan(
         out.print(to_text(p.doc))
     if p.refused:
         for r in p.refusals:
-            err.print(f"[red]refused[/] {escape(str(r.code))}: {escape(str(r.message))}  [green]hint:[/] {escape(str(r.hint))}")
+            err.print(f"[red]refused[/] {escape(str(r.code))}: {escape(str(r.message))}  "
+                      f"[green]hint:[/] {escape(str(r.hint))}")
         raise typer.Exit(EXIT_BAD)
     if plan_file:
         _write_file(plan_file, to_json(seal(p.doc)))  # sealed: apply checks the whole document
@@ -378,8 +380,9 @@ def drift(
         sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
     else:
         for n in report.off_matrix:
-            out.print(f"[red]off-matrix[/] {escape(str(n.host))} ({escape(str(n.group))}, {escape(str(n.control_plane))}): " + ", ".join(
-                f"{escape(str(m.component))} {escape(str(m.actual))} (set {escape(str(vs.name))}: {escape(str(m.expected))})" for m in n.off))
+            out.print(f"[red]off-matrix[/] {escape(n.host)} ({escape(n.group)}, {escape(n.control_plane)}): "
+                      + ", ".join(f"{escape(m.component)} {escape(m.actual)} (set {escape(vs.name)}: "
+                                  f"{escape(m.expected)})" for m in n.off))
         for h in report.strangers:
             err.print(f"[yellow]warning[/] facts for {escape(str(h))}, which is not in {escape(str(definition))}")
         unknown = [n for n in report.nodes if n.unknown]
@@ -450,7 +453,8 @@ def _one_run(log: Path, test: Optional[str]):
         err.print(f"[red]error[/]: no {escape(str(test or 'nccl-tests'))} run in {escape(str(log))}")
         raise typer.Exit(EXIT_BAD)
     if len(chosen) > 1:
-        err.print(f"[red]error[/]: {escape(str(log))} holds {len(chosen)} runs ({escape(str(', '.join(r.test for r in chosen)))}); "
+        err.print(f"[red]error[/]: {escape(str(log))} holds {len(chosen)} runs "
+                  f"({escape(', '.join(r.test for r in chosen))}); "
                   "choose one with --test")
         raise typer.Exit(EXIT_BAD)
     return chosen[0]
@@ -479,7 +483,7 @@ def baseline_record(log: Path = typer.Argument(..., help="nccl-tests output of a
     _check_outputs(output)
     run = _one_run(log, test)
     if run.status != "ok":
-        err.print(f"[red]refused[/]: cannot record a baseline from a {escape(str(run.status))} run: {escape(str(run.reason))}")
+        err.print(f"[red]refused[/]: cannot record a baseline from a {escape(run.status)} run: {escape(run.reason)}")
         raise typer.Exit(EXIT_BAD)
     dest = output or _baseline_file(set_name, matrices)
     _check_outputs(dest)
@@ -488,7 +492,8 @@ def baseline_record(log: Path = typer.Argument(..., help="nccl-tests output of a
     except BaselineError as exc:
         _bad_path(str(exc))
     _write_file(dest, text)
-    out.print(f"[green]recorded[/] {escape(str(run.test))} on {escape(str(run.nodes))} node(s) for {escape(str(set_name))} in {escape(str(dest))}")
+    out.print(f"[green]recorded[/] {escape(run.test)} on {run.nodes} node(s) for {escape(set_name)} in "
+              f"{escape(str(dest))}")
 
 
 @baseline_app.command("compare")
@@ -530,7 +535,8 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
     base = pick(baselines, run, node_group)
     if base is None:
         known = ", ".join(f"{b.test}/{b.node_group or '-'}/{b.nodes}" for b in baselines)
-        err.print(f"[red]error[/]: {escape(str(path))} has no baseline for {escape(str(run.test or 'this test'))} on {escape(str(run.nodes))} node(s); "
+        err.print(f"[red]error[/]: {escape(str(path))} has no baseline for {escape(run.test or 'this test')} on "
+                  f"{run.nodes} node(s); "
                   f"known (test/node group/nodes): {escape(str(known))}")
         raise typer.Exit(EXIT_BAD)
     result = compare(run, base, tol)
@@ -541,7 +547,8 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
             colour = "green" if s.ok else "red"
             kind = escape(f"{series_name(s.type, s.redop) or '-':<12} {s.half:<12}")
             out.print(f"  {size_name(s.size):>10} {kind} {s.band:<6} baseline {s.baseline_gbps:>8g} measured "
-                      f"{s.measured_gbps:>8g} GB/s  [{colour}]{(-s.drop_pct if s.drop_pct else 0.0):+.2f}%[/] (tolerance {s.tolerance_pct:g}%)")
+                      f"{s.measured_gbps:>8g} GB/s  [{colour}]{(-s.drop_pct if s.drop_pct else 0.0):+.2f}%[/] "
+                      f"(tolerance {s.tolerance_pct:g}%)")
         for p in result.problems:
             out.print(f"[red]regression[/] {escape(p)}")
         out.print(("[green]pass[/]" if result.ok else "[red]FAIL[/]") + f": {run.test or base.test} vs baseline "
@@ -717,7 +724,8 @@ def apply(
     _apply_secrets(secret_env or [], vault_id or [], extra)
     bad_skip = [s for s in skip_stage or [] if s not in SKIPPABLE]
     if bad_skip:
-        err.print(f"[red]error[/]: --skip-stage {escape(str(', '.join(bad_skip)))}: only {escape(str(' or '.join(SKIPPABLE)))} can be skipped")
+        err.print(f"[red]error[/]: --skip-stage {escape(', '.join(bad_skip))}: only {escape(' or '.join(SKIPPABLE))} "
+                  "can be skipped")
         raise typer.Exit(EXIT_BAD)
     if from_ is not None and base is not None:
         err.print("[red]error[/]: give at most one of --from OLD.yaml or --base GIT_REF")
@@ -743,7 +751,8 @@ def apply(
               "to_set": doc["to"].get("set"), "playbooks": str(pb_dir), "extravars": extra,
               "secret_env": list(secret_env or []), "vault_ids": list(vault_id or []), "forks": forks}
     mode = " (check mode: nothing changes)" if check else ""
-    err.print(f"applying {escape(str(plan_file))}: {escape(str(doc['from'].get('set')))} -> {escape(str(doc['to'].get('set')))} on {escape(str(doc.get('cluster')))}, "
+    err.print(f"applying {escape(str(plan_file))}: {escape(str(doc['from'].get('set')))} -> "
+              f"{escape(str(doc['to'].get('set')))} on {escape(str(doc.get('cluster')))}, "
               f"{len(prep.steps)} steps{escape(str(mode))}")
     if secret_env:
         err.print(f"secret environment, values recorded nowhere: {escape(', '.join(secret_env))}")

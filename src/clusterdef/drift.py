@@ -248,9 +248,10 @@ def drain_lines(report: DriftReport, spare: tuple[str, ...] = ("gpu-operator", "
         if n.control_plane == "slurm":
             by_reason.setdefault(_reason(n), []).append(n.host)
     for reason, hosts in by_reason.items():
-        lines.append(f"scontrol update {shell('NodeName=' + hostlist.fold(hosts))} State=DRAIN {shell('Reason=' + reason)}")
-    note = ("  # --ignore-daemonsets keeps the repair pods of " + ", ".join(re.sub(r"[^a-z0-9-]", "?", ns) for ns in spare)
-            if spare else "")
+        lines.append(f"scontrol update {shell('NodeName=' + hostlist.fold(hosts))} State=DRAIN "
+                     f"{shell('Reason=' + reason)}")
+    names = ", ".join(re.sub(r"[^a-z0-9-]", "?", ns) for ns in spare)
+    note = f"  # --ignore-daemonsets keeps the repair pods of {names}" if spare else ""
     for n in report.off_matrix:
         if n.control_plane == "kubernetes":
             value = "-".join(sorted({m.component.replace("firmware.", "fw-").replace("_", "-") for m in n.off}))[:63]

@@ -15,7 +15,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..limits import InputError, check_yaml, read_bytes, read_text
+from ..limits import InputError, read_bytes
 
 # --------------------------------------------------------------------------- parsing
 

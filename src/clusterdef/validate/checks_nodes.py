@@ -67,12 +67,14 @@ def addressing(ctx: Context) -> Iterable[Finding]:
                         f"outside the provisioning subnet {net}",
                         f"start the group so all {n} addresses fit in {net} ({IPv4Address(lo)}-{IPv4Address(hi)})")
         ranges.append((first, last, path, f"node group `{gname}`"))
-    ranges.append((int(prov.server), int(prov.server), ("network", "provisioning", "server"), "the provisioning server"))
+    ranges.append((int(prov.server), int(prov.server), ("network", "provisioning", "server"),
+                   "the provisioning server"))
     if prov.dynamic_range:
         dr = prov.dynamic_range
         path = ("network", "provisioning", "dynamic_range")
         if not (lo <= int(dr.start) <= int(dr.end) <= hi):
-            yield error("ip-outside-subnet", path, f"dynamic range {dr.start}-{dr.end} is not an ordered range inside {net}",
+            yield error("ip-outside-subnet", path,
+                        f"dynamic range {dr.start}-{dr.end} is not an ordered range inside {net}",
                         f"keep start <= end inside {net}")
         ranges.append((int(dr.start), int(dr.end), path, "the dynamic DHCP range"))
     ranges.sort(key=lambda r: r[0])
@@ -108,8 +110,8 @@ def _macs(ctx: Context) -> Iterable[Finding]:
             if inv.problems:
                 more = f" (and {len(inv.problems) - 3} more)" if len(inv.problems) > 3 else ""
                 yield error("mac-inventory", path + ("file",), "; ".join(inv.problems[:3]) + more,
-                            "the path is relative to the definition file; each line is `host,mac` with a lower-case MAC "
-                            "(docs/provisioning.md)")
+                            "the path is relative to the definition file; each line is `host,mac` with a "
+                            "lower-case MAC (docs/provisioning.md)")
                 continue
             macs, missing = [], []
             for h in hostlist.names(g.hosts):

@@ -33,7 +33,8 @@ def _key_hint(key: str, major: str, kw: keywords.Keywords) -> str:
     if where:
         newer = [v for v in where if keywords._key(v) > keywords._key(kw.version)]
         if newer and len(newer) == len(where):
-            return f"`{key}` exists from Slurm {newer[0].rsplit('.', 1)[0]}; this set runs {major}: choose a newer set or drop it"
+            return (f"`{key}` exists from Slurm {newer[0].rsplit('.', 1)[0]}; this set runs {major}: "
+                    "choose a newer set or drop it")
         return (f"`{key}` was removed after Slurm {where[-1].rsplit('.', 1)[0]}; this set runs {major}: "
                 "drop it or use its replacement (see the Slurm release notes)")
     close = get_close_matches(key.lower(), list(kw.parameters), n=1)

@@ -90,7 +90,8 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
         msg = err["msg"]
         if kind == "extra_forbidden":
             close = difflib.get_close_matches(field, _known_fields(), n=1, cutoff=0.75)
-            hint = f"did you mean `{close[0]}`?" if close else f"remove `{field}`; see `clusterdef schema` for the fields allowed here"
+            hint = (f"did you mean `{close[0]}`?" if close
+                    else f"remove `{field}`; see `clusterdef schema` for the fields allowed here")
             findings.append(Finding("unknown-field", Severity.ERROR, path,
                                     f"unknown field `{field}` in {parent}", hint))
         elif kind == "missing":
