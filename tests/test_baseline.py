@@ -69,8 +69,8 @@ def test_specific_figures():
     assert h200.nccl_version == "2.30.4+cuda13.2" and h200.nccl_tests_version == "2.18.3"
     assert h200.hosts == ["nvidiatools-dell-h200-2-workload", "nvidiatools-dell-h200-3-workload"]
     assert h200.gpus_per_node == 8 and h200.gpus_per_process == 8
-    assert h200.busbw()[16777216] == 103.37 and h200.rows[14].in_place.busbw_gbps == 151.52
-    assert h200.busbw()[17179869184] == 485.66
+    assert h200.busbw()[(16777216, "float", "sum")] == (103.37, 151.52)
+    assert h200.busbw()[(17179869184, "float", "sum")] == (485.66, 485.52)
     abort = parse_file(LOGS / "h100-2node-g4-alltoall-abort-sendrecv-degraded.log")
     assert "remote process exited" in abort[0].reason
     assert abort[1].rows[-1].out_of_place.time_us == 1.6e7 and abort[1].rows[0].in_place.wrong is None
@@ -78,7 +78,7 @@ def test_specific_figures():
     assert "unhandled cuda error" in p100.reason and p100.nccl_version == "1.0" and p100.check_column == "res"
     (a100,) = parse_file(LOGS / "a100-p4d-2node-efa-oldformat-nccl-info.log")
     assert a100.check_column == "error" and a100.rows[0].out_of_place.error == 2e-7
-    assert a100.nccl_version == "2.9.9+cuda11.2" and a100.busbw()[4294967296] == 43.81
+    assert a100.nccl_version == "2.9.9+cuda11.2" and a100.busbw()[(4294967296, "float", "sum")][0] == 43.81
     (t4,) = parse_file(LOGS / "t4-3node-c0-validation-off-oldformat.log")
     assert t4.validation is False and t4.rows[0].out_of_place.wrong is None and t4.rows[0].size == 104857600
 
@@ -88,7 +88,8 @@ def test_matrices_baselines_match_their_logs():
         (b,) = load_baselines(path)
         log = b.source.split(" ")[0].split("/")[-1]
         (run,) = [r for r in parse_file(LOGS / log) if not r.test or r.test == b.test]
-        assert run.busbw() == b.busbw_gbps, path.name
+        assert b.legacy  # recorded before per-datatype keys: size -> out-of-place busbw
+        assert {(k[0], "", ""): (v[0], None) for k, v in run.busbw().items()} == b.busbw, path.name
         assert run.avg_busbw_gbps == b.avg_busbw_gbps and run.nodes == b.nodes
         assert compare(run, b).ok
 
@@ -145,7 +146,7 @@ def test_incomplete_run_is_reported_not_compared_as_good():
     cut = "\n".join(cut.splitlines()[:-5])
     (run,) = parse(cut)
     assert run.status == "incomplete" and "Avg bus bandwidth" in run.reason
-    base = Baseline("x", "all_reduce_perf", 2, 4, {r.size: r.out_of_place.busbw_gbps for r in run.rows})
+    base = Baseline("x", "all_reduce_perf", 2, 4, run.busbw())
     assert not compare(run, base).ok
 
 
@@ -241,3 +242,133 @@ def test_cli_bad_inputs_exit_2(tmp_path):
                             "--set", "2026.07-r580", "-o", str(tmp_path / "x.yaml")])
     assert r.exit_code == 2 and "failed" in r.output and not (tmp_path / "x.yaml").exists()
     assert os.path.exists(log)
+
+
+# --------------------------------------------------------------------------- per datatype and op
+
+H200 = LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log"
+
+
+def _all_types(text: str, int8_factor: float = 1.0) -> str:
+    """A `-d all`-shaped log derived from the real H200 float log: after every float row an int8
+    row of the same size (count = size) whose busbw is the float figure times int8_factor. The
+    reference has no real `-d all` log, so the second datatype is made from the first."""
+    out = []
+    for line in text.splitlines():
+        out.append(line)
+        tok = line.split()
+        if len(tok) == 13 and tok[0].isdigit() and tok[2] == "float":
+            tok[1], tok[2] = tok[0], "int8"
+            for i in (7, 11):
+                tok[i] = f"{float(tok[i]) * int8_factor:.2f}"
+            out.append(" ".join(tok))
+    return "\n".join(out) + "\n"
+
+
+def _record(tmp_path, text: str, name: str = "b.yaml") -> list[Baseline]:
+    (run,) = parse(text)
+    f = tmp_path / name
+    f.write_text(record(f, baseline_from_run(run, "2026.07-r580", "", "derived.log")))
+    return load_baselines(f)
+
+
+def test_peaks_over_every_row_and_both_halves():
+    # read by eye from the logs: the H200 log's highest busbw is the 16 GiB out-of-place row;
+    # the B200 log's is an in-place figure (2 GiB row), above every out-of-place one (261.57)
+    (h200,) = parse_file(H200)
+    bw, row, half = h200.peak()
+    assert (bw, row.size, half) == (485.66, 17179869184, "out-of-place")
+    (b200,) = parse_file(LOGS / "b200-gke-a4-2node-16gpu-allgather.log")
+    bw, row, half = b200.peak()
+    assert (bw, row.size, half) == (268.59, 2147483648, "in-place")
+    # the CLI prints that peak, not the out-of-place one
+    r = runner.invoke(app, ["baseline", "parse", str(LOGS / "b200-gke-a4-2node-16gpu-allgather.log")])
+    assert "peak busbw 268.59 GB/s (2 GiB float/none in-place)" in r.output, r.output
+    # with a second datatype per size, the peak still comes from the row that has it
+    (both,) = parse(_all_types(H200.read_text(), 0.5))
+    assert both.peak()[0] == 485.66 and both.peak()[1].type == "float" and len(both.rows) == 50
+    assert both.series() == [("float", "sum"), ("int8", "sum")]
+
+
+def test_every_datatype_is_kept_and_a_slow_int8_fails(tmp_path):
+    (base,) = _record(tmp_path, _all_types(H200.read_text()))
+    assert not base.legacy and len(base.busbw) == 50
+    assert base.busbw[(1 << 30, "int8", "sum")] == (458.75, 459.09)
+    text = (tmp_path / "b.yaml").read_text()
+    assert "float/sum:" in text and "int8/sum:" in text and "'1073741824': [458.75, 459.09]" in text
+    (same,) = parse(_all_types(H200.read_text()))
+    assert compare(same, base).ok
+    (slow,) = parse(_all_types(H200.read_text(), 0.7))  # int8 rows 30% slower, float rows unchanged
+    result = compare(slow, base)
+    assert not result.ok
+    bad = [s for s in result.sizes if not s.ok]
+    assert bad and {s.type for s in bad} == {"int8"}
+    assert {s.half for s in bad} == {"out-of-place", "in-place"}
+    assert any(p.startswith("16 GiB int8/sum out-of-place: busbw") for p in result.problems), result.problems
+    assert all("float" not in p for p in result.problems)
+
+
+def test_small_and_medium_sizes_against_their_tolerances(tmp_path):
+    base = _h200_baseline()  # small < 1 MiB tolerates 25%, medium < 256 MiB 10%
+    text = H200.read_text()
+
+    def slowed(lo: int, hi: int, factor: float):
+        out = []
+        for line in text.splitlines():
+            tok = line.split()
+            if len(tok) == 13 and tok[0].isdigit() and lo <= int(tok[0]) < hi:
+                tok[7] = f"{float(tok[7]) * factor:.2f}"
+                line = " ".join(tok)
+            out.append(line)
+        (run,) = parse("\n".join(out))
+        return compare(run, base)
+
+    # 64 KiB..512 KiB rows (busbw >= 1.75 GB/s, so rounding to 2 decimals stays far from the line)
+    assert slowed(64 << 10, 1 << 20, 0.80).ok  # 20% is inside small's 25%
+    r = slowed(64 << 10, 1 << 20, 0.70)
+    assert not r.ok and {s.band for s in r.sizes if not s.ok} == {"small"}
+    assert any("64 KiB" in p and "small messages" in p for p in r.problems)
+    assert slowed(1 << 20, 256 << 20, 0.93).ok  # 7% inside medium's 10%
+    r = slowed(1 << 20, 256 << 20, 0.85)
+    assert not r.ok and {s.band for s in r.sizes if not s.ok} == {"medium"}
+    assert [s.size for s in r.sizes if not s.ok] == [1 << k for k in range(20, 28)]
+
+
+def test_a_baseline_for_another_node_count_or_test_is_refused(tmp_path):
+    (run,) = parse_file(H200)
+    base = _h200_baseline()
+    other_nodes = Baseline(base.set, base.test, 4, base.gpus_per_node, base.busbw, legacy=True)
+    r = compare(run, other_nodes)
+    assert not r.ok and "run spans 2 nodes, baseline 4" in r.problems
+    other_test = Baseline(base.set, "all_gather_perf", 2, 8, base.busbw, legacy=True)
+    r = compare(run, other_test)
+    assert not r.ok and "run is all_reduce_perf, baseline is all_gather_perf" in r.problems
+    assert pick([other_nodes, other_test], run) is None
+    f = tmp_path / "b.yaml"
+    f.write_text("set: x\ntest: all_reduce_perf\nnodes: 4\nbusbw_gbps:\n  float/sum:\n    '1024': [0.04, 0.04]\n")
+    r = runner.invoke(app, ["baseline", "compare", str(H200), "--baseline", str(f)])
+    assert r.exit_code == 2 and "no baseline for all_reduce_perf on 2 node(s)" in r.output
+
+
+def test_old_size_keyed_baseline_refuses_a_run_with_several_datatypes():
+    (both,) = parse(_all_types(H200.read_text()))
+    r = compare(both, _h200_baseline())
+    assert not r.ok and "keyed by message size only" in r.problems[0] and "re-record" in r.problems[0]
+    assert "float/sum, int8/sum" in r.problems[0]
+
+
+def test_a_run_missing_baseline_rows_fails(tmp_path):
+    (base,) = _record(tmp_path, _all_types(H200.read_text()))
+    (float_only,) = parse_file(H200)
+    r = compare(float_only, base)
+    assert not r.ok and any("25 baseline row(s) not in the run (datatype/op int8/sum; sizes 1 KiB..16 GiB)" in p
+                            for p in r.problems), r.problems
+
+
+def test_size_range_has_one_unit_style():
+    from clusterdef.baseline import size_range
+
+    assert size_range([1024, 17179869184]) == "1 KiB..16 GiB"
+    assert size_range([33553920, 17179868160]) == "33553920 B..17179868160 B"
+    assert size_range([8, 8 << 30]) == "8 B..8 GiB"
+    assert size_range([1000, 33553920]) == "1000 B..33553920 B"

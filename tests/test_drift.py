@@ -74,8 +74,13 @@ def test_injected_off_matrix_nodes(lab_result, tmp_path):
         "scontrol update NodeName=gpu002 State=DRAIN 'Reason=clusterdef off-matrix: driver 580.95.05!=580.126.20'",
         "scontrol update NodeName=gpu003 State=DRAIN 'Reason=clusterdef off-matrix: driver 580.95.05!=580.126.20, "
         "firmware.cx7 28.46.1006!=28.47.2682'",
-        "kubectl taint nodes kgpu02 clusterdef.dev/off-matrix=kubelet:NoExecute --overwrite",
+        "kubectl taint nodes kgpu02 clusterdef.dev/off-matrix=kubelet:NoSchedule --overwrite",
+        "kubectl drain kgpu02 --ignore-daemonsets --delete-emptydir-data --timeout=120m"
+        "  # --ignore-daemonsets keeps the repair pods of gpu-operator, nvidia-network-operator",
     ]
+    # the text report names the nodes without facts
+    r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(facts_dir), "--today", "2026-11-30"])
+    assert r.exit_code == 1 and "without facts (1): gpu001" in r.output, r.output
     text = prom.read_text()
     assert 'clusterdef_drift_nodes_off_matrix{set="2026.07-r580"} 3' in text
     assert ('clusterdef_node_off_matrix{node="gpu003",group="train",component="firmware.cx7",'
@@ -93,7 +98,50 @@ def test_same_reason_folds_into_one_hostlist(lab_result):
     report = drift.compare(lab_result.definition, vs, [("x", f) for f in facts])
     lines = drift.drain_lines(report)
     assert lines[0].startswith("scontrol update 'NodeName=gpu[001-004]' State=DRAIN")
-    assert len(lines) == 3  # one Slurm line, two taints
+    assert len(lines) == 5  # one Slurm line, a taint and a drain per Kubernetes node
+    assert lines[1:] == [
+        "kubectl taint nodes kgpu01 clusterdef.dev/off-matrix=kernel:NoSchedule --overwrite",
+        "kubectl drain kgpu01 --ignore-daemonsets --delete-emptydir-data --timeout=120m"
+        "  # --ignore-daemonsets keeps the repair pods of gpu-operator, nvidia-network-operator",
+        "kubectl taint nodes kgpu02 clusterdef.dev/off-matrix=kernel:NoSchedule --overwrite",
+        "kubectl drain kgpu02 --ignore-daemonsets --delete-emptydir-data --timeout=120m"
+        "  # --ignore-daemonsets keeps the repair pods of gpu-operator, nvidia-network-operator",
+    ]
+
+
+def test_drain_spares_the_definitions_operator_namespaces(lab_result, tmp_path):
+    """The namespaces come from kubernetes.gpu_operator/network_operator; run by bash with a kubectl
+    stand-in, the taint is NoSchedule (never NoExecute) and the drain keeps DaemonSet pods."""
+    import subprocess
+
+    text = (CLUSTERS / "lab.yaml").read_text().replace("gpu_operator: {mig_strategy: none}",
+                                                        "gpu_operator: {mig_strategy: none, namespace: gpu-op}")
+    assert "namespace: gpu-op" in text
+    (tmp_path / "lab.yaml").write_text(text)
+    vs, facts = _facts(lab_result)
+    for f in facts:
+        if f["host"] == "kgpu01":
+            f["versions"]["driver"] = "580.95.05"
+    drain = tmp_path / "drain.sh"
+    r = runner.invoke(app, ["drift", str(tmp_path / "lab.yaml"), "--facts", str(_write(tmp_path, facts)),
+                            "--today", "2026-11-30", "--drain", str(drain)])
+    assert r.exit_code == 1, r.output
+    assert drain.read_text().splitlines() == [
+        "kubectl taint nodes kgpu01 clusterdef.dev/off-matrix=driver:NoSchedule --overwrite",
+        "kubectl drain kgpu01 --ignore-daemonsets --delete-emptydir-data --timeout=120m"
+        "  # --ignore-daemonsets keeps the repair pods of gpu-op, nvidia-network-operator",
+    ]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kubectl").write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\0" "$a"; done >> "$ARGV_LOG"\n'
+                                     'printf "\\n" >> "$ARGV_LOG"\n')
+    (bin_dir / "kubectl").chmod(0o755)
+    log = tmp_path / "argv"
+    subprocess.run(["bash", str(drain)], env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_LOG": str(log)},
+                   check=True, timeout=30)
+    calls = [c.split("\0")[:-1] for c in log.read_text().splitlines()]
+    assert calls == [["taint", "nodes", "kgpu01", "clusterdef.dev/off-matrix=driver:NoSchedule", "--overwrite"],
+                     ["drain", "kgpu01", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120m"]]
 
 
 def test_text_report_names_both_versions(lab_result, tmp_path):

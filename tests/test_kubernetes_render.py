@@ -341,7 +341,7 @@ def test_tenant_objects_validate_strict(plans, examples):
     for name, p in plans.items():
         version = examples[name].set.components.kubernetes
         assert len(p.tenants) == sum(1 for t in examples[name].definition.tenants.values() if t.kubernetes)
-        for tname, objs in p.tenants.items():
+        for _tname, objs in p.tenants.items():
             for obj in objs:
                 if obj["apiVersion"].startswith("kueue.x-k8s.io/"):
                     continue  # CRD, checked above

@@ -134,7 +134,7 @@ def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
     accounts = {row["Account"]: row for row in assoc if not row["User"]}
     users = {(row["Account"], row["User"]) for row in assoc if row["User"]}
     assert set(accounts["root"]["QOS"].split(",")) == set(d.slurm.qos), accounts["root"]
-    for tname, t in d.tenants.items():
+    for _tname, t in d.tenants.items():
         if t.slurm is None:
             continue
         row = accounts[t.slurm.account]

@@ -41,7 +41,7 @@ def _today(value: Optional[str]) -> date:
     try:
         return date.fromisoformat(value)
     except ValueError:
-        err.print(f"[red]error[/]: --today {value!r} is not a date; use YYYY-MM-DD")
+        err.print(f"[red]error[/]: --today {escape(repr(value))} is not a date; use YYYY-MM-DD")
         raise typer.Exit(EXIT_BAD)
 
 
@@ -83,7 +83,7 @@ def _report(result, fmt: Format, console: Console) -> None:
         return
     print_text(console, result.findings, {result.file: result.source} if result.source else {})
     if result.findings:
-        console.print(f"{result.file}: {summary_line(result.findings)}")
+        console.print(f"{escape(str(result.file))}: {escape(str(summary_line(result.findings)))}")
 
 
 @app.command()
@@ -102,8 +102,8 @@ def validate(
     if not result.ok:
         raise typer.Exit(EXIT_BAD)
     if fmt is Format.text and not result.findings:
-        out.print(f"[green]ok[/] {definition}: cluster {result.definition.cluster.name}, "
-                  f"set {result.definition.cluster.matrix}")
+        out.print(f"[green]ok[/] {escape(str(definition))}: cluster {escape(str(result.definition.cluster.name))}, "
+                  f"set {escape(str(result.definition.cluster.matrix))}")
     if strict and result.warnings:
         raise typer.Exit(EXIT_WARN)
 
@@ -125,7 +125,7 @@ def render(
 
     unknown = [t for t in target or [] if t not in TARGETS]
     if unknown:
-        err.print(f"[red]error[/]: unknown target(s) {', '.join(unknown)}; known: {', '.join(TARGETS)}")
+        err.print(f"[red]error[/]: unknown target(s) {escape(', '.join(unknown))}; known: {escape(', '.join(TARGETS))}")
         raise typer.Exit(EXIT_BAD)
     result = validate_file(definition, matrices, _today(today))
     _report(result, Format.text, err)
@@ -143,10 +143,10 @@ def render(
     try:
         write_tree(dest, tree, meta)
     except (OutputError, OSError) as exc:
-        err.print(f"[red]error[/]: cannot write {dest}: {exc}")
+        err.print(f"[red]error[/]: cannot write {escape(str(dest))}: {escape(str(exc))}")
         err.print("  [green]hint:[/] choose another --output, or remove the folder")
         raise typer.Exit(EXIT_BAD)
-    out.print(f"[green]rendered[/] {len(tree) + 1} files for cluster {d.cluster.name} into {dest}")
+    out.print(f"[green]rendered[/] {len(tree) + 1} files for cluster {escape(d.cluster.name)} into {escape(str(dest))}")
 
 
 @app.command()
@@ -170,7 +170,7 @@ def _load_matrix(matrices: Optional[Path]):
     root = matrices or find_matrices(None)
     if root is None or not (Path(root) / "sets").is_dir():
         where = f" at {root}" if root else ""
-        err.print(f"[red]error[/]: no matrices folder (with sets/) found{where}; pass --matrices DIR or set "
+        err.print(f"[red]error[/]: no matrices folder (with sets/) found{escape(where)}; pass --matrices DIR or set "
                   "CLUSTERDEF_MATRICES")
         raise typer.Exit(EXIT_BAD)
     matrix, findings = load_matrix(root)
@@ -184,14 +184,13 @@ def _load_matrix(matrices: Optional[Path]):
 def matrix_list(matrices: Optional[Path] = MatricesOpt, today: Optional[str] = TodayOpt,
                 fmt: Format = typer.Option(Format.text, "--format", "-f")) -> None:
     """List validated sets, their status, versions and consistency."""
-    from rich.table import Table
 
     from .matrix.checks import check_set
 
     m = _load_matrix(matrices)
     day = _today(today)
     rows = []
-    for name, vs in sorted(m.sets.items()):
+    for _, vs in sorted(m.sets.items()):
         problems = check_set(vs, m.compat, day)
         rows.append((vs, problems))
     if fmt is Format.json:
@@ -200,16 +199,43 @@ def matrix_list(matrices: Optional[Path] = MatricesOpt, today: Optional[str] = T
                                       "problems": [p._asdict() | {"severity": p.severity.value} for p in probs]}
                                      for vs, probs in rows], indent=2) + "\n")
         return
-    table = Table(title=f"validated sets in {m.root}")
-    for col in ("set", "status", "driver", "CUDA", "NCCL", "toolkit", "GPU Operator", "Kubernetes", "Slurm", "checks"):
-        table.add_column(col)
     colour = {"validated": "green", "candidate": "yellow", "retired": "dim"}
+    body = []
     for vs, probs in rows:
         c = vs.components
-        checks = "[green]ok[/]" if not probs else "[red]" + ", ".join(p.code for p in probs) + "[/]"
-        table.add_row(vs.name, f"[{colour[vs.status]}]{vs.status}[/]", c.driver, c.cuda, c.nccl,
-                      c.container_toolkit, c.gpu_operator, c.kubernetes, c.slurm, checks)
-    out.print(table)
+        checks = "[green]ok[/]" if not probs else "[red]" + escape(", ".join(p.code for p in probs)) + "[/]"
+        body.append([escape(vs.name), f"[{colour[vs.status]}]{vs.status}[/]"]
+                    + [escape(str(v)) for v in (c.driver, c.cuda, c.nccl, c.container_toolkit, c.gpu_operator,
+                                                c.kubernetes, c.slurm)] + [checks])
+    _print_table(out, f"validated sets in {escape(str(m.root))}",
+                 ["set", "status", "driver", "CUDA", "NCCL", "toolkit", "GPU Operator", "Kubernetes", "Slurm",
+                  "checks"], body)
+
+
+def _print_table(console: Console, title: str, headers: list[str], rows: list[list[str]]) -> None:
+    """A table (cells are rich markup, data already escaped) when it fits the console's width;
+    otherwise one record per row, `first cell  header value, header value, ...`, wrapped at
+    word boundaries, so nothing is cut to `2025…` when piped or in an 80-column CI log."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    widths = [max([len(h)] + [Text.from_markup(r[i]).cell_len for r in rows]) for i, h in enumerate(headers)]
+    if sum(widths) + 3 * len(widths) + 1 <= console.width:
+        table = Table(title=title, box=box.SIMPLE_HEAD)
+        for h in headers:
+            table.add_column(h, no_wrap=True)
+        for r in rows:
+            table.add_row(*r)
+        console.print(table)
+        return
+    console.print(title)
+    for r in rows:
+        console.print(f"[bold]{r[0]}[/]  " + ", ".join(f"{escape(h)} {v}" for h, v in zip(headers[1:], r[1:])),
+                      soft_wrap=False, overflow="fold")
+
+
+
 
 
 @matrix_app.command("show")
@@ -225,25 +251,28 @@ def matrix_show(name: str = typer.Argument(..., help="Set name."), matrices: Opt
     vs = m.sets.get(name)
     if vs is None:
         close = get_close_matches(name, list(m.sets), n=1)
-        err.print(f"[red]error[/]: no set named {name!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+        err.print(f"[red]error[/]: no set named {escape(repr(name))}"
+                  + (f"; did you mean {escape(repr(close[0]))}?" if close else ""))
         raise typer.Exit(EXIT_BAD)
     problems = check_set(vs, m.compat, _today(today))
     if fmt is Format.json:
         sys.stdout.write(json.dumps({**vs.model_dump(mode="json"), "file": str(m.set_files[name]),
                                      "problems": [p.message for p in problems]}, indent=2) + "\n")
         return
-    out.print(f"[bold]{vs.name}[/] ({vs.status}) {vs.summary}")
-    out.print(f"file: {m.set_files[name]}")
+    out.print(f"[bold]{escape(str(vs.name))}[/] ({escape(str(vs.status))}) {escape(str(vs.summary))}")
+    out.print(f"file: {escape(str(m.set_files[name]))}")
     for k, v in vs.components.model_dump(exclude_none=True).items():
-        out.print(f"  {k:<18} {v}")
+        out.print(f"  {k:<18} {escape(str(v))}")
     for platform, pins in sorted(vs.firmware.items()):
-        out.print(f"  firmware {platform}: " + ", ".join(f"{c}={v}" for c, v in sorted(pins.items())))
+        out.print(f"  firmware {escape(str(platform))}: "
+                  + ", ".join(f"{escape(str(c))}={escape(str(v))}" for c, v in sorted(pins.items())))
     if vs.baseline:
-        out.print(f"  baseline: {vs.baseline}")
+        out.print(f"  baseline: {escape(str(vs.baseline))}")
     for src in vs.provenance.sources:
-        out.print(f"  source: {src}")
+        out.print(f"  source: {escape(str(src))}")
     for p in problems:
-        out.print(f"  [red]{p.severity.value}[/] {p.code}: {p.message} [green]hint:[/] {p.hint}")
+        out.print(f"  [red]{escape(str(p.severity.value))}[/] {escape(str(p.code))}: {escape(str(p.message))} "
+                  f"[green]hint:[/] {escape(str(p.hint))}")
     if problems and any(p.severity.value == "error" for p in problems):
         raise typer.Exit(EXIT_BAD)
 
@@ -305,11 +334,12 @@ def plan(
         out.print(to_text(p.doc))
     if p.refused:
         for r in p.refusals:
-            err.print(f"[red]refused[/] {r.code}: {r.message}  [green]hint:[/] {r.hint}")
+            err.print(f"[red]refused[/] {escape(str(r.code))}: {escape(str(r.message))}  "
+                      f"[green]hint:[/] {escape(str(r.hint))}")
         raise typer.Exit(EXIT_BAD)
     if plan_file:
         _write_file(plan_file, to_json(seal(p.doc)))  # sealed: apply checks the whole document
-        err.print(f"plan file written to {plan_file}")
+        err.print(f"plan file written to {escape(str(plan_file))}")
 
 
 @app.command()
@@ -325,6 +355,7 @@ def drift(
     """Which nodes are off the validated set. Exit 0 all on-matrix, 1 when any node is off-matrix, 2 on bad
     input."""
     from . import drift as dr
+    from . import hostlist
     from .validate.pipeline import validate_file
 
     _check_outputs(drain, prom)
@@ -340,7 +371,8 @@ def drift(
     vs = result.matrix.sets[result.definition.cluster.matrix]
     report = dr.compare(result.definition, vs, facts_list)
     if drain:
-        lines = dr.drain_lines(report)
+        d = result.definition
+        lines = dr.drain_lines(report, dr.spared_namespaces(d), d.upgrade.drain.timeout_minutes)
         _write_file(drain, "".join(line + "\n" for line in lines))
     if prom:
         _write_file(prom, dr.prometheus(report))
@@ -348,14 +380,18 @@ def drift(
         sys.stdout.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
     else:
         for n in report.off_matrix:
-            out.print(f"[red]off-matrix[/] {n.host} ({n.group}, {n.control_plane}): " + ", ".join(
-                f"{m.component} {m.actual} (set {vs.name}: {m.expected})" for m in n.off))
+            out.print(f"[red]off-matrix[/] {escape(n.host)} ({escape(n.group)}, {escape(n.control_plane)}): "
+                      + ", ".join(f"{escape(m.component)} {escape(m.actual)} (set {escape(vs.name)}: "
+                                  f"{escape(m.expected)})" for m in n.off))
         for h in report.strangers:
-            err.print(f"[yellow]warning[/] facts for {h}, which is not in {definition}")
+            err.print(f"[yellow]warning[/] facts for {escape(str(h))}, which is not in {escape(str(definition))}")
         unknown = [n for n in report.nodes if n.unknown]
         if unknown:
             out.print(f"[yellow]{len(unknown)} node(s)[/] reported some versions as unknown (see --format json)")
-        out.print(f"{len(report.nodes)} node(s) checked against {vs.name}: "
+        if report.missing:
+            folded = hostlist.fold(report.missing)
+            out.print(f"[yellow]without facts[/] ({len(report.missing)}): {escape(folded)}")
+        out.print(f"{len(report.nodes)} node(s) checked against {escape(str(vs.name))}: "
                   f"{len(report.off_matrix)} off-matrix, {len(report.missing)} without facts")
     if report.off_matrix:
         raise typer.Exit(EXIT_WARN)
@@ -427,15 +463,23 @@ def _parse_log(log: Path):
 
 
 def _run_line(r) -> str:
-    from .baseline import size_name
+    from .baseline import series_name, size_name, size_range
 
-    what = f"{r.test or 'unknown test'}: {r.nodes} node(s), {r.ranks} rank(s), {', '.join(r.gpu_models) or '?'}"
+    what = escape(f"{r.test or 'unknown test'}: {r.nodes} node(s), {r.ranks} rank(s), "
+                  f"{', '.join(r.gpu_models) or '?'}")
     if r.status == "ok":
-        bw = r.busbw()
-        peak = max(bw.values()) if bw else 0
-        return (f"[green]ok[/] {what}; {len(r.rows)} sizes {size_name(r.rows[0].size)}..{size_name(r.rows[-1].size)}"
-                f", peak busbw {peak:g} GB/s, avg {r.avg_busbw_gbps:g} GB/s")
-    return f"[red]{r.status}[/] {what}: {r.reason}"
+        series = r.series()
+        sizes = sorted({row.size for row in r.rows})
+        kinds = ", ".join(series_name(*s) for s in series[:6]) + (", ..." if len(series) > 6 else "")
+        line = (f"[green]ok[/] {what}; {len(r.rows)} rows, {len(sizes)} sizes {size_range(sizes)} x "
+                f"{len(series)} datatype/op ({escape(kinds)})")
+        peak = r.peak()
+        if peak:
+            bw, row, half = peak
+            line += (f", peak busbw {bw:g} GB/s ({size_name(row.size)} {escape(series_name(row.type, row.redop))} "
+                     f"{half})")
+        return line + f", avg {r.avg_busbw_gbps:g} GB/s"
+    return f"[red]{r.status}[/] {what}: {escape(r.reason)}"
 
 
 @baseline_app.command("parse")
@@ -447,7 +491,7 @@ def baseline_parse(log: Path = typer.Argument(..., help="nccl-tests output."),
         sys.stdout.write(json.dumps([r.to_json() for r in runs], indent=2) + "\n")
     else:
         if not runs:
-            out.print(f"[red]no nccl-tests run[/] found in {log}")
+            out.print(f"[red]no nccl-tests run[/] found in {escape(str(log))}")
         for r in runs:
             out.print(_run_line(r))
     if not runs or any(r.status != "ok" for r in runs):
@@ -458,10 +502,11 @@ def _one_run(log: Path, test: Optional[str]):
     runs = _parse_log(log)
     chosen = [r for r in runs if not test or r.test == test]
     if not chosen:
-        err.print(f"[red]error[/]: no {test or 'nccl-tests'} run in {log}")
+        err.print(f"[red]error[/]: no {escape(str(test or 'nccl-tests'))} run in {escape(str(log))}")
         raise typer.Exit(EXIT_BAD)
     if len(chosen) > 1:
-        err.print(f"[red]error[/]: {log} holds {len(chosen)} runs ({', '.join(r.test for r in chosen)}); "
+        err.print(f"[red]error[/]: {escape(str(log))} holds {len(chosen)} runs "
+                  f"({escape(', '.join(r.test for r in chosen))}); "
                   "choose one with --test")
         raise typer.Exit(EXIT_BAD)
     return chosen[0]
@@ -471,7 +516,7 @@ def _baseline_file(set_name: str, matrices: Optional[Path]) -> Path:
     m = _load_matrix(matrices)
     vs = m.sets.get(set_name)
     if vs is None:
-        err.print(f"[red]error[/]: no set named {set_name!r} in {m.root}")
+        err.print(f"[red]error[/]: no set named {escape(repr(set_name))} in {escape(str(m.root))}")
         raise typer.Exit(EXIT_BAD)
     return Path(m.root) / (vs.baseline or f"baselines/{set_name}.yaml")
 
@@ -490,7 +535,7 @@ def baseline_record(log: Path = typer.Argument(..., help="nccl-tests output of a
     _check_outputs(output)
     run = _one_run(log, test)
     if run.status != "ok":
-        err.print(f"[red]refused[/]: cannot record a baseline from a {run.status} run: {run.reason}")
+        err.print(f"[red]refused[/]: cannot record a baseline from a {escape(run.status)} run: {escape(run.reason)}")
         raise typer.Exit(EXIT_BAD)
     dest = output or _baseline_file(set_name, matrices)
     _check_outputs(dest)
@@ -499,7 +544,8 @@ def baseline_record(log: Path = typer.Argument(..., help="nccl-tests output of a
     except BaselineError as exc:
         _bad_path(str(exc))
     _write_file(dest, text)
-    out.print(f"[green]recorded[/] {run.test} on {run.nodes} node(s) for {set_name} in {dest}")
+    out.print(f"[green]recorded[/] {escape(run.test)} on {run.nodes} node(s) for {escape(set_name)} in "
+              f"{escape(str(dest))}")
 
 
 @baseline_app.command("compare")
@@ -514,7 +560,7 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
                      matrices: Optional[Path] = MatricesOpt) -> None:
     """Compare a run with the recorded baseline. Exit 0 within tolerance, 1 on a regression, #wrong or a
     failed run (even when nothing errored), 2 on bad input."""
-    from .baseline import BANDS, BaselineError, compare, load_baselines, pick, size_name
+    from .baseline import BANDS, BaselineError, compare, load_baselines, pick, series_name, size_name
 
     tol: dict[str, float] = {}
     for t in tolerance or []:
@@ -541,8 +587,9 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
     base = pick(baselines, run, node_group)
     if base is None:
         known = ", ".join(f"{b.test}/{b.node_group or '-'}/{b.nodes}" for b in baselines)
-        err.print(f"[red]error[/]: {path} has no baseline for {run.test or 'this test'} on {run.nodes} node(s); "
-                  f"known (test/node group/nodes): {known}")
+        err.print(f"[red]error[/]: {escape(str(path))} has no baseline for {escape(run.test or 'this test')} on "
+                  f"{run.nodes} node(s); "
+                  f"known (test/node group/nodes): {escape(str(known))}")
         raise typer.Exit(EXIT_BAD)
     result = compare(run, base, tol)
     if fmt is Format.json:
@@ -550,10 +597,12 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
     else:
         for s in result.sizes:
             colour = "green" if s.ok else "red"
-            out.print(f"  {size_name(s.size):>10} {s.band:<6} baseline {s.baseline_gbps:>8g} measured "
-                      f"{s.measured_gbps:>8g} GB/s  [{colour}]{(-s.drop_pct if s.drop_pct else 0.0):+.2f}%[/] (tolerance {s.tolerance_pct:g}%)")
+            kind = escape(f"{series_name(s.type, s.redop) or '-':<12} {s.half:<12}")
+            out.print(f"  {size_name(s.size):>10} {kind} {s.band:<6} baseline {s.baseline_gbps:>8g} measured "
+                      f"{s.measured_gbps:>8g} GB/s  [{colour}]{(-s.drop_pct if s.drop_pct else 0.0):+.2f}%[/] "
+                      f"(tolerance {s.tolerance_pct:g}%)")
         for p in result.problems:
-            out.print(f"[red]regression[/] {p}")
+            out.print(f"[red]regression[/] {escape(p)}")
         out.print(("[green]pass[/]" if result.ok else "[red]FAIL[/]") + f": {run.test or base.test} vs baseline "
                   f"of {base.set} ({path})")
     if not result.ok:
@@ -721,20 +770,21 @@ def apply(
     for kv in extra_var or []:
         key, sep, value = kv.partition("=")
         if not sep or not key.strip():
-            err.print(f"[red]error[/]: --extra-var {kv!r}: use KEY=VALUE")
+            err.print(f"[red]error[/]: --extra-var {escape(repr(kv))}: use KEY=VALUE")
             raise typer.Exit(EXIT_BAD)
         extra[key.strip()] = value
     _apply_secrets(secret_env or [], vault_id or [], extra)
     bad_skip = [s for s in skip_stage or [] if s not in SKIPPABLE]
     if bad_skip:
-        err.print(f"[red]error[/]: --skip-stage {', '.join(bad_skip)}: only {' or '.join(SKIPPABLE)} can be skipped")
+        err.print(f"[red]error[/]: --skip-stage {escape(', '.join(bad_skip))}: only {escape(' or '.join(SKIPPABLE))} "
+                  "can be skipped")
         raise typer.Exit(EXIT_BAD)
     if from_ is not None and base is not None:
         err.print("[red]error[/]: give at most one of --from OLD.yaml or --base GIT_REF")
         raise typer.Exit(EXIT_BAD)
     pb_dir = playbooks or find_playbooks(to or plan_file)
     if pb_dir is None or not pb_dir.is_dir():
-        err.print(f"[red]error[/]: no playbooks folder {pb_dir or ''}; pass --playbooks DIR")
+        err.print(f"[red]error[/]: no playbooks folder {escape(str(pb_dir or ''))}; pass --playbooks DIR")
         raise typer.Exit(EXIT_BAD)
     try:
         prep = prepare(plan_file, to, from_, base, matrices, _today(today), pb_dir, set(skip_stage or []))
@@ -753,8 +803,9 @@ def apply(
               "to_set": doc["to"].get("set"), "playbooks": str(pb_dir), "extravars": extra,
               "secret_env": list(secret_env or []), "vault_ids": list(vault_id or []), "forks": forks}
     mode = " (check mode: nothing changes)" if check else ""
-    err.print(f"applying {plan_file}: {doc['from'].get('set')} -> {doc['to'].get('set')} on {doc.get('cluster')}, "
-              f"{len(prep.steps)} steps{mode}")
+    err.print(f"applying {escape(str(plan_file))}: {escape(str(doc['from'].get('set')))} -> "
+              f"{escape(str(doc['to'].get('set')))} on {escape(str(doc.get('cluster')))}, "
+              f"{len(prep.steps)} steps{escape(str(mode))}")
     if secret_env:
         err.print(f"secret environment, values recorded nowhere: {escape(', '.join(secret_env))}")
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
@@ -782,7 +833,7 @@ def apply(
                                        f"rc {result.rc}): {escape(', '.join(result.failed_hosts) or result.status)}")
                 for f in result.failures:
                     progress.console.print(f"  {escape(f)}")
-                progress.console.print(f"  artifacts: {result.artifact_dir}")
+                progress.console.print(f"  artifacts: {escape(str(result.artifact_dir))}")
             if result is not None:
                 _print_changes(progress.console, result.changes, check)
             progress.advance(bar)
@@ -792,14 +843,14 @@ def apply(
                                     on_step, on_event, on_done, secret_env=secret_env or [],
                                     vault_ids=vault_id or [], forks=forks)
         except runner.RunnerMissing as exc:
-            err.print(f"[red]error[/]: {exc}")
+            err.print(f"[red]error[/]: {escape(str(exc))}")
             raise typer.Exit(EXIT_BAD)
-    err.print(f"run record: {record_path}")
+    err.print(f"run record: {escape(str(record_path))}")
     if record["status"] != "succeeded":
         not_run = ", ".join(dict.fromkeys(r["stage"] for r in record["not_run"])) or "nothing"
         out.print(f"[red]halted[/] at {escape(record['halted_at'] or '?')}; not run: {escape(not_run)}")
         raise typer.Exit(EXIT_WARN)
-    out.print(f"[green]applied[/] {plan_file}{mode}: {len(record['runs'])} steps")
+    out.print(f"[green]applied[/] {escape(str(plan_file))}{escape(str(mode))}: {len(record['runs'])} steps")
 
 
 def main() -> None:

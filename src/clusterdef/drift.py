@@ -220,21 +220,45 @@ def _reason(n: NodeReport) -> str:
     return text.replace('"', "'")[:250]
 
 
-def drain_lines(report: DriftReport) -> list[str]:
-    """Shell lines: `scontrol update ... State=DRAIN` for Slurm-owned nodes (nodes with the same
-    reason folded into one hostlist) and `kubectl taint` for Kubernetes-owned nodes."""
+def spared_namespaces(definition: Definition) -> tuple[str, ...]:
+    """Namespaces whose pods repair an off-matrix node (GPU Operator, Network Operator): a drain must
+    leave them running."""
+    k = definition.kubernetes
+    if k is None:
+        return ()
+    out = [k.gpu_operator.namespace]
+    if k.network_operator.enabled:
+        out.append(k.network_operator.namespace)
+    return tuple(out)
+
+
+def drain_lines(report: DriftReport, spare: tuple[str, ...] = ("gpu-operator", "nvidia-network-operator"),
+                timeout_minutes: int = 120) -> list[str]:
+    """Shell lines, every argument shell-quoted: `scontrol update ... State=DRAIN` for Slurm-owned
+    nodes (nodes with the same reason folded into one hostlist); for Kubernetes-owned nodes a
+    NoSchedule taint naming the components (NoExecute would also evict the GPU Operator's own
+    pods, which repair an off-matrix driver) and a `kubectl drain` that evicts the workloads.
+    kubectl drain has no namespace filter: it spares the operator namespaces (`spare`) because their
+    pods on a GPU node are DaemonSet pods (driver, toolkit, device plugin, validator, MOFED), which
+    `--ignore-daemonsets` leaves running; the trailing comment names them. The drain waits at most
+    `timeout_minutes` (the definition's upgrade.drain.timeout_minutes)."""
     by_reason: dict[str, list[str]] = {}
     lines: list[str] = []
     for n in report.off_matrix:
         if n.control_plane == "slurm":
             by_reason.setdefault(_reason(n), []).append(n.host)
     for reason, hosts in by_reason.items():
-        lines.append(f"scontrol update {shell('NodeName=' + hostlist.fold(hosts))} State=DRAIN {shell('Reason=' + reason)}")
+        lines.append(f"scontrol update {shell('NodeName=' + hostlist.fold(hosts))} State=DRAIN "
+                     f"{shell('Reason=' + reason)}")
+    names = ", ".join(re.sub(r"[^a-z0-9-]", "?", ns) for ns in spare)
+    note = f"  # --ignore-daemonsets keeps the repair pods of {names}" if spare else ""
     for n in report.off_matrix:
         if n.control_plane == "kubernetes":
             value = "-".join(sorted({m.component.replace("firmware.", "fw-").replace("_", "-") for m in n.off}))[:63]
-            taint = f"{TAINT_KEY}={value.strip('-')}:NoExecute"
+            taint = f"{TAINT_KEY}={value.strip('-')}:NoSchedule"
             lines.append(f"kubectl taint nodes {shell(n.host)} {shell(taint)} --overwrite")
+            lines.append(f"kubectl drain {shell(n.host)} --ignore-daemonsets --delete-emptydir-data "
+                         f"{shell(f'--timeout={int(timeout_minutes)}m')}{note}")
     return lines
 
 

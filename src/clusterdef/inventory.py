@@ -19,7 +19,7 @@ HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 @dataclass(frozen=True)
 class Inventory:
     file: Path
-    macs: dict[str, str] = field(default_factory=dict)  # host -> lower-case MAC
+    macs: dict[str, str] = field(default_factory=dict)  # host -> MAC (lower case: upper case is refused)
     problems: tuple[str, ...] = ()  # human-readable, each naming file:line
 
 
@@ -48,9 +48,13 @@ def _read(file: Path, stamp) -> Inventory:
         if not row or not row[0].strip() or row[0].startswith("#") or (n == 1 and row[0].strip() == "host"):
             continue
         host = row[0].strip()
-        mac = row[1].strip().lower() if len(row) > 1 else ""
+        mac = row[1].strip() if len(row) > 1 else ""
         if not HOST.match(host):
             problems.append(f"{file}:{n}: {host!r} is not a host name")
+        elif MAC.match(mac.lower()) and not MAC.match(mac):
+            # the same rule as a `list` of MACs in the definition: lower case, never silently changed
+            problems.append(f"{file}:{n}: MAC {mac!r} has upper-case letters; MAC addresses are lower-case "
+                            f"and colon-separated, as in a `list` (write {mac.lower()})")
         elif not MAC.match(mac):
             problems.append(f"{file}:{n}: {mac!r} is not a MAC address (write 52:54:00:12:34:56)")
         elif host in macs:

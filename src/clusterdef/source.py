@@ -114,7 +114,17 @@ def load_text(text: str, file: str = "<string>") -> Source:
         if opened and exc.problem_mark:
             problem += f" (noticed at line {exc.problem_mark.line + 1})"
         hint = "check indentation, quoting and that each key appears once in its mapping"
-        if "duplicate" in problem.lower():
+        lines = text.splitlines()
+        here = lines[line - 1] if 0 < line <= len(lines) else ""
+        if "\t" in here and "\t" not in here.strip():  # a tab in the indentation (or trailing)
+            col = here.index("\t") + 1
+            problem = f"a tab character at column {col}: YAML does not allow tabs for indentation ({problem})"
+            hint = "indent with spaces, never tabs: replace the tab on this line with spaces"
+        elif "\t" in here or "tab" in problem.lower():
+            col = here.index("\t") + 1 if "\t" in here else col
+            problem = f"a tab character at column {col} ({problem})"
+            hint = "YAML reads a tab here as neither indentation nor text: replace it with spaces, or quote the value"
+        elif "duplicate" in problem.lower():
             hint = "a key may appear only once in a mapping; merge or rename the duplicate"
         elif opened:
             hint = "close the [ or { opened here, or put the value in quotes"

@@ -220,7 +220,7 @@ def _layer_changes(old: Side, new: Side) -> list[dict]:
                     "to": nc.get(comp), "disruption": COMPONENT_DISRUPTION.get(comp, RESTART),
                     "nodes": len(hosts), "hosts": hostlist.fold(hosts) if hosts else "", "_hosts": hosts})
     for hname, hw in d.hardware.items():
-        groups_hosts = _hosts_of(d, lambda g: g.hardware == hname)
+        groups_hosts = _hosts_of(d, lambda g, hname=hname: g.hardware == hname)
         if not groups_hosts:
             continue
         for comp in hw.firmware:

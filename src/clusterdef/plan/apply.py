@@ -27,7 +27,6 @@ Nothing here runs Ansible or prints: runner.py runs the steps, cli.py shows them
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field, replace
 from datetime import date

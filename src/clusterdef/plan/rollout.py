@@ -82,7 +82,8 @@ def choose_canary(definition: Definition, affected_groups: list[str]) -> tuple[s
     return group, hosts, switches, warnings
 
 
-def waves(definition: Definition, hosts_by_group: dict[str, set[str]], skip: set[str]) -> list[tuple[list[str], list[str]]]:
+def waves(definition: Definition, hosts_by_group: dict[str, set[str]],
+          skip: set[str]) -> list[tuple[list[str], list[str]]]:
     """Waves of at most `wave_size` nodes that follow the topology: whole leaf switches (or
     blocks) fill a wave; a leaf larger than a wave is split. Groups never share a wave."""
     size = definition.upgrade.wave_size

@@ -67,12 +67,14 @@ def addressing(ctx: Context) -> Iterable[Finding]:
                         f"outside the provisioning subnet {net}",
                         f"start the group so all {n} addresses fit in {net} ({IPv4Address(lo)}-{IPv4Address(hi)})")
         ranges.append((first, last, path, f"node group `{gname}`"))
-    ranges.append((int(prov.server), int(prov.server), ("network", "provisioning", "server"), "the provisioning server"))
+    ranges.append((int(prov.server), int(prov.server), ("network", "provisioning", "server"),
+                   "the provisioning server"))
     if prov.dynamic_range:
         dr = prov.dynamic_range
         path = ("network", "provisioning", "dynamic_range")
         if not (lo <= int(dr.start) <= int(dr.end) <= hi):
-            yield error("ip-outside-subnet", path, f"dynamic range {dr.start}-{dr.end} is not an ordered range inside {net}",
+            yield error("ip-outside-subnet", path,
+                        f"dynamic range {dr.start}-{dr.end} is not an ordered range inside {net}",
                         f"keep start <= end inside {net}")
         ranges.append((int(dr.start), int(dr.end), path, "the dynamic DHCP range"))
     ranges.sort(key=lambda r: r[0])
@@ -108,7 +110,8 @@ def _macs(ctx: Context) -> Iterable[Finding]:
             if inv.problems:
                 more = f" (and {len(inv.problems) - 3} more)" if len(inv.problems) > 3 else ""
                 yield error("mac-inventory", path + ("file",), "; ".join(inv.problems[:3]) + more,
-                            "the path is relative to the definition file; each line is `host,mac`")
+                            "the path is relative to the definition file; each line is `host,mac` with a "
+                            "lower-case MAC (docs/provisioning.md)")
                 continue
             macs, missing = [], []
             for h in hostlist.names(g.hosts):
@@ -143,7 +146,7 @@ def topology(ctx: Context) -> Iterable[Finding]:
     for fname, fabric in d.network.fabrics.items():
         topo = fabric.topology
         base = ("network", "fabrics", fname, "topology")
-        attached = NodeSet()
+        attached: list[tuple[str, NodeSet]] = []  # (switch or block, its hosts), in definition order
         if topo.kind == "tree":
             names = set(topo.switches)
             for sname, sw in topo.switches.items():
@@ -184,13 +187,18 @@ def _switch_tree(switches: dict, base: tuple) -> Iterable[Finding]:
                     "list child switches only below their parent: remove the child that leads back up")
 
 
-def _attach(nodes: NodeSet, attached: NodeSet, known: NodeSet, path, what: str) -> Iterable[Finding]:
+def _attach(nodes: NodeSet, attached: list[tuple[str, NodeSet]], known: NodeSet, path, what: str) -> Iterable[Finding]:
     unknown = nodes.difference(known)
     if unknown:
         yield error("topology-unknown-host", path, f"{what} lists {len(unknown)} host(s) in no node group: {unknown}",
                     "list only hosts defined in `nodes`")
-    twice = nodes.intersection(attached)
-    if twice:
-        yield error("topology-node-twice", path, f"{what} lists {twice}, already attached elsewhere in this fabric",
-                    "a node hangs off one leaf switch or block per fabric")
-    attached.update(nodes)
+    for other, hosts in attached:
+        twice = nodes.intersection(hosts)
+        if twice:
+            yield error("topology-node-twice", path,
+                        f"{what} lists {twice}, already attached to {other} in this fabric",
+                        "a node hangs off one leaf switch or block per fabric: list it under one of them. A "
+                        "rail-optimised fabric (each GPU's NIC on the leaf of its rail) is not a tree with nodes "
+                        "under several leaves; describe each rail as a fabric of its own under network.fabrics "
+                        "(the tree and block kinds have no rail-optimised kind yet)")
+    attached.append((what, nodes.copy()))

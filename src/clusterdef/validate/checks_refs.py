@@ -28,7 +28,8 @@ def references(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
     for gname, g in d.nodes.items():
         if g.hardware not in d.hardware:
-            yield _ref("ref-hardware", ("nodes", gname, "hardware"), "hardware type", g.hardware, d.hardware, "hardware")
+            yield _ref("ref-hardware", ("nodes", gname, "hardware"), "hardware type", g.hardware, d.hardware,
+                       "hardware")
         if g.image not in d.images:
             yield _ref("ref-image", ("nodes", gname, "image"), "image", g.image, d.images, "images")
         if g.placement and g.placement.fabric not in d.network.fabrics:

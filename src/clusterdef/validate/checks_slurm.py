@@ -33,13 +33,44 @@ def _key_hint(key: str, major: str, kw: keywords.Keywords) -> str:
     if where:
         newer = [v for v in where if keywords._key(v) > keywords._key(kw.version)]
         if newer and len(newer) == len(where):
-            return f"`{key}` exists from Slurm {newer[0].rsplit('.', 1)[0]}; this set runs {major}: choose a newer set or drop it"
+            return (f"`{key}` exists from Slurm {newer[0].rsplit('.', 1)[0]}; this set runs {major}: "
+                    "choose a newer set or drop it")
         return (f"`{key}` was removed after Slurm {where[-1].rsplit('.', 1)[0]}; this set runs {major}: "
                 "drop it or use its replacement (see the Slurm release notes)")
     close = get_close_matches(key.lower(), list(kw.parameters), n=1)
     if close:
         return f"did you mean `{kw.spelled[close[0]]}`?"
     return f"see slurm.conf(5) of Slurm {major} for the keys it accepts"
+
+
+# Partition and node parameters the definition has a field for (PartitionName=/NodeName= lines are
+# rendered from these; passthrough keys are top-level slurm.conf keys only).
+_PARTITION_FIELDS = {"allowaccounts": "allow_accounts", "maxtime": "max_time", "maxnodes": "max_nodes",
+                     "prioritytier": "priority_tier", "qos": "qos", "default": "default", "nodes": "node_groups"}
+_NODE_FIELDS = {
+    "features": "nodes.<group> and hardware: each node's Features are its node group, hardware and GPU type "
+                "names, so constrain jobs with those (sbatch --constraint=<group>)",
+    "gres": "hardware.<type>.gpu (Gres=gpu:<type>:<count> is rendered from it)",
+    "cpus": "hardware.<type>.cpu", "sockets": "hardware.<type>.cpu", "corespersocket": "hardware.<type>.cpu",
+    "threadspercore": "hardware.<type>.cpu", "realmemory": "hardware.<type>.memory_gib",
+}
+
+
+def _misplaced(key: str, major: str, kw: keywords.Keywords) -> tuple[str, str]:
+    """Message and hint for a passthrough key that is a PartitionName= or NodeName= parameter."""
+    low = key.lower()
+    if low in kw.partition:
+        message = (f"`{key}` is a partition parameter (on a PartitionName= line), not a top-level slurm.conf key "
+                   f"(Slurm {major})")
+        if low in _PARTITION_FIELDS:
+            return message, f"set it per partition: slurm.partitions.<name>.{_PARTITION_FIELDS[low]}"
+        return message, (f"partition settings belong under slurm.partitions.<name>; the definition has no field "
+                         f"for `{key}` yet, so drop it from passthrough (passthrough writes top-level keys only)")
+    message = f"`{key}` is a node parameter (on a NodeName= line), not a top-level slurm.conf key (Slurm {major})"
+    if low in _NODE_FIELDS:
+        return message, f"it comes from {_NODE_FIELDS[low]}"
+    return message, (f"node lines are rendered from nodes.<group> and hardware.<type>; the definition has no field "
+                     f"for `{key}` yet, so drop it from passthrough (passthrough writes top-level keys only)")
 
 
 @check("slurm-keys")
@@ -57,6 +88,8 @@ def slurm_keys(ctx: Context) -> Iterable[Finding]:
                         f"`{key}` is a line of its own in slurm.conf, not a passthrough parameter",
                         "describe nodes, partitions and controllers in the definition (nodes, slurm.partitions, "
                         "slurm.controllers)")
+        elif key.lower() not in kw.parameters and key.lower() in kw.partition | kw.node:
+            yield error("slurm-key-misplaced", path, *_misplaced(key, major, kw))
         elif key.lower() not in kw.parameters:
             yield error("slurm-key-unknown", path,
                         f"`{key}` is not a slurm.conf key in Slurm {major} (the set's major; list from {kw.version})",
@@ -115,3 +148,17 @@ def slurm_preempt(ctx: Context) -> Iterable[Finding]:
             yield warning("qos-preempt-off", ("slurm", "qos", qname, "preempt_mode"),
                           f"QOS `{qname}` lists QOS to preempt but its preempt_mode is off",
                           "set preempt_mode: requeue (or cancel/suspend)")
+
+
+@check("slurm-qos-preempt-self")
+def slurm_qos_preempt_self(ctx: Context) -> Iterable[Finding]:
+    """A QOS that lists itself in `preempt`: sacctmgr accepts it, and its jobs would preempt each other."""
+    s = ctx.definition.slurm
+    if s is None:
+        return
+    for qname, q in s.qos.items():
+        for i, other in enumerate(q.preempt):
+            if other == qname:
+                yield error("qos-preempt-self", ("slurm", "qos", qname, "preempt", i),
+                            f"QOS `{qname}` lists itself in `preempt`: its jobs would preempt each other",
+                            "list only the lower-priority QOS it may preempt (remove its own name)")

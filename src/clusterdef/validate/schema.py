@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -89,7 +90,8 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
         msg = err["msg"]
         if kind == "extra_forbidden":
             close = difflib.get_close_matches(field, _known_fields(), n=1, cutoff=0.75)
-            hint = f"did you mean `{close[0]}`?" if close else f"remove `{field}`; see `clusterdef schema` for the fields allowed here"
+            hint = (f"did you mean `{close[0]}`?" if close
+                    else f"remove `{field}`; see `clusterdef schema` for the fields allowed here")
             findings.append(Finding("unknown-field", Severity.ERROR, path,
                                     f"unknown field `{field}` in {parent}", hint))
         elif kind == "missing":
@@ -114,10 +116,15 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
 
             pattern = err.get("ctx", {}).get("pattern", "")
             hint = HINTS.get(pattern, "see `clusterdef schema` for the expected format")
+            message = f"{field}: {_describe(value)} does not match the expected format"
             if "[0-9a-f]{2}" in pattern:
                 hint = "MAC addresses are lower-case and colon-separated, e.g. 52:54:00:12:34:56"
-            findings.append(Finding("invalid-value", Severity.ERROR, path,
-                                    f"{field}: {_describe(value)} does not match the expected format", hint))
+                if isinstance(value, str) and re.fullmatch(pattern, value.lower()):
+                    # the same rule as a CSV inventory: upper case is refused, never silently changed
+                    message = f"{field}: MAC {_describe(value)} has upper-case letters (write {value.lower()})"
+                    hint = ("MAC addresses are lower-case and colon-separated, in a `list` as in a CSV inventory "
+                            "(docs/provisioning.md)")
+            findings.append(Finding("invalid-value", Severity.ERROR, path, message, hint))
         elif kind.endswith("_parsing"):
             findings.append(Finding("type-error", Severity.ERROR, path,
                                     f"{field}: {msg} (got {_describe(value)})",

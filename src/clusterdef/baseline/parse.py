@@ -1,6 +1,5 @@
-"""nccl-tests output: parse real logs, record a performance baseline per validated set,
-node group and node count, and compare a new run against it with a tolerance per
-message-size band.
+"""nccl-tests output: parse real logs into runs of result rows (store.py records and
+compares them).
 
 Parsing never raises: every log yields runs that carry either figures or the reason
 the run failed or is incomplete. The parser keys on the shape of result rows rather
@@ -16,7 +15,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .limits import InputError, check_yaml, read_bytes, read_text
+from ..limits import InputError, read_bytes
 
 # --------------------------------------------------------------------------- parsing
 
@@ -46,6 +45,18 @@ def _num(token: str) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+Key = tuple[int, str, str]  # (message size in bytes, datatype, reduction op or "")
+
+
+class BaselineError(ValueError):
+    """A log or baseline file that cannot be read; the message names the file and the problem."""
+
+
+def _why(exc: InputError) -> str:
+    f = exc.findings[0]
+    return f"{f.where}: {f.code} {f.message} ({f.hint})"
 
 
 @dataclass
@@ -106,9 +117,24 @@ class Run:
     def wrong_total(self) -> float:
         return sum((r.out_of_place.wrong or 0) + (r.in_place.wrong or 0) for r in self.rows)
 
-    def busbw(self) -> dict[int, float]:
-        """Out-of-place bus bandwidth per message size (bytes -> GB/s)."""
-        return {r.size: r.out_of_place.busbw_gbps for r in self.rows if r.out_of_place.busbw_gbps is not None}
+    def busbw(self) -> dict[Key, tuple[float, float | None]]:
+        """Bus bandwidth (GB/s) per (size, datatype, reduction op): (out-of-place, in-place).
+        A `-d all` or `-o all` log has many rows per size; each keeps its own figures."""
+        return {(r.size, r.type, r.redop): (r.out_of_place.busbw_gbps, r.in_place.busbw_gbps)
+                for r in self.rows if r.out_of_place.busbw_gbps is not None}
+
+    def series(self) -> list[tuple[str, str]]:
+        """The (datatype, reduction op) pairs in the run, in log order."""
+        return list(dict.fromkeys((r.type, r.redop) for r in self.rows))
+
+    def peak(self) -> tuple[float, Row, str] | None:
+        """The highest busbw over every row and both halves: (GB/s, row, "out-of-place" | "in-place")."""
+        best = None
+        for r in self.rows:
+            for name, h in (("out-of-place", r.out_of_place), ("in-place", r.in_place)):
+                if h.busbw_gbps is not None and (best is None or h.busbw_gbps > best[0]):
+                    best = (h.busbw_gbps, r, name)
+        return best
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -281,7 +307,9 @@ def parse(text: str) -> list[Run]:
 
 
 def _finish(run: Run) -> None:
-    wrong = [r.size for r in run.rows if (r.out_of_place.wrong or 0) > 0 or (r.in_place.wrong or 0) > 0]
+    several = len(run.series()) > 1
+    wrong = [_size_name(r.size) + (f" {series_name(r.type, r.redop)}" if several else "")
+             for r in run.rows if (r.out_of_place.wrong or 0) > 0 or (r.in_place.wrong or 0) > 0]
     if run.failures and not [f for f in run.failures if "out-of-bounds" in f or "NCCL_TESTS_MIN_BW" in f]:
         run.status = "failed"
         run.reason = run.failures[0]
@@ -293,7 +321,7 @@ def _finish(run: Run) -> None:
     elif wrong:
         run.status = "failed"
         run.reason = (f"{run.wrong_total:g} wrong elements (#wrong) at sizes "
-                      + ", ".join(_size_name(s) for s in wrong[:8]) + ("..." if len(wrong) > 8 else ""))
+                      + ", ".join(wrong[:8]) + ("..." if len(wrong) > 8 else ""))
     elif not run.rows:
         run.status = "incomplete"
         run.reason = "no result rows: the run stopped before its first message size"
@@ -324,216 +352,19 @@ def _size_name(size: int) -> str:
 
 size_name = _size_name
 
-# --------------------------------------------------------------------------- baselines
 
-# Size bands and their default tolerated busbw drop (percent). Small messages are
-# latency-bound and noisy; large ones measure the fabric and get the policy value.
-BANDS = (("small", 0, 1 << 20), ("medium", 1 << 20, 256 << 20), ("large", 256 << 20, 1 << 62))
-DEFAULT_TOLERANCE = {"small": 25.0, "medium": 10.0, "large": 5.0}
-
-
-def band(size: int) -> str:
-    return next(name for name, lo, hi in BANDS if lo <= size < hi)
-
-
-class BaselineError(ValueError):
-    """A log or baseline file that cannot be read; the message names the file and the problem."""
-
-
-def _why(exc: InputError) -> str:
-    f = exc.findings[0]
-    return f"{f.where}: {f.code} {f.message} ({f.hint})"
-
-
-def _read_yaml(path: Path, rt: bool = False):
-    """A baseline file's data, read and checked within limits (round-trip data when rt)."""
-    from ruamel.yaml import YAML, YAMLError
-
-    try:
-        text = read_text(path, "baseline")
-        check_yaml(text, str(path))
-        return YAML(typ="rt" if rt else "safe").load(text)
-    except InputError as exc:
-        raise BaselineError(_why(exc)) from None
-    except YAMLError as exc:
-        raise BaselineError(f"{path}: cannot read baseline: {exc}") from None
-
-
-@dataclass
-class Baseline:
-    set: str
-    test: str
-    nodes: int
-    gpus_per_node: int | None
-    busbw_gbps: dict[int, float]
-    node_group: str = ""
-    avg_busbw_gbps: float | None = None
-    source: str = ""
-
-    def key(self) -> tuple:
-        return (self.test, self.node_group, self.nodes)
-
-
-def _entry(data: dict, where: str, set_name: str) -> Baseline:
-    """One entry, every field type-checked so a malformed file is a message naming the field."""
-    def bad(field: str, want: str) -> BaselineError:
-        return BaselineError(f"{where}: `{field}` must be {want} (got {data.get(field)!r:.60}); an entry needs "
-                             "test, nodes and busbw_gbps {size: GB/s}")
-
-    def count(field: str) -> int:
-        v = data.get(field)
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 < v < 1 << 31:
-            raise bad(field, "a positive whole number")
-        return v
-
-    def gbps(v) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError
-        return float(v)
-
-    if not isinstance(data.get("test"), str):  # "" when the log did not name its test
-        raise bad("test", "the nccl-tests name (e.g. all_reduce_perf)")
-    bw = data.get("busbw_gbps")
-    if not isinstance(bw, dict) or not bw:
-        raise bad("busbw_gbps", "a mapping of message size (bytes) to GB/s")
-    try:
-        busbw = {int(k): gbps(v) for k, v in bw.items()}
-    except (TypeError, ValueError, OverflowError):
-        raise bad("busbw_gbps", "sizes in bytes mapped to finite, non-negative GB/s") from None
-    try:
-        avg = None if data.get("avg_busbw_gbps") is None else gbps(data["avg_busbw_gbps"])
-    except ValueError:
-        raise bad("avg_busbw_gbps", "a finite, non-negative GB/s figure") from None
-    return Baseline(set=str(data.get("set", set_name)), test=data["test"], nodes=count("nodes"),
-                    gpus_per_node=None if data.get("gpus_per_node") is None else count("gpus_per_node"),
-                    busbw_gbps=busbw, node_group=str(data.get("node_group", "") or ""),
-                    avg_busbw_gbps=avg, source=str(data.get("source", "")))
-
-
-def load_baselines(path: str | Path) -> list[Baseline]:
-    """A baseline file: the top-level entry (the original format) plus optional `entries:`
-    (one per node group / node count / test)."""
-    path = Path(path)
-    data = _read_yaml(path)
-    _check_shape(data, path)
-    set_name = str(data.get("set", path.stem))
-    out = []
-    if "test" in data:
-        out.append(_entry(data, str(path), set_name))
-    for i, e in enumerate(data.get("entries") or []):
-        out.append(_entry(e, f"{path}: entries[{i}]", set_name))
-    return out
-
-
-def _check_shape(data, path: Path) -> None:
-    if not isinstance(data, dict):
-        raise BaselineError(f"{path}: a baseline file is a mapping with set, test, nodes and busbw_gbps")
-    entries = data.get("entries") or []
-    if not isinstance(entries, list):
-        raise BaselineError(f"{path}: `entries` must be a list of baseline entries")
-    for i, e in enumerate(entries):
-        if not isinstance(e, dict):
-            raise BaselineError(f"{path}: entries[{i}] is not a mapping")
-
-
-def baseline_from_run(run: Run, set_name: str, node_group: str = "", source: str = "") -> dict:
-    return {
-        "set": set_name, "test": run.test, "node_group": node_group, "nodes": run.nodes,
-        "gpus_per_node": run.gpus_per_node, "source": source,
-        "busbw_gbps": {str(k): v for k, v in run.busbw().items()},
-        "avg_busbw_gbps": run.avg_busbw_gbps,
-    }
-
-
-def record(path: str | Path, entry: dict) -> str:
-    """Add or replace an entry (same test, node group and node count) in a baseline file and
-    return the new text. A file in the original single-entry format keeps its top-level entry."""
-    from io import StringIO
-
-    from ruamel.yaml import YAML
-
-    y = YAML()
-    y.default_flow_style = False
-    path = Path(path)
-    data = _read_yaml(path, rt=True) if path.exists() else None
-    if data:
-        _check_shape(data, path)
-    else:
-        data = {"set": entry["set"]}
-    key = (entry["test"], entry.get("node_group", ""), entry["nodes"])
-    top_key = (data.get("test"), data.get("node_group", "") or "", data.get("nodes"))
-    if "test" not in data or top_key == key:
-        for k, v in entry.items():
-            data[k] = v
-    else:
-        entries = data.setdefault("entries", [])
-        for i, e in enumerate(entries):
-            if (e.get("test"), e.get("node_group", "") or "", e.get("nodes")) == key:
-                entries[i] = entry
-                break
-        else:
-            entries.append(entry)
-    buf = StringIO()
-    y.dump(data, buf)
-    return buf.getvalue()
-
-
-def pick(baselines: list[Baseline], run: Run, node_group: str = "") -> Baseline | None:
-    """The baseline for this run: same test and node count, preferring the node group."""
-    same = [b for b in baselines if b.test == run.test and b.nodes == run.nodes]
-    for b in same:
-        if node_group and b.node_group == node_group:
-            return b
-    return next((b for b in same if not b.node_group), same[0] if same else None)
-
-
-@dataclass
-class SizeResult:
-    size: int
-    band: str
-    baseline_gbps: float
-    measured_gbps: float
-    drop_pct: float
-    tolerance_pct: float
-    ok: bool
-
-
-@dataclass
-class Comparison:
-    test: str
-    set: str
-    ok: bool
-    problems: list[str]
-    sizes: list[SizeResult]
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-def compare(run: Run, base: Baseline, tolerance: dict[str, float] | None = None) -> Comparison:
-    """Compare a run with its baseline. Fails on a failed/incomplete run, any #wrong, a size
-    whose busbw dropped beyond its band's tolerance, or no common sizes."""
-    tol = {**DEFAULT_TOLERANCE, **(tolerance or {})}
-    problems: list[str] = []
-    if run.status != "ok":
-        problems.append(f"run {run.status}: {run.reason}")
-    elif run.wrong_total:
-        problems.append(f"{run.wrong_total:g} wrong elements (#wrong)")
-    if run.test and run.test != base.test:
-        problems.append(f"run is {run.test}, baseline is {base.test}")
-    if run.nodes != base.nodes:
-        problems.append(f"run spans {run.nodes} nodes, baseline {base.nodes}")
-    sizes: list[SizeResult] = []
-    measured = run.busbw()
-    for size in sorted(set(measured) & set(base.busbw_gbps)):
-        want, got = base.busbw_gbps[size], measured[size]
-        drop = 0.0 if want <= 0 else round((want - got) / want * 100.0, 2)
-        limit = tol[band(size)]
-        ok = drop <= limit
-        sizes.append(SizeResult(size, band(size), want, got, drop, limit, ok))
-        if not ok:
-            problems.append(f"{_size_name(size)}: busbw {got:g} GB/s is {drop:g}% below the baseline "
-                            f"{want:g} GB/s (tolerance {limit:g}% for {band(size)} messages)")
+def size_range(sizes: list[int]) -> str:
+    """`lo..hi` in one unit style: each end in its whole binary unit (`8 B..16 GiB`), or both in
+    bytes when an end of 1 KiB or more is not a whole KiB (never `33553920 B..16777215 KiB`)."""
     if not sizes:
-        problems.append("no message size in common with the baseline")
-    return Comparison(run.test, base.set, not problems, problems, sizes)
+        return "no sizes"
+    lo, hi = min(sizes), max(sizes)
+    a, b = _size_name(lo), _size_name(hi)
+    if any(n >= 1024 and name.endswith(" B") for n, name in ((lo, a), (hi, b))):
+        a, b = f"{lo} B", f"{hi} B"
+    return a if lo == hi else f"{a}..{b}"
+
+
+def series_name(dtype: str, redop: str) -> str:
+    return f"{dtype}/{redop}" if redop else dtype
+
