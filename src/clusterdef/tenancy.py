@@ -57,7 +57,8 @@ def project_id(d: Definition, tenant: str) -> int:
 
 def owned_groups(d: Definition, tenant: str, control_plane: str | None = None) -> tuple[str, ...]:
     groups = d.tenants[tenant].isolation.node_groups
-    return tuple(g for g in groups if g in d.nodes and (control_plane is None or d.nodes[g].control_plane == control_plane))
+    return tuple(g for g in groups
+                 if g in d.nodes and (control_plane is None or d.nodes[g].control_plane == control_plane))
 
 
 def owner_of_groups(d: Definition) -> dict[str, str]:
@@ -188,7 +189,8 @@ def _storage(d: Definition, name: str) -> Layer:
     mech, files, gaps = [], [], []
     if claim == "project-quota":
         if fs.kind in QUOTA_KINDS:
-            mech.append(f"{fs.kind} project quota {s.quota_tib:g} TiB on {fs.mount}/{name} (project {project_id(d, name)})")
+            mech.append(f"{fs.kind} project quota {s.quota_tib:g} TiB on {fs.mount}/{name} "
+                        f"(project {project_id(d, name)})")
             files.append(f"storage/{s.filesystem}/quota.sh")
         else:
             gaps.append(f"{fs.kind} has no project quotas clusterdef can set; use lustre, gpfs, xfs or btrfs")
@@ -202,7 +204,8 @@ def _storage(d: Definition, name: str) -> Layer:
                 files.append(f"storage/{s.filesystem}/quota.sh")
     if fs.scratch:
         mech.append(f"files not accessed for {s.scratch_expiry_days} days removed")
-        files += [f"storage/{s.filesystem}/scratch-cleanup.sh", f"storage/{s.filesystem}/clusterdef-scratch-{s.filesystem}.timer"]
+        files += [f"storage/{s.filesystem}/scratch-cleanup.sh",
+                  f"storage/{s.filesystem}/clusterdef-scratch-{s.filesystem}.timer"]
     return Layer(claim, tuple(mech), tuple(files), "; ".join(gaps))
 
 

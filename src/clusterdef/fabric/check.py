@@ -37,8 +37,10 @@ MAX_LINE = 4096
 _GUID = r"[0-9A-Fa-f]{1,16}"
 _ID = r'"([HSR])-(' + _GUID + r')"'
 _NODE = re.compile(r"^(Switch|Ca|Rt)\s+(\d{1,3})\s+" + _ID + r"(?:\s*#\s*(.*))?$")
-_SW_PORT = re.compile(r"^\[(\d{1,3})\](?:\[ext \d{1,3}\])?\s+" + _ID + r"\[(\d{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
-_CA_PORT = re.compile(r"^\[(\d{1,3})\]\((" + _GUID + r")\)\s+" + _ID + r"\[(\d{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
+_SW_PORT = re.compile(r"^\[(\d{1,3})\](?:\[ext \d{1,3}\])?\s+" + _ID
+                      + r"\[(\d{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
+_CA_PORT = re.compile(r"^\[(\d{1,3})\]\((" + _GUID + r")\)\s+" + _ID
+                      + r"\[(\d{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
 _RATE = re.compile(r"\blid\s+\d{1,5}\s+(\d{1,2})x([A-Z][A-Z0-9]{1,5})\s*$")
 _SETTING = re.compile(r"^[a-z]{2,16}=\S{0,64}$")
 _PLAIN = re.compile(r"^[A-Za-z0-9._:;/+-]{1,64}$")
@@ -305,7 +307,8 @@ def drain_lines(report: Report) -> list[str]:
         if report.hosts[h] == "slurm":
             by_reason.setdefault(_reason(ks), []).append(h)
     for reason, hosts in by_reason.items():
-        lines.append(f"scontrol update {shell('NodeName=' + hostlist.fold(hosts))} State=DRAIN {shell('Reason=' + reason)}")
+        lines.append(f"scontrol update {shell('NodeName=' + hostlist.fold(hosts))} State=DRAIN "
+                     f"{shell('Reason=' + reason)}")
     for h, ks in kinds.items():
         if report.hosts[h] == "kubernetes":
             lines.append(f"kubectl taint nodes {shell(h)} {shell(TAINT + '=' + '-'.join(ks)[:63] + ':NoSchedule')} "
@@ -321,7 +324,8 @@ def prometheus(report: Report) -> str:
            "# HELP clusterdef_fabric_issues Issues found by kind.",
            "# TYPE clusterdef_fabric_issues gauge"]
     for k in KINDS:
-        out.append(f'clusterdef_fabric_issues{{fabric="{f}",kind="{k}"}} {sum(1 for i in report.issues if i.kind == k)}')
+        count = sum(1 for i in report.issues if i.kind == k)
+        out.append(f'clusterdef_fabric_issues{{fabric="{f}",kind="{k}"}} {count}')
     out += ["# HELP clusterdef_fabric_issue 1 for each issue (node, port, expected and found).",
             "# TYPE clusterdef_fabric_issue gauge"]
     for i in report.issues:

@@ -61,7 +61,8 @@ def pick_fabric(definition: Definition, name: str | None) -> str:
     fabrics = ib_fabrics(definition)
     if name is not None:
         if name not in definition.network.fabrics:
-            raise FabricError(f"no fabric {name!r} in the definition (InfiniBand fabrics: {', '.join(fabrics) or 'none'})")
+            known = ", ".join(fabrics) or "none"
+            raise FabricError(f"no fabric {name!r} in the definition (InfiniBand fabrics: {known})")
         if name not in fabrics:
             raise FabricError(f"fabric {name!r} is {definition.network.fabrics[name].kind}, not InfiniBand")
         return name
