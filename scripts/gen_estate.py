@@ -328,6 +328,16 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
         w(f"      {qname}: {flow(q)}")
     w("")
 
+    # --- filesystems ----------------------------------------------------------------------------
+    w("filesystems:")
+    w("  scratch:")
+    w("    kind: lustre")
+    w("    mount: /scratch")
+    w("    scratch: true")
+    w("    size_tib: 20000")
+    w(f"    node_groups: {flow([s['name'] for s in sus])}")
+    w("")
+
     # --- tenants --------------------------------------------------------------------------------
     w(f"# {tenants} tenants: reserved {reserved_total} GPUs, reserved+burst {ceiling_total} GPUs, capacity {capacity}.")
     w("tenants:")
@@ -336,10 +346,13 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
         w(f"  {t}:")
         w(f"    quota: {flow({'reserved_gpus': r['reserved'], 'burst_gpus': r['burst']})}")
         if r["dedicated"]:
-            iso = {"level": "dedicated",
-                   "device": "whole-node" if r["kind"] != "kubernetes" else "cgroup",
-                   "network": "network-policy" if r["kind"] != "slurm" else "partition-key",
-                   "storage": "dedicated-filesystem" if r["weight"] >= 4 else "project-quota"}
+            # Sold as isolated where clusterdef can enforce it without nodes of their own: whole nodes
+            # through Slurm MCS, default-deny network policy for pods, a project quota on scratch.
+            # (A tenant `level: dedicated` also needs an InfiniBand partition, which is set per port
+            # and so needs nodes it owns: see the lab's `secure` tenant and docs/tenancy.md.)
+            iso = {"level": "shared", "device": "whole-node" if r["kind"] == "slurm" else "cgroup",
+                   "network": "network-policy" if r["kind"] == "kubernetes" else "none",
+                   "storage": "project-quota"}
         else:
             iso = {"level": "shared"}
         w(f"    isolation: {flow(iso)}")
@@ -351,7 +364,9 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
             if r["dedicated"]:
                 kube["allow_from_namespaces"] = ["monitoring"]
             w(f"    kubernetes: {flow(kube)}")
-        w(f"    storage: {flow({'quota_tib': 25 * r['weight'] * (2 if r['dedicated'] else 1), 'scratch_expiry_days': 30 if r['dedicated'] else 14})}")
+        storage = {"filesystem": "scratch", "quota_tib": 25 * r["weight"] * (2 if r["dedicated"] else 1),
+                   "scratch_expiry_days": 30 if r["dedicated"] else 14}
+        w(f"    storage: {flow(storage)}")
     w("")
 
     # --- upgrade --------------------------------------------------------------------------------

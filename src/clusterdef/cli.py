@@ -397,6 +397,49 @@ def drift(
         raise typer.Exit(EXIT_WARN)
 
 
+class TableFormat(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command()
+def isolation(
+    definition: Path = typer.Argument(..., help="Cluster definition (YAML)."),
+    fmt: TableFormat = typer.Option(TableFormat.text, "--format", "-f", help="Report format."),
+    matrices: Optional[Path] = MatricesOpt,
+    today: Optional[str] = TodayOpt,
+) -> None:
+    """Per tenant and layer: the isolation claimed, the mechanism that enforces it and the rendered file.
+    Exit 0 when every claim is enforced, 1 when one is not, 2 on bad input."""
+    from . import tenancy
+    from .validate.pipeline import validate_file
+
+    result = validate_file(definition, matrices, _today(today))
+    if result.definition is None:
+        _report(result, Format.text, err)
+        raise typer.Exit(EXIT_BAD)
+    table = tenancy.enforcement(result.definition)
+    if fmt is TableFormat.json:
+        sys.stdout.write(json.dumps(tenancy.to_json(table), indent=2, sort_keys=True) + "\n")
+    elif fmt is TableFormat.markdown:
+        sys.stdout.write(tenancy.to_markdown(table))
+    else:
+        for name, te in table.items():
+            out.print(f"[bold]{escape(name)}[/] ({te.level})")
+            for layer, lay in te.layers.items():
+                mark = "[red]NOT ENFORCED[/]" if lay.gap else "[green]enforced[/]" if lay.mechanisms else "-"
+                out.print(f"  {layer:<12} {escape(lay.claim):<22} {mark}")
+                for m in lay.mechanisms:
+                    out.print(f"      {escape(m)}")
+                if lay.files:
+                    out.print(f"      files: {escape(', '.join(lay.files))}")
+                if lay.gap:
+                    out.print(f"      [red]gap[/]: {escape(lay.gap)}")
+    if any(te.gaps for te in table.values()):
+        raise typer.Exit(EXIT_WARN)
+
+
 fabric_app = typer.Typer(no_args_is_help=True, help="InfiniBand fabric: the as-built cabling against the definition.")
 app.add_typer(fabric_app, name="fabric")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .limits import InputError, read_text
 
+GUIDS = re.compile(r"^0x[0-9a-f]{16}(;0x[0-9a-f]{16}){0,63}$")
 MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -21,6 +22,7 @@ class Inventory:
     file: Path
     macs: dict[str, str] = field(default_factory=dict)  # host -> MAC (lower case: upper case is refused)
     problems: tuple[str, ...] = ()  # human-readable, each naming file:line
+    guids: dict[str, tuple[str, ...]] = field(default_factory=dict)  # host -> InfiniBand port GUIDs (column 3)
 
 
 def read_inventory(file: Path) -> Inventory:
@@ -43,6 +45,7 @@ def _read(file: Path, stamp) -> Inventory:
     except csv.Error as exc:
         return Inventory(file, {}, (f"{file} is not a valid CSV file: {exc}",))
     macs: dict[str, str] = {}
+    guids: dict[str, tuple[str, ...]] = {}
     problems: list[str] = []
     for n, row in enumerate(rows, 1):
         if not row or not row[0].strip() or row[0].startswith("#") or (n == 1 and row[0].strip() == "host"):
@@ -59,9 +62,14 @@ def _read(file: Path, stamp) -> Inventory:
             problems.append(f"{file}:{n}: {mac!r} is not a MAC address (write 52:54:00:12:34:56)")
         elif host in macs:
             problems.append(f"{file}:{n}: host {host} is listed twice")
+        elif len(row) > 2 and row[2].strip() and not GUIDS.match(row[2].strip()):
+            problems.append(f"{file}:{n}: port GUIDs {row[2].strip()[:60]!r} are not 0x + 16 lower-case hex "
+                            "digits joined by ';'")
         else:
             macs[host] = mac
-    return Inventory(file, macs, tuple(problems))
+            if len(row) > 2 and row[2].strip():
+                guids[host] = tuple(row[2].strip().split(";"))
+    return Inventory(file, macs, tuple(problems), guids)
 
 
 def read_inventories(files) -> dict[Path, Inventory]:

@@ -32,6 +32,10 @@ class Resolved:
     set: ValidatedSet
     matrix: Matrix
     macs: dict[str, dict[str, str]]  # group -> host -> mac (inventory or list sources)
+    guids: dict[str, dict[str, tuple[str, ...]]] | None = None  # group -> host -> InfiniBand port GUIDs
+
+    def port_guids(self, group: str) -> dict[str, tuple[str, ...]]:
+        return (self.guids or {}).get(group, {})
 
     def nodes(self, group: str):
         """Every node of a group with its address and MAC, in hostlist order."""
@@ -54,5 +58,19 @@ def read_macs(definition: Definition, base_dir: Path) -> dict[str, dict[str, str
     return out
 
 
+def read_guids(definition: Definition, base_dir: Path) -> dict[str, dict[str, tuple[str, ...]]]:
+    """group -> host -> InfiniBand port GUIDs, from the inventory's third column or `port_guids`."""
+    files = {g: base_dir / n.addressing.mac.file for g, n in definition.nodes.items()
+             if n.addressing.mac.source == "inventory"}
+    inventories = read_inventories(files.values())
+    out = {g: inventories[f].guids for g, f in files.items()}
+    for gname, g in definition.nodes.items():
+        m = g.addressing.mac
+        if m.source == "list" and m.port_guids:
+            out[gname] = {h: tuple(v.split(";")) for h, v in zip(hostlist.names(g.hosts), m.port_guids)}
+    return out
+
+
 def resolve(definition: Definition, matrix: Matrix, base_dir: Path) -> Resolved:
-    return Resolved(definition, matrix.sets[definition.cluster.matrix], matrix, read_macs(definition, base_dir))
+    return Resolved(definition, matrix.sets[definition.cluster.matrix], matrix, read_macs(definition, base_dir),
+                    read_guids(definition, base_dir))

@@ -129,11 +129,9 @@ def _device(d: Definition, name: str) -> Layer:
                 mech.append("Slurm MCS (mcs/account, enforced,select): nodes never hold two accounts' jobs")
                 files.append("slurm/slurm.conf")
         if t.kubernetes:
-            if owned_groups(d, name, "kubernetes"):
-                mech.append("its nodes tainted and labelled for it, with a ResourceFlavor only its queues use")
-                files += ["kubernetes/nodes.yaml", "kubernetes/kueue/flavors.yaml"]
-            else:
-                gaps.append("whole-node on Kubernetes needs node groups of its own (isolation.node_groups)")
+            # Owned Kubernetes groups would need their own taint and ResourceFlavor; not rendered yet.
+            gaps.append("whole nodes on Kubernetes (a taint and ResourceFlavor per owning tenant) are not "
+                        "rendered yet; use cgroup for the tenant's pods or keep it on Slurm")
     if not t.slurm and not t.kubernetes:
         gaps.append("the tenant has neither a Slurm account nor a namespace, so nothing schedules it")
     return Layer(claim, tuple(mech), tuple(dict.fromkeys(files)), "; ".join(gaps))
@@ -153,7 +151,7 @@ def _network(d: Definition, name: str) -> Layer:
             gaps.append("network-policy covers Kubernetes pods only and the tenant has no namespace")
         if t.slurm:
             gaps.append("network-policy does not reach Slurm nodes; use partition-key or vlan")
-        if t.kubernetes and rdma_reaches_pods(d, name):
+        if t.kubernetes and t.isolation.level == "dedicated" and rdma_reaches_pods(d, name):
             gaps.append("its pods get RDMA on an InfiniBand fabric, which NetworkPolicy does not filter; "
                         "use partition-key")
     elif claim in ("partition-key", "vlan"):
@@ -247,3 +245,24 @@ def enforcement(d: Definition) -> dict[str, TenantEnforcement]:
                   "observation": _observation(d, name)}
         out[name] = TenantEnforcement(name, t.isolation.level, layers)
     return out
+
+
+def to_json(table: dict[str, TenantEnforcement]) -> dict:
+    return {"tenants": {name: {"level": te.level, "layers": {
+        layer: {"claim": lay.claim, "mechanisms": list(lay.mechanisms), "files": list(lay.files),
+                "enforced": not lay.gap, **({"gap": lay.gap} if lay.gap else {})}
+        for layer, lay in te.layers.items()}} for name, te in table.items()},
+        "gaps": sum(len(te.gaps) for te in table.values())}
+
+
+def to_markdown(table: dict[str, TenantEnforcement]) -> str:
+    """A tenant x layer table for a pull request: the claim, what enforces it and where."""
+    out = ["| tenant | layer | claim | enforced by | file(s) |", "|---|---|---|---|---|"]
+    for name, te in table.items():
+        for layer, lay in te.layers.items():
+            how = "; ".join(lay.mechanisms) or "-"
+            if lay.gap:
+                how = f"**not enforced**: {lay.gap}" + (f" (partly: {how})" if lay.mechanisms else "")
+            files = ", ".join(f"`{f}`" for f in lay.files) or "-"
+            out.append(f"| {name} ({te.level}) | {layer} | {lay.claim} | {how.replace('|', '/')} | {files} |")
+    return "\n".join(out) + "\n"

@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, StringConstraints
 
 from .base import Hostlist, Model, Name
-from .types import LabelKey, LabelValue, RelPath
+from .types import LabelKey, LabelValue, PortGuids, RelPath
 
 MacAddress = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")]
 
@@ -18,6 +18,9 @@ class MacList(Model):
     source: Literal["list"]
     macs: tuple[MacAddress, ...]
     """One lower-case MAC per host, in hostlist order."""
+    port_guids: tuple[PortGuids, ...] = ()
+    """InfiniBand port GUIDs per host, in hostlist order (`;` between a host's ports); needed for
+    the nodes of tenants isolated by partition key."""
 
 
 class MacInventory(Model):

@@ -91,6 +91,9 @@ KernelArg = Annotated[str, _pattern(r"^[A-Za-z0-9_.,:=/@+%-]{1,255}$", 255, "one
 # MIG profiles as nvidia-smi names them: 1g.10gb, 3g.40gb, 1g.24gb+me.
 MigProfile = Annotated[str, _pattern(r"^\d{1,2}g\.\d{1,4}gb(\+[a-z]{1,8})?$", 32, 'a MIG profile as nvidia-smi names it, e.g. 1g.10gb or 3g.40gb')]
 
+# InfiniBand port GUIDs of one host, `;`-separated (0x + 16 hex digits each), as ibstat prints them.
+PortGuids = Annotated[str, _pattern(r"^0x[0-9a-f]{16}(;0x[0-9a-f]{16}){0,63}$", 1215, "port GUIDs are 0x and 16 lower-case hex digits, several joined by ';' (0x0002c90300a1b2c3;0x0002c90300a1b2c4)")]
+
 # --- Slurm ----------------------------------------------------------------------------------------
 # A TRES name as sacctmgr takes it: cpu, mem, node, billing, gres/gpu, gres/gpu:h100, license/x.
 Tres = Annotated[str, _pattern(r"^[a-z]{1,16}(/[a-z0-9_]{1,32}(:[a-z0-9_]{1,32})?)?$", 82, 'a TRES name such as cpu, mem, node or gres/gpu (gres/gpu:h100 for one type)')]

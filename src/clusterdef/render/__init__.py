@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..resolve import Resolved
-from . import ansible, images, inventory, kubernetes, pxe, slurm, versions
+from . import ansible, images, inventory, kubernetes, network, pxe, slurm, storage, versions
 
 FileTree = dict[str, str]
 Renderer = Callable[[Resolved], FileTree]
@@ -20,6 +20,8 @@ TARGETS: dict[str, Renderer] = {
     "slurm": slurm.render,
     "ansible": ansible.render,
     "kubernetes": kubernetes.render,
+    "network": network.render,
+    "storage": storage.render,
 }
 
 

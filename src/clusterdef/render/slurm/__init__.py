@@ -206,6 +206,19 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
     return "".join(out)
 
 
+def slurm_gpu_share(resolved: Resolved, tenant: str) -> int:
+    """A tenant's GPUs on Slurm (GrpTRES): its quota less what its Kueue queues can admit on
+    Kubernetes (the namespace's ResourceQuota), so both control planes together never hold more
+    than reserved + burst (docs/tenancy.md)."""
+    t = resolved.definition.tenants[tenant]
+    total = t.quota.reserved_gpus + t.quota.burst_gpus
+    if t.kubernetes and resolved.definition.kubernetes:
+        from ..kubernetes.tenants import gpu_ceiling
+
+        return max(0, total - gpu_ceiling(resolved, tenant))
+    return total
+
+
 def per_gpu_share(resolved: Resolved, groups) -> tuple[int, int]:
     """(cores, MiB of RealMemory) per GPU, the smallest share over the partition's GPU groups, so a job
     asking for GPUs gets the cores and memory that go with them (DefCpuPerGPU / DefMemPerGPU)."""
@@ -355,8 +368,8 @@ def accounts_cfg(resolved: Resolved) -> str:
     d = resolved.definition
     s = d.slurm
     out = [_header(resolved, "accounts.cfg"),
-           "# Load with `sacctmgr -i load file=accounts.cfg` after qos.sh. Per tenant: GrpTRES caps\n"
-           "# its GPUs at reserved + burst; FairShare is its reserved GPUs, so sold capacity sets priority.\n"]
+           "# Load with `sacctmgr -i load file=accounts.cfg` after qos.sh. Per tenant: GrpTRES caps its GPUs\n"
+           "# at reserved + burst less its Kubernetes share; FairShare is its reserved GPUs (sold capacity).\n"]
     all_qos = ",".join(s.qos)
     default_qos = next((p.qos for p in s.partitions.values() if p.default and p.qos), None)
     # QOS+= (not QOS=): on a cluster that already exists, `sacctmgr load` sends only the QOS
@@ -365,6 +378,7 @@ def accounts_cfg(resolved: Resolved) -> str:
                + (f":DefaultQOS={sacctmgr(default_qos)}" if default_qos else "") + "\n")
     tenants = {n: t for n, t in d.tenants.items() if t.slurm}
     accounts = {t.slurm.account: t for t in tenants.values()}
+    tenant_of = {t.slurm.account: n for n, t in tenants.items()}
     if len(accounts) != len(tenants):  # tenant-account-shared refuses this before rendering
         raise ValueError("two tenants map to one Slurm account; validate the definition first")
     # Parents first: a parent that is not itself a tenant account is created under root.
@@ -391,7 +405,7 @@ def accounts_cfg(resolved: Resolved) -> str:
                 q = t.quota
                 fields.append(f"Fairshare={max(q.reserved_gpus, 1)}")
                 if q.reserved_gpus or q.burst_gpus:
-                    fields.append(f"GrpTRES=gres/gpu={q.reserved_gpus + q.burst_gpus}")
+                    fields.append(f"GrpTRES=gres/gpu={slurm_gpu_share(resolved, tenant_of[acct])}")
                 if t.slurm.qos:
                     fields.append(f"QOS={sacctmgr(','.join(t.slurm.qos))}")
                     fields.append(f"DefaultQOS={sacctmgr(t.slurm.qos[0])}")

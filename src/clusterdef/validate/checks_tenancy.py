@@ -1,0 +1,189 @@
+"""Tenancy enforced, not declared: every claim has the mechanism that enforces it (tenancy.py),
+owned nodes are owned by one tenant, partition keys and quotas are well-formed, and capacity is
+checked per control plane."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .. import tenancy
+from ..errors import Finding, error, warning
+from ..model.storage import QUOTA_KINDS
+from .checks_refs import _ref
+from .registry import Context, check
+
+
+@check("tenancy-references")
+def tenancy_references(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    for fname, f in d.filesystems.items():
+        for i, g in enumerate(f.node_groups):
+            if g not in d.nodes:
+                yield _ref("ref-node-group", ("filesystems", fname, "node_groups", i), "node group", g, d.nodes, "nodes")
+        if f.owner is not None and f.owner not in d.tenants:
+            yield _ref("ref-tenant", ("filesystems", fname, "owner"), "tenant", f.owner, d.tenants, "tenants")
+    for tname, t in d.tenants.items():
+        for i, g in enumerate(t.isolation.node_groups):
+            if g not in d.nodes:
+                yield _ref("ref-node-group", ("tenants", tname, "isolation", "node_groups", i), "node group", g,
+                           d.nodes, "nodes")
+        s = t.storage
+        if s and s.filesystem is not None and s.filesystem not in d.filesystems:
+            yield _ref("ref-filesystem", ("tenants", tname, "storage", "filesystem"), "filesystem", s.filesystem,
+                       d.filesystems, "filesystems")
+
+
+@check("tenant-enforced")
+def tenant_enforced(ctx: Context) -> Iterable[Finding]:
+    """dedicated-not-isolated from what will be rendered: a claim without its mechanism is an error
+    for a dedicated tenant (a warning for a shared one, where it is a promise nobody sold)."""
+    d = ctx.definition
+    if any(g not in d.nodes for t in d.tenants.values() for g in t.isolation.node_groups):
+        return  # tenancy-references reports the unknown group
+    for tname, te in tenancy.enforcement(d).items():
+        for layer, gap in te.gaps.items():
+            path = ("tenants", tname, "isolation", layer if layer != "observation" else "level")
+            if te.level == "dedicated":
+                yield error("dedicated-not-isolated", path, f"tenant `{tname}` is sold as dedicated but its "
+                            f"{layer} isolation is not enforced: {gap}",
+                            "change the claim to one clusterdef can enforce, or give the tenant what it needs "
+                            "(see docs/tenancy.md)")
+            else:
+                yield warning("isolation-not-enforced", path, f"tenant `{tname}`'s {layer} isolation is not "
+                              f"enforced: {gap}", "see docs/tenancy.md for what each value needs")
+
+
+@check("tenant-owned-nodes")
+def tenant_owned_nodes(ctx: Context) -> Iterable[Finding]:
+    """Owned node groups belong to one tenant, and no other tenant's partition or flavor reaches them."""
+    d = ctx.definition
+    owner: dict[str, str] = {}
+    for tname, t in d.tenants.items():
+        for i, g in enumerate(t.isolation.node_groups):
+            if g in owner and owner[g] != tname:
+                yield error("tenant-nodes-shared", ("tenants", tname, "isolation", "node_groups", i),
+                            f"node group `{g}` is claimed by tenants `{owner[g]}` and `{tname}`",
+                            "a node group has at most one owner; split the group")
+            owner.setdefault(g, tname)
+        if t.isolation.node_groups and t.isolation.device != "whole-node":
+            yield warning("owned-nodes-not-whole", ("tenants", tname, "isolation", "device"),
+                          f"tenant `{tname}` owns node groups but its device isolation is `{t.isolation.device}`",
+                          "set `device: whole-node`: owning nodes is what whole-node means")
+    if d.slurm:
+        for pname, p in d.slurm.partitions.items():
+            for g in p.node_groups:
+                t = owner.get(g)
+                if t is None or not d.tenants[t].slurm:
+                    continue
+                acct = d.tenants[t].slurm.account
+                if tuple(p.allow_accounts) != (acct,):
+                    yield error("tenant-nodes-shared", ("slurm", "partitions", pname, "allow_accounts"),
+                                f"partition `{pname}` includes node group `{g}`, owned by tenant `{t}`, but "
+                                f"allows {'every account' if not p.allow_accounts else ', '.join(p.allow_accounts)}",
+                                f"set `allow_accounts: [{acct}]`, or leave `{g}` out of the partition")
+    k = d.kubernetes
+    if k:
+        users: dict[str, set[str]] = {}
+        for tname, t in d.tenants.items():
+            for q in (t.kubernetes.queues if t.kubernetes else ()):
+                if q in k.kueue.queues:
+                    users.setdefault(k.kueue.queues[q].flavor, set()).add(tname)
+        for fname, fl in k.kueue.flavors.items():
+            owners = {owner[g] for g in fl.node_groups if g in owner}
+            for t in owners:
+                others = users.get(fname, set()) - {t}
+                if others or len(owners) > 1 or any(g not in owner for g in fl.node_groups):
+                    yield error("tenant-nodes-shared", ("kubernetes", "kueue", "flavors", fname, "node_groups"),
+                                f"flavor `{fname}` includes node groups owned by tenant `{t}` but is shared "
+                                f"({', '.join(sorted(others)) or 'with unowned groups'})",
+                                "give the dedicated tenant a flavor of its own groups, used only by its queues")
+
+
+@check("tenant-partition-keys")
+def tenant_partition_keys(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    seen: dict[int, str] = {}
+    for tname in tenancy.pkey_tenants(d):
+        key = tenancy.pkey(d, tname)
+        if key in seen:
+            yield error("pkey-collision", ("tenants", tname, "isolation", "pkey"),
+                        f"tenants `{seen[key]}` and `{tname}` have the same partition key 0x{key:04x}",
+                        "set `isolation.pkey` of one of them to another value (0x0001-0x7ffe)")
+        seen.setdefault(key, tname)
+        for g in tenancy.owned_groups(d, tname):
+            m = d.nodes[g].addressing.mac
+            if m.source == "list":
+                n = len(ctx.group_nodes[g])
+                if len(m.port_guids) != n:
+                    yield error("port-guid-missing", ("nodes", g, "addressing", "mac", "port_guids"),
+                                f"node group `{g}` of tenant `{tname}` (partition key) has {len(m.port_guids)} "
+                                f"port GUID entries for {n} hosts",
+                                "give each host its HCA port GUIDs (ibstat), `;` between ports, in hostlist order")
+            elif m.source == "discover":
+                yield error("port-guid-missing", ("nodes", g, "addressing", "mac"),
+                            f"node group `{g}` of tenant `{tname}` discovers its nodes, so its port GUIDs are "
+                            "unknown and no partition can list them",
+                            "use a MAC inventory with a third column of port GUIDs, or a list with `port_guids`")
+            else:
+                inv = ctx.inventories.get(ctx.base_dir / m.file) if hasattr(ctx, "inventories") else None
+                have = getattr(inv, "guids", {}) if inv else {}
+                missing = [h for h in ctx.group_nodes[g] if h not in have]
+                if inv is not None and missing:
+                    yield error("port-guid-missing", ("nodes", g, "addressing", "mac", "file"),
+                                f"{m.file} has no port GUIDs (third column) for {len(missing)} host(s) of node "
+                                f"group `{g}`, e.g. {missing[0]}",
+                                "add the HCA port GUIDs as a third column, `;` between ports")
+
+
+@check("tenant-storage")
+def tenant_storage(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    totals: dict[str, float] = {}
+    for tname, t in d.tenants.items():
+        s = t.storage
+        if not s or s.filesystem not in d.filesystems:
+            continue
+        fs = d.filesystems[s.filesystem]
+        if fs.kind not in QUOTA_KINDS:
+            yield error("quota-unsupported-filesystem", ("tenants", tname, "storage", "filesystem"),
+                        f"tenant `{tname}` has a {s.quota_tib:g} TiB quota on `{s.filesystem}`, a {fs.kind} "
+                        "filesystem, where clusterdef cannot set project quotas",
+                        "put the tenant on a lustre, gpfs, xfs or btrfs filesystem, or enforce the quota on "
+                        "the NFS server")
+        if fs.kind == "gpfs" and fs.source is None:
+            yield error("missing-field", ("filesystems", s.filesystem, "source"),
+                        f"filesystem `{s.filesystem}` (gpfs) needs `source`, the device mmsetquota names",
+                        "add `source: <gpfs device>`")
+        totals[s.filesystem] = totals.get(s.filesystem, 0.0) + s.quota_tib
+    for fname, total in totals.items():
+        size = d.filesystems[fname].size_tib
+        if size is not None and total > size:
+            yield error("quota-over-filesystem", ("filesystems", fname, "size_tib"),
+                        f"tenants' quotas on `{fname}` total {total:g} TiB, above its size of {size:g} TiB",
+                        "lower the quotas or grow the filesystem (quotas are promises)")
+    for fname, f in d.filesystems.items():
+        if f.owner is None or f.owner not in d.tenants:
+            continue
+        owned = set(d.tenants[f.owner].isolation.node_groups)
+        strangers = [g for g in f.node_groups if g not in owned]
+        if strangers:
+            yield error("dedicated-filesystem-shared", ("filesystems", fname, "node_groups"),
+                        f"filesystem `{fname}` is owned by tenant `{f.owner}` but mounted on {', '.join(strangers)}",
+                        "mount a dedicated filesystem only on its owner's node groups")
+
+
+@check("tenant-capacity-per-control-plane")
+def tenant_capacity_per_control_plane(ctx: Context) -> Iterable[Finding]:
+    """Reservations against the GPUs of the control plane(s) each tenant uses."""
+    d = ctx.definition
+    if any(g.hardware not in d.hardware for g in d.nodes.values()):
+        return
+    gpus = {cp: sum(ctx.gpus_in(n) for n, g in d.nodes.items() if g.control_plane == cp)
+            for cp in ("slurm", "kubernetes")}
+    for cp, other in (("slurm", "kubernetes"), ("kubernetes", "slurm")):
+        only = {n: t for n, t in d.tenants.items() if getattr(t, cp) and not getattr(t, other)}
+        reserved = sum(t.quota.reserved_gpus for t in only.values())
+        if only and reserved > gpus[cp]:
+            yield error("quota-reserved-over-capacity", ("tenants",),
+                        f"{cp}-only tenants reserve {reserved} GPUs but {cp} owns {gpus[cp]}",
+                        f"lower their reservations or give {cp} more nodes")
