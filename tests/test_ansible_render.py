@@ -91,7 +91,7 @@ def test_lab_pins_and_groups(lab):
 
 
 def test_waves_align_to_leaf_switches(lab, estate):
-    assert waves(lab) == [["gpu001", "gpu003"], ["gpu002", "gpu004"], ["kgpu01", "kgpu02"]]
+    assert waves(lab) == [["gpu001", "gpu003"], ["gpu002", "gpu004"], ["kgpu01", "kgpu02"], ["sgpu01", "sgpu02"]]
     w = waves(estate)
     assert len(w[0]) == 8  # canary
     assert all(len(x) <= estate.definition.upgrade.wave_size for x in w)

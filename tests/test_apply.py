@@ -105,7 +105,7 @@ def rendered_inventory(example: str) -> str:
 def test_rendered_inventory_waves():
     waves = inventory_waves(rendered_inventory("lab"))
     assert waves == {"wave_000": ["gpu001", "gpu003"], "wave_001": ["gpu002", "gpu004"],
-                     "wave_002": ["kgpu01", "kgpu02"]}
+                     "wave_002": ["kgpu01", "kgpu02"], "wave_003": ["sgpu01", "sgpu02"]}
     estate = inventory_waves(rendered_inventory("estate"))
     hosts = [h for hs in estate.values() for h in hs]
     assert len(estate) > 10 and len(hosts) == len(set(hosts)) and list(estate)[0] == "wave_000"
@@ -133,7 +133,7 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     assert ("control plane and cluster config", "control-plane", "", "control-plane.yml") in ran
     skipped = prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks", {"control-plane"}).steps
     assert [s.skipped for s in skipped if s.kind == "control-plane"] == ["skipped by --skip-stage"]
-    assert [r[2] for r in ran if r[1] == "upgrade"] == ["wave_000", "wave_001", "wave_002"]
+    assert [r[2] for r in ran if r[1] == "upgrade"] == ["wave_000", "wave_001", "wave_002", "wave_003"]
     assert steps[2].limit == "wave_000"  # enforce-baseline.yml targets all nodes: limit to the wave
     # rollback.yml and the gates right after it hold the canary to the rollback set; nothing else does
     held_back = [(s.stage, s.action) for s in steps if s.extravars({})["clusterdef_rollback"]]
@@ -192,6 +192,8 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
         ("gates", "wave 1", "wave_001", "gpu002,gpu004"),
         ("upgrade", "wave 2", "wave_002", "kgpu01,kgpu02"),
         ("gates", "wave 2", "wave_002", "kgpu01,kgpu02"),
+        ("upgrade", "wave 3", "wave_003", "sgpu01,sgpu02"),
+        ("gates", "wave 3", "wave_003", "sgpu01,sgpu02"),
     ]
     assert {line[4] for line in log_lines(log)} == {"check=False"}
     [rec] = records(tmp_path)

@@ -98,9 +98,23 @@ CASES = [
     ("quota-reserved-over-capacity", set_(["tenants", "nlp", "quota", "reserved_gpus"], 40), ("tenants",), Severity.ERROR),
     ("quota-burst-oversubscribed", set_(["tenants", "nlp", "quota", "burst_gpus"], 16), ("tenants",), Severity.WARNING),
     ("queue-over-tenant-quota", set_(["kubernetes", "kueue", "queues", "nlp-serve", "nominal_gpus"], 24), ("tenants", "nlp", "kubernetes", "queues"), Severity.ERROR),
-    ("dedicated-not-isolated", set_(["tenants", "nlp", "isolation", "network"], "none"), ("tenants", "nlp", "isolation", "network"), Severity.ERROR),
-    ("dedicated-not-isolated", delete(["tenants", "nlp", "storage"]), ("tenants", "nlp", "storage"), Severity.ERROR),
-    ("dedicated-not-isolated", delete(["tenants", "nlp", "kubernetes"]), ("tenants", "nlp", "isolation", "network"), Severity.ERROR),
+    ("dedicated-not-isolated", set_(["tenants", "secure", "isolation", "network"], "none"), ("tenants", "secure", "isolation", "network"), Severity.ERROR),
+    ("dedicated-not-isolated", delete(["tenants", "secure", "storage"]), ("tenants", "secure", "isolation", "storage"), Severity.ERROR),
+    # what is rendered decides: a partition key is per port, so without nodes of its own the tenant has none
+    ("dedicated-not-isolated", set_(["tenants", "secure", "isolation", "node_groups"], []), ("tenants", "secure", "isolation", "network"), Severity.ERROR),
+    ("dedicated-not-isolated", set_(["tenants", "secure", "isolation", "network"], "network-policy"), ("tenants", "secure", "isolation", "network"), Severity.ERROR),
+    ("isolation-not-enforced", set_(["tenants", "nlp", "isolation", "device"], "whole-node"), ("tenants", "nlp", "isolation", "device"), Severity.WARNING),
+    ("tenant-nodes-shared", set_(["slurm", "partitions", "secure", "allow_accounts"], []), ("slurm", "partitions", "secure", "allow_accounts"), Severity.ERROR),
+    ("tenant-nodes-shared", set_(["slurm", "partitions", "train", "node_groups"], ["train", "secure"]), ("slurm", "partitions", "train", "allow_accounts"), Severity.ERROR),
+    ("pkey-collision", chain(set_(["tenants", "secure", "isolation", "pkey"], 0x100),
+                             set_(["tenants", "nlp", "isolation"], {"level": "dedicated", "device": "whole-node", "network": "partition-key", "storage": "project-quota", "pkey": 0x100, "node_groups": ["train"]})),
+     ("tenants", "secure", "isolation", "pkey"), Severity.ERROR),
+    ("port-guid-missing", delete(["nodes", "secure", "addressing", "mac", "port_guids"]), ("nodes", "secure", "addressing", "mac", "port_guids"), Severity.ERROR),
+    ("quota-over-filesystem", set_(["filesystems", "scratch", "size_tib"], 50), ("filesystems", "scratch", "size_tib"), Severity.ERROR),
+    ("quota-unsupported-filesystem", set_(["filesystems", "scratch", "kind"], "nfs"), ("tenants", "vision", "storage", "filesystem"), Severity.ERROR),
+    ("ref-filesystem", set_(["tenants", "nlp", "storage", "filesystem"], "nope"), ("tenants", "nlp", "storage", "filesystem"), Severity.ERROR),
+    ("ref-node-group", set_(["tenants", "secure", "isolation", "node_groups"], ["nope"]), ("tenants", "secure", "isolation", "node_groups", 0), Severity.ERROR),
+    ("quota-reserved-over-capacity", set_(["tenants", "secure", "quota", "reserved_gpus"], 100), ("tenants",), Severity.ERROR),
     ("matrix-unknown-set", set_(["cluster", "matrix"], "2026.07-r585"), ("cluster", "matrix"), Severity.ERROR),
     ("matrix-retired", set_(["cluster", "matrix"], "2025.01-r550"), ("cluster", "matrix"), Severity.ERROR),
     ("matrix-candidate", set_(["cluster", "matrix"], "2026.11-r595-candidate"), ("cluster", "matrix"), Severity.ERROR),
@@ -110,7 +124,9 @@ CASES = [
     ("firmware-component-unpinned", set_(["hardware", "hgx-h100", "firmware"], ["bmc", "psu"]), ("hardware", "hgx-h100", "firmware", 1), Severity.ERROR),
     ("slurm-missing", delete(["slurm"]), ("nodes", "train", "control_plane"), Severity.ERROR),
     ("tenant-slurm-without-slurm", delete(["slurm"]), ("tenants", "vision", "slurm"), Severity.ERROR),
-    ("slurm-without-nodes", chain(set_(["nodes", "train", "control_plane"], "kubernetes"),
+    ("slurm-without-nodes", chain(set_(["nodes", "train", "control_plane"], "kubernetes"), delete(["nodes", "secure"]),
+                                  delete(["slurm", "partitions", "secure"]), delete(["tenants", "secure"]),
+                                  delete(["filesystems"]),
                                   set_(["slurm", "partitions", "train", "node_groups"], ["infer"])), ("slurm",), Severity.ERROR),
     # structure: hierarchies are trees, and one tenant per account / namespace
     ("account-parent-self", set_(["tenants", "nlp", "slurm", "parent"], "nlp"), ("tenants", "nlp", "slurm", "parent"), Severity.ERROR),
@@ -220,7 +236,7 @@ def test_renderers_refuse_what_they_would_drop(lab, matrix):
 def test_all_findings_reported_at_once(lab, matrix, tmp_path):
     lab["nodes"]["train"]["hardware"] = "nope"
     lab["nodes"]["infer"]["image"] = "nope"
-    lab["tenants"]["nlp"]["isolation"]["network"] = "none"
+    lab["tenants"]["secure"]["isolation"]["network"] = "none"
     codes = {f.code for f in run(lab, matrix, tmp_path).findings}
     assert {"ref-hardware", "ref-image", "dedicated-not-isolated"} <= codes
 

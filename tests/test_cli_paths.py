@@ -54,9 +54,10 @@ CASES = [
     ("drift --prometheus", ["drift", LAB, "--facts", FACTS, "--prometheus", "{}"], {"missing": 1}),
     ("fabric check DEF", ["fabric", "check", "{}", "--ibnetdiscover", IBNET], {}),
     ("fabric check --ibnetdiscover", ["fabric", "check", LAB, "--ibnetdiscover", "{}"], {}),
-    ("fabric check --drain", ["fabric", "check", LAB, "--ibnetdiscover", IBNET, "--drain", "{}"], {"missing": 0}),
+    # the captured fixture predates the lab's `secure` nodes, so the check reports them missing: exit 1
+    ("fabric check --drain", ["fabric", "check", LAB, "--ibnetdiscover", IBNET, "--drain", "{}"], {"missing": 1}),
     ("fabric check --prometheus", ["fabric", "check", LAB, "--ibnetdiscover", IBNET, "--prometheus", "{}"],
-     {"missing": 0}),
+     {"missing": 1}),
     ("baseline parse", ["baseline", "parse", "{}"], {}),
     ("baseline record LOG", ["baseline", "record", "{}", "--set", SET, "-o", "{tmp}/b.yaml"], {}),
     ("baseline record -o", ["baseline", "record", LOG, "--set", SET, "-o", "{}"], {"missing": 0}),

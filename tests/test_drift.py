@@ -41,11 +41,11 @@ def _write(tmp_path, facts) -> Path:
 def test_all_on_matrix(lab_result, tmp_path):
     vs, facts = _facts(lab_result)
     report = drift.compare(lab_result.definition, vs, [("x", f) for f in facts])
-    assert len(report.nodes) == 6 and not report.off_matrix and not report.missing
+    assert len(report.nodes) == 8 and not report.off_matrix and not report.missing
     r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(_write(tmp_path, facts)),
                             "--today", "2026-11-30"])
     assert r.exit_code == 0, r.output
-    assert "6 node(s) checked against 2026.07-r580: 0 off-matrix" in r.output
+    assert "8 node(s) checked against 2026.07-r580: 0 off-matrix" in r.output
 
 
 def test_injected_off_matrix_nodes(lab_result, tmp_path):
@@ -63,7 +63,7 @@ def test_injected_off_matrix_nodes(lab_result, tmp_path):
                             "--drain", str(drain), "--prometheus", str(prom), "--format", "json"])
     assert r.exit_code == 1, r.output
     doc = json.loads(r.stdout)
-    assert doc["off_matrix"] == 3 and doc["checked"] == 5 and doc["missing"] == "gpu001"
+    assert doc["off_matrix"] == 3 and doc["checked"] == 7 and doc["missing"] == "gpu001"
     off = {n["host"]: {m["component"]: (m["expected"], m["actual"]) for m in n["off"]} for n in doc["nodes"]}
     assert off == {"gpu002": {"driver": ("580.126.20", "580.95.05")},
                    "gpu003": {"driver": ("580.126.20", "580.95.05"), "firmware.cx7": ("28.47.2682", "28.46.1006")},
@@ -97,7 +97,7 @@ def test_same_reason_folds_into_one_hostlist(lab_result):
         f["versions"]["kernel"] = "6.8.0-31-generic"
     report = drift.compare(lab_result.definition, vs, [("x", f) for f in facts])
     lines = drift.drain_lines(report)
-    assert lines[0].startswith("scontrol update 'NodeName=gpu[001-004]' State=DRAIN")
+    assert lines[0].startswith("scontrol update 'NodeName=gpu[001-004],sgpu[01-02]' State=DRAIN")
     assert len(lines) == 5  # one Slurm line, a taint and a drain per Kubernetes node
     assert lines[1:] == [
         "kubectl taint nodes kgpu01 clusterdef.dev/off-matrix=kernel:NoSchedule --overwrite",

@@ -37,7 +37,7 @@ def _codes(result) -> list[tuple[str, str]]:
 
 
 def test_node_twice_names_the_switch_it_is_already_under(matrix, tmp_path):
-    text = LAB.replace('leaf02: {nodes: "gpu[003-004],kgpu[01-02]"}', 'leaf02: {nodes: "gpu[002-004],kgpu[01-02]"}')
+    text = LAB.replace('leaf02: {nodes: "gpu[003-004],kgpu[01-02],sgpu02"}', 'leaf02: {nodes: "gpu[002-004],kgpu[01-02],sgpu02"}')
     assert text != LAB
     (f,) = [f for f in _validate(text, tmp_path, matrix).findings if f.code == "topology-node-twice"]
     assert f.message == "switch `leaf02` lists gpu002, already attached to switch `leaf01` in this fabric"
@@ -77,8 +77,8 @@ def test_yaml_tab_error_says_tab(tmp_path):
     with pytest.raises(DefinitionError) as exc:
         load_text(text, "t.yaml")
     (f,) = exc.value.findings
-    assert f.code == "yaml-syntax" and "tab" in f.message and "tab" in f.hint and f.line == 5 and f.column == 1
-    assert LAB.splitlines()[4] == "  name: lab"  # the line the tab replaced the indentation of
+    assert f.code == "yaml-syntax" and "tab" in f.message and "tab" in f.hint and f.line == 6 and f.column == 1
+    assert LAB.splitlines()[5] == "  name: lab"  # the line the tab replaced the indentation of
 
 
 def test_upper_case_macs_are_refused_alike_in_lists_and_inventories(matrix, tmp_path):
@@ -117,7 +117,7 @@ def test_repeated_findings_are_grouped_and_long_lines_cut(matrix, tmp_path):
     out = _render(result.findings, {result.file: result.source})
     lines = out.splitlines()
     assert lines[0].endswith("error invalid-value at nodes.train.addressing.mac.macs[0] (and 31 more like it)")
-    assert out.count("hint:") == 1 and len([ln for ln in lines if re.match(r"^\s+41 \|", ln)]) == 1
+    assert out.count("hint:") == 1 and len([ln for ln in lines if re.match(r"^\s+42 \|", ln)]) == 1
     assert sum(1 for ln in lines if ln.startswith("  - ")) == 21  # 20 items, then "... 11 more"
     assert "  - ... 11 more (--format json lists every finding)" in lines
     assert max(len(ln) for ln in lines if "|" in ln) < 120  # the 700-character line is cut

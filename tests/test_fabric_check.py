@@ -25,7 +25,25 @@ from clusterdef.fabric.layout import FabricError, layout
 from clusterdef.validate.pipeline import validate_file
 
 REPO = Path(__file__).resolve().parents[1]
-LAB = REPO / "clusters" / "lab.yaml"
+def _lab_without_secure() -> Path:
+    """The lab as the captured fixtures saw it: without the `secure` tenant's two nodes (its fabric
+    then has the 6 hosts and 50 cables the captures in tests/fixtures/ibnetdiscover/ hold)."""
+    import tempfile
+
+    from ruamel.yaml import YAML
+
+    data = YAML(typ="safe").load((REPO / "clusters" / "lab.yaml").read_text())
+    del data["nodes"]["secure"], data["slurm"]["partitions"]["secure"], data["tenants"]["secure"]
+    data["filesystems"]["scratch"]["node_groups"].remove("secure")
+    for sw in data["network"]["fabrics"]["ib0"]["topology"]["switches"].values():
+        if "nodes" in sw:
+            sw["nodes"] = ",".join(p for p in sw["nodes"].split(",") if not p.startswith("sgpu"))
+    out = Path(tempfile.mkdtemp(prefix="cdfabric-")) / "lab.yaml"
+    YAML().dump(data, out)
+    return out
+
+
+LAB = _lab_without_secure()
 FIX = REPO / "tests" / "fixtures" / "ibnetdiscover"
 FAULTS = ibsim.Faults(swap=((("gpu001", 1), ("gpu003", 1)),), drop=(("gpu002", 2),),
                       degrade=(ibsim.Degrade(("kgpu01", 3), width=1),))

@@ -462,7 +462,7 @@ def test_operator_release_not_supporting_kubernetes_exits_2(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "matrix-operator-k8s"]
-    assert found and found[0]["path"] == "cluster.matrix" and found[0]["line"] == 6
+    assert found and found[0]["path"] == "cluster.matrix" and found[0]["line"] == 7
     assert "1.33-1.36" in found[0]["message"] and found[0]["hint"]
 
 

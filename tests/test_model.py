@@ -15,7 +15,7 @@ def test_lab_parses_with_defaults(lab):
     assert d.cluster.matrix == "2026.07-r580"
     assert d.upgrade.canary.nodes == 2 and d.upgrade.rollback.exercise_on_canary
     assert d.hardware["hgx-h100"].cpu.cpus == 224
-    assert set(d.groups_of("slurm")) == {"train"} and set(d.groups_of("kubernetes")) == {"infer"}
+    assert set(d.groups_of("slurm")) == {"train", "secure"} and set(d.groups_of("kubernetes")) == {"infer"}
 
 
 def test_models_are_frozen(lab):

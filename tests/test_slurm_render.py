@@ -110,12 +110,14 @@ def test_lab_tree_shapes(examples, matrix):
     assert "PartitionName=train Nodes=train Default=YES MaxTime=2-00:00:00 PriorityTier=1 QOS=normal" in conf
     assert "PreemptType=preempt/qos\nPreemptMode=REQUEUE\n" in conf
     assert "HealthCheckProgram=/usr/sbin/clusterdef-nodecheck\nHealthCheckInterval=300\n" in conf
-    assert tree["slurm/gres.conf"].splitlines()[-1] == "NodeName=gpu[001-004] Name=gpu Type=h100 File=/dev/nvidia[0-7]"
+    assert tree["slurm/gres.conf"].splitlines()[-2:] == ["NodeName=gpu[001-004] Name=gpu Type=h100 File=/dev/nvidia[0-7]",
+                                                         "NodeName=sgpu[01-02] Name=gpu Type=h100 File=/dev/nvidia[0-7]"]
     cg = tree["slurm/cgroup.conf"]
     assert all(f"{k}=yes" in cg for k in ("ConstrainDevices", "ConstrainCores", "ConstrainRAMSpace"))
     assert "SwitchName=spine01 Switches=leaf[01-02]" in tree["slurm/topology.conf"]
     acc = tree["slurm/accounts.cfg"]
-    assert "Account - 'vision':" in acc and "GrpTRES=gres/gpu=24" in acc and "Fairshare=16" in acc
+    # vision: reserved 16 + burst 8; its Kueue queue can admit 16 on Kubernetes (nominal 8 + borrowing 8), Slurm the rest
+    assert "Account - 'vision':" in acc and "GrpTRES=gres/gpu=8:" in acc and "Fairshare=16" in acc
     qos = tree["slurm/qos.sh"]
     # normal jobs are preempted by `large` with requeue: the mode belongs to the preempted QOS in Slurm
     assert "name=normal set Priority=10 MaxTRESPerUser=gres/gpu=32" in qos and "PreemptMode=requeue" in qos
@@ -146,7 +148,7 @@ def test_nested_tenant_accounts(examples, matrix):
     data["tenants"]["vision"]["slurm"]["users"] = ["alice", "bob"]
     acc = render(data, matrix)["slurm/accounts.cfg"].splitlines()
     order = [ln.split("'")[1] for ln in acc if ln.startswith(("Account", "Parent"))]
-    assert order == ["root", "research", "research", "nlp", "nlp", "vision", "vision"], order
+    assert order == ["root", "research", "secure", "research", "nlp", "nlp", "vision", "vision"], order
     assert "User - 'alice':DefaultAccount='vision'" in acc
 
 

@@ -19,7 +19,8 @@ def tenancy_references(ctx: Context) -> Iterable[Finding]:
     for fname, f in d.filesystems.items():
         for i, g in enumerate(f.node_groups):
             if g not in d.nodes:
-                yield _ref("ref-node-group", ("filesystems", fname, "node_groups", i), "node group", g, d.nodes, "nodes")
+                yield _ref("ref-node-group", ("filesystems", fname, "node_groups", i), "node group", g,
+                           d.nodes, "nodes")
         if f.owner is not None and f.owner not in d.tenants:
             yield _ref("ref-tenant", ("filesystems", fname, "owner"), "tenant", f.owner, d.tenants, "tenants")
     for tname, t in d.tenants.items():
