@@ -13,6 +13,7 @@ from .images import Image
 from .kubernetes import Kubernetes
 from .network import Network
 from .nodes import NodeGroup
+from .observability import Observability
 from .slurm import Slurm
 from .tenants import Tenant
 from .upgrade import Upgrade
@@ -29,6 +30,7 @@ class Definition(Model):
     kubernetes: Kubernetes | None = None
     tenants: dict[Name, Tenant] = {}
     upgrade: Upgrade = Upgrade()
+    observability: Observability = Observability()
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
         return {n: g for n, g in self.nodes.items() if g.control_plane == control_plane}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..resolve import Resolved
-from . import ansible, images, inventory, kubernetes, pxe, slurm, versions
+from . import ansible, images, inventory, kubernetes, observability, pxe, slurm, versions
 
 FileTree = dict[str, str]
 Renderer = Callable[[Resolved], FileTree]
@@ -20,6 +20,7 @@ TARGETS: dict[str, Renderer] = {
     "slurm": slurm.render,
     "ansible": ansible.render,
     "kubernetes": kubernetes.render,
+    "observability": observability.render,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 from ...resolve import Resolved
+from ..observability.dcgm import CONFIGMAP as DCGM_CONFIGMAP
 from .common import DEFAULT_POOL, GPU_TOLERATION, L_DRIVER_POOL, L_SET, gpu_nodes
 from .topology import rdma_groups
 
@@ -78,6 +79,8 @@ def values(resolved: Resolved) -> dict:
     out["devicePlugin"] = {"enabled": True, **({"version": _v(str(device_plugin))} if device_plugin else {})}
     out["dcgmExporter"] = {"enabled": op.dcgm_exporter.enabled,
                            "serviceMonitor": {"enabled": op.dcgm_exporter.enabled and op.dcgm_exporter.service_monitor}}
+    if op.dcgm_exporter.enabled:  # the counters the observability rules read (render/observability/dcgm.py)
+        out["dcgmExporter"]["config"] = {"name": DCGM_CONFIGMAP}
     out["migManager"] = {"enabled": op.mig_strategy != "none",
                          "config": {"default": f"all-{op.mig_profile}" if op.mig_profile else "all-disabled"}}
     return out
