@@ -385,3 +385,64 @@ def test_xid_classes_from_catalogue():
     c = alerts_mod.xid_classes()
     assert 79 in c["fatal"] and 48 in c["fatal"] and 13 in c["application"] and 43 in c["informational"]
     assert not set(c["fatal"]) & set(c["application"])
+
+
+# ------------------------------------------------------------------ checks
+
+def _codes(lab_data, tmp_path, mutate) -> list[tuple[str, str]]:
+    data = copy.deepcopy(lab_data)
+    mutate(data)
+    path = tmp_path / "lab-check.yaml"
+    buf = io.StringIO()
+    YAML().dump(data, buf)
+    path.write_text(buf.getvalue())
+    result = validate_file(path, MATRICES, TODAY)
+    return [(f.code, ".".join(map(str, f.path))) for f in result.findings]
+
+
+@pytest.mark.parametrize(("mutate", "code", "path"), [
+    (lambda d: d.update(observability={"hardware": {"hgx-h100": {"temperature_c": 90}}}),
+     "alert-threshold-out-of-range", "observability.hardware.hgx-h100.temperature_c"),
+    (lambda d: d.update(observability={"hardware": {"hgx-h100": {"power_w": 701}}}),
+     "alert-threshold-out-of-range", "observability.hardware.hgx-h100.power_w"),
+    (lambda d: d.update(observability={"hardware": {"nope": {"power_w": 600}}}),
+     "ref-hardware", "observability.hardware.nope"),
+    (lambda d: d["hardware"]["hgx-h100"]["gpu"].update(model="X9000-SXM"),
+     "gpu-limits-unknown", "hardware.hgx-h100.gpu.model"),
+])
+def test_threshold_checks(lab_data, tmp_path, mutate, code, path):
+    assert (code, path) in _codes(lab_data, tmp_path, mutate)
+
+
+def test_thresholds_at_the_limit_are_fine(lab_data, tmp_path):
+    found = _codes(lab_data, tmp_path, lambda d: d.update(
+        observability={"hardware": {"hgx-h100": {"temperature_c": 87, "power_w": 700}}}))
+    assert not [c for c, _ in found if c.startswith("alert-threshold")]
+
+
+def test_unknown_gpu_model_renders_without_temperature_and_power(lab_data, tmp_path):
+    r = variant(lab_data, tmp_path, lambda d: d["hardware"]["hgx-h100"]["gpu"].update(model="X9000-SXM"))
+    names = {a["alert"] for a in rendered_alerts(r)}
+    assert "GpuTemperatureHigh" not in names and "GpuPowerHigh" not in names and "GpuMissing" in names
+
+
+@pytest.mark.parametrize("example", ["lab", "estate"])
+def test_promtool_check_config_with_targets_and_rules(examples, example, tmp_path):
+    """A Prometheus configuration reading the rendered file_sd target lists and rule files passes
+    `promtool check config` (which also parses each file_sd file and rule file)."""
+    tool = promtool()
+    tree = obs.render(examples[example])
+    for rel, text in tree.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    targets = sorted(rel for rel in tree if rel.startswith("observability/targets/"))
+    assert targets
+    cfg = {"global": {"scrape_interval": "30s"},
+           "rule_files": ["observability/rules/*.yml"],
+           "scrape_configs": [{"job_name": Path(rel).stem, "file_sd_configs": [{"files": [rel]}]} for rel in targets]}
+    (tmp_path / "prometheus.yml").write_text(json.dumps(cfg))
+    proc = subprocess.run([tool, "check", "config", "prometheus.yml"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout
