@@ -245,14 +245,13 @@ def test_dcgm_counters_cover_the_rules(examples, example):
     used = {m for rule in rendered_alerts(r) for m in metric_names(rule["expr"]) if m.startswith("DCGM_")}
     used |= {m for groups in rendered_groups(r).values() for g in groups for rule in g["rules"]
              if "record" in rule for m in metric_names(rule["expr"]) if m.startswith("DCGM_")}
-    cm = next(o for o in obs.kubernetes_objects(r) if o["kind"] == "ConfigMap")
-    text = cm["data"]["dcgm-metrics.csv"]
+    cfg = gpu_operator.values(r)["dcgmExporter"]["config"]
+    text = cfg["data"]
     enabled = {row[0].strip() for row in csv.reader(io.StringIO(text)) if row and not row[0].startswith("#")}
     assert used and used <= enabled, sorted(used - enabled)
     assert text == obs.render(r)["observability/dcgm/dcgm-metrics.csv"]
-    vals = gpu_operator.values(r)
-    assert vals["dcgmExporter"]["config"] == {"name": cm["metadata"]["name"]}
-    assert cm["metadata"]["namespace"] == r.definition.kubernetes.gpu_operator.namespace
+    assert cfg["create"] is True and cfg["name"] == "clusterdef-dcgm-metrics"
+    assert gpu_operator.cluster_policy_spec(gpu_operator.values(r))["dcgmExporter"]["config"] == {"name": cfg["name"]}
     # the default counters stay enabled
     for line in (REF / "default-counters.csv").read_text().splitlines():
         m = re.match(r"^(DCGM_[A-Z0-9_]+)\s*,", line)
@@ -263,7 +262,7 @@ def test_dcgm_counters_cover_the_rules(examples, example):
 def test_dcgm_config_only_when_exporter_enabled(lab_data, tmp_path):
     r = variant(lab_data, tmp_path, lambda d: d["kubernetes"]["gpu_operator"].update(dcgm_exporter={"enabled": False}))
     assert "config" not in gpu_operator.values(r)["dcgmExporter"]
-    assert not any(o["kind"] in ("ConfigMap",) for o in obs.kubernetes_objects(r))
+    assert not any(o["metadata"]["name"] == "clusterdef-dcgm-exporter" for o in obs.kubernetes_objects(r))
 
 
 # ------------------------------------------------------------------ CRDs
@@ -292,7 +291,7 @@ def test_operator_objects_strict_valid(examples, example):
                   "PodMonitor": validator("podmonitors")}
     objs = obs.kubernetes_objects(examples[example])
     kinds = {o["kind"] for o in objs}
-    assert {"PrometheusRule", "ServiceMonitor", "PodMonitor", "ConfigMap"} <= kinds
+    assert {"PrometheusRule", "ServiceMonitor", "PodMonitor"} == kinds
     for o in objs:
         if o["kind"] in validators:
             errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validators[o["kind"]].iter_errors(o)]

@@ -1,7 +1,8 @@
 """Observability target: Prometheus alert rules derived from the definition, for a plain Prometheus
 (observability/rules/*.yml plus file_sd target lists that attach each node's hardware type) and for
 the Prometheus Operator (PrometheusRule, ServiceMonitor and PodMonitors under
-observability/kubernetes/), and the dcgm-exporter counters list the rules need.
+observability/kubernetes/), and the dcgm-exporter counters list the rules need (observability/dcgm/
+for the Slurm nodes; the GPU Operator values carry the same list).
 
 `unit_tests(resolved)` returns `promtool test rules` files for every alert rendered: each alert
 fires on its sustained synthetic input and stays silent on a one-sample blip of the same size."""
@@ -12,7 +13,7 @@ from ... import hostlist
 from ...resolve import Resolved
 from ..yamlout import dump, dump_all
 from .alertrules import Alert, Series, alerts, xid_recording_rule
-from .dcgm import CONFIGMAP, CSV_KEY, counters_csv, dcgm_metrics
+from .dcgm import CSV_KEY, counters_csv, dcgm_metrics
 
 ROOT = "observability"
 PORTS = {"dcgm-exporter": 9400, "node-exporter": 9100, "slurm-exporter": 9092}
@@ -71,8 +72,9 @@ def _targets(resolved: Resolved) -> dict[str, list[dict]]:
 
 
 def kubernetes_objects(resolved: Resolved) -> list[dict]:
-    """PrometheusRule, the dcgm-exporter and node-exporter PodMonitors, the Kueue ServiceMonitor and the
-    dcgm-exporter counters ConfigMap (empty when the definition has no Kubernetes section)."""
+    """PrometheusRule, the dcgm-exporter and node-exporter PodMonitors and the Kueue ServiceMonitor (empty
+    when the definition has no Kubernetes section). The dcgm-exporter counters reach Kubernetes through
+    the GPU Operator values (dcgmExporter.config: the chart creates the ConfigMap)."""
     d = resolved.definition
     k = d.kubernetes
     if k is None:
@@ -91,11 +93,6 @@ def kubernetes_objects(resolved: Resolved) -> list[dict]:
         "spec": {"groups": groups},
     }]
     if k.gpu_operator.dcgm_exporter.enabled:
-        objs.append({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": CONFIGMAP, "namespace": k.gpu_operator.namespace, "labels": common},
-            "data": {CSV_KEY: counters_csv(resolved)},
-        })
         objs.append({
             "apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
             "metadata": {"name": "clusterdef-dcgm-exporter", "namespace": k.gpu_operator.namespace, "labels": common},
@@ -136,8 +133,7 @@ def render(resolved: Resolved) -> dict[str, str]:
     by_kind: dict[str, list[dict]] = {}
     for o in objs:
         by_kind.setdefault(o["kind"], []).append(o)
-    files = {"PrometheusRule": "prometheusrule.yaml", "ConfigMap": "dcgm-metrics-configmap.yaml",
-             "PodMonitor": "podmonitors.yaml", "ServiceMonitor": "servicemonitors.yaml"}
+    files = {"PrometheusRule": "prometheusrule.yaml", "PodMonitor": "podmonitors.yaml", "ServiceMonitor": "servicemonitors.yaml"}
     for kind, items in by_kind.items():
         out[f"{ROOT}/kubernetes/{files[kind]}"] = dump_all(items, f"{made}\n{kind} (Prometheus Operator)")
     return out

@@ -1,6 +1,7 @@
 """The dcgm-exporter counters list: dcgm-exporter's default counters with every field the rendered
-rules read enabled. The GPU Operator values point dcgmExporter.config.name at the ConfigMap holding it
-(render/kubernetes/gpu_operator.py); Slurm nodes run dcgm-exporter with `-f` on the same file."""
+rules read enabled. The GPU Operator values carry it as dcgmExporter.config (name, create, data: the
+chart creates the ConfigMap and points the exporter at it; render/kubernetes/gpu_operator.py); Slurm
+nodes run dcgm-exporter with `-f` on the same file (observability/dcgm/dcgm-metrics.csv)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from ...resolve import Resolved
 
 CONFIGMAP = "clusterdef-dcgm-metrics"
-CSV_KEY = "dcgm-metrics.csv"  # the key the GPU Operator reads from the ConfigMap
+CSV_KEY = "dcgm-metrics.csv"  # the ConfigMap key the GPU Operator reads (and the rendered file name)
 DEFAULTS = Path(__file__).with_name("dcgm-default-counters.csv")
 _FIELD = re.compile(r"^(#\s*)?(DCGM_[A-Z0-9_]+)\s*,")
 _METRIC = re.compile(r"\bDCGM_[A-Z0-9_]+\b")
