@@ -445,3 +445,39 @@ def test_promtool_check_config_with_targets_and_rules(examples, example, tmp_pat
                           timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS" in proc.stdout
+
+
+def test_annotations_refuse_template_syntax():
+    """Prometheus expands annotations as Go templates: text that would open one is refused."""
+    from clusterdef.quoting import UnsafeValue
+
+    a = alerts_mod.Alert("A", "gpu", "x > 1", 5, 0, "info", "model {{ query \"up\" }}", "drain")
+    with pytest.raises(UnsafeValue):
+        a.rule()
+
+
+def test_promql_string_literals_are_escaped():
+    assert alerts_mod.q('a"b\\c') == '"a\\"b\\\\c"'
+
+
+@pytest.mark.parametrize("example", ["lab", "estate"])
+def test_every_blip_test_catches_a_rule_without_for(examples, example, tmp_path):
+    """Mutation check for every alert: the same rule with `for: 0` and its rate window shrunk to 2m
+    must fail its generated test (the blip fires it), so what keeps each blip silent is the rule's
+    `for:` or rate window, and the blip test stands between a transient and a page."""
+    tool = promtool()
+    tests = obs.unit_tests(examples[example])
+    (tmp_path / "rules").mkdir()
+    names = []
+    for i, (name, (alert, doc)) in enumerate(tests.items()):
+        (tmp_path / "rules" / f"{i:03d}.yml").write_text(obs.single_rule_file(
+            alerts_mod.replace(alert, for_minutes=0, expr=re.sub(r"\[\d+m\]", "[2m]", alert.expr))))
+        (tmp_path / f"{name}.test.yml").write_text(json.dumps(doc))
+        names.append(f"{name}.test.yml")
+    proc = subprocess.run([tool, "test", "rules", *names], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    sections = re.split(r"Unit Testing:\s+", proc.stdout)[1:]
+    results = {s.split()[0]: ("SUCCESS" not in s.split("\n", 2)[1]) for s in sections}
+    assert set(results) == set(names)
+    survived = [n for n, failed in results.items() if not failed]
+    assert survived == [], f"rules without `for:` still pass their tests: {survived}"

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ...knowledge.gpu_limits import limits_for
-from ...quoting import prom_label
+from ...quoting import UnsafeValue, prom_label
 from ...resolve import Resolved
 
 HERE = Path(__file__).parent
@@ -64,6 +64,9 @@ class Alert:
                 "annotations": self.annotations()}
 
     def annotations(self) -> dict:
+        for text in (self.summary, self.runbook):
+            if "{{" in text or "}}" in text:  # Prometheus expands annotations as Go templates
+                raise UnsafeValue(f"{text[:60]!r}: alert annotations cannot carry '{{{{' or '}}}}'")
         return {"summary": self.summary, "runbook": self.runbook}
 
 
@@ -218,7 +221,7 @@ def _fabric_alerts(resolved: Resolved) -> list[Alert]:
             15, 5, "warning",
             f"a {hname} port waits to transmit more than {wait} ticks/s for 15 minutes (pause storm / congestion)",
             "open a fabric ticket: find the congested switch port (ibqueryerrors) and the job flooding it",
-            inputs=(Series(nsel("node_infiniband_port_transmit_wait_total"), "counter", 0, wait * 120),),
+            inputs=(Series(nsel("node_infiniband_port_transmit_wait_total"), "counter", 0, wait * 240),),
             out_labels=ids))
     return out
 
