@@ -115,11 +115,21 @@ def missing_in(chart: dict, values: dict) -> list[str]:
     return out
 
 
+# Keys every reference values.yaml documents only as a commented-out example block under dcgmExporter
+# ("# config:", "# name: custom-dcgm-exporter-metrics", "# create: true", "# data: |-"): the chart
+# reads them all the same.
+COMMENTED_IN_CHART = {"dcgmExporter": {"config": {"name": None, "create": None, "data": None}}}
+
+
 def chart_values(release: str) -> dict:
     tag = NEAREST_VALUES.get(release, release)
     path = REF / "gpu-operator" / f"values-{tag}.yaml"
     assert path.is_file(), f"no reference values for GPU Operator {release} (looked for {path.name})"
-    return yaml_safe.load(path.read_text())
+    text = path.read_text()
+    values = yaml_safe.load(text)
+    assert "\n  # config:\n    # name: custom-dcgm-exporter-metrics\n    # create: true\n    # data: |-\n" in text, path.name
+    values["dcgmExporter"].setdefault("config", COMMENTED_IN_CHART["dcgmExporter"]["config"])
+    return values
 
 
 def with_set(r: Resolved, name: str) -> Resolved:

@@ -13,6 +13,7 @@ from .images import Image
 from .kubernetes import Kubernetes
 from .network import Network
 from .nodes import NodeGroup
+from .observability import Observability
 from .slurm import Slurm
 from .storage import Filesystem
 from .tenants import Tenant
@@ -31,6 +32,7 @@ class Definition(Model):
     filesystems: dict[Name, Filesystem] = {}
     tenants: dict[Name, Tenant] = {}
     upgrade: Upgrade = Upgrade()
+    observability: Observability = Observability()
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
         return {n: g for n, g in self.nodes.items() if g.control_plane == control_plane}

@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 
 from ...resolve import Resolved
+from ..observability.dcgm import CONFIGMAP as DCGM_CONFIGMAP
+from ..observability.dcgm import counters_csv as dcgm_counters
 from .common import DEFAULT_POOL, GPU_TOLERATION, L_DRIVER_POOL, L_SET, gpu_nodes
 from . import network_operator
 from .topology import rdma_groups
@@ -81,6 +83,8 @@ def values(resolved: Resolved) -> dict:
     out["devicePlugin"] = {"enabled": True, **({"version": _v(str(device_plugin))} if device_plugin else {})}
     out["dcgmExporter"] = {"enabled": op.dcgm_exporter.enabled,
                            "serviceMonitor": {"enabled": op.dcgm_exporter.enabled and op.dcgm_exporter.service_monitor}}
+    if op.dcgm_exporter.enabled:  # the chart creates the ConfigMap of counters the observability rules read
+        out["dcgmExporter"]["config"] = {"name": DCGM_CONFIGMAP, "create": True, "data": dcgm_counters(resolved)}
     out["migManager"] = {"enabled": op.mig_strategy != "none",
                          "config": {"default": f"all-{op.mig_profile}" if op.mig_profile else "all-disabled"}}
     return out
@@ -114,7 +118,8 @@ def cluster_policy_spec(vals: dict) -> dict:
     """The ClusterPolicy `spec` the chart's templates/clusterpolicy.yaml builds from these values, for
     the keys clusterdef sets. Sections map one to one, except two renames: driver.upgradePolicy.
     gpuPodDeletion is spec podDeletion, and driver.nvidiaDriverCRD.enabled is spec
-    driver.useNvidiaDriverCRD (deployDefaultCR only steers the chart)."""
+    driver.useNvidiaDriverCRD (deployDefaultCR only steers the chart, as dcgmExporter.config's create
+    and data do)."""
     spec = copy.deepcopy(vals)
     driver = spec.get("driver", {})
     crd = driver.pop("nvidiaDriverCRD", None)
@@ -123,4 +128,7 @@ def cluster_policy_spec(vals: dict) -> dict:
     policy = driver.get("upgradePolicy")
     if policy and "gpuPodDeletion" in policy:
         policy["podDeletion"] = policy.pop("gpuPodDeletion")
+    config = spec.get("dcgmExporter", {}).get("config")
+    if config:  # create/data make the chart write the ConfigMap; the spec names it
+        spec["dcgmExporter"]["config"] = {"name": config["name"]}
     return spec

@@ -1,0 +1,1 @@
+"""Facts that both validation and rendering read (data files with their sources); never imports either."""

@@ -1,0 +1,58 @@
+"""Observability: per-hardware alert thresholds against the GPU model's limits
+(knowledge/gpu_limits.yaml), and GPU models whose limits are unknown."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..errors import Finding, error, warning
+from ..knowledge.gpu_limits import limits_for
+from .registry import Context, check
+
+
+@check("observability-thresholds")
+def thresholds(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    base = ("observability", "hardware")
+    for hname, t in d.observability.hardware.items():
+        hw = d.hardware.get(hname)
+        if hw is None:
+            yield error("ref-hardware", base + (hname,),
+                        f"observability thresholds for hardware `{hname}`, which is not defined",
+                        f"use one of: {', '.join(d.hardware)}")
+            continue
+        if hw.gpu is None:
+            yield error("alert-threshold-no-gpu", base + (hname,),
+                        f"hardware `{hname}` has no GPU, so GPU alert thresholds mean nothing",
+                        "drop this entry")
+            continue
+        lim = limits_for(hw.gpu.model)
+        if lim is None:
+            continue
+        if t.temperature_c is not None and t.temperature_c > lim.max_operating_c:
+            yield error("alert-threshold-out-of-range", base + (hname, "temperature_c"),
+                        f"GPU temperature alert at {t.temperature_c} C is above the {hw.gpu.model}'s maximum "
+                        f"operating temperature of {lim.max_operating_c} C: the GPU throttles before it fires",
+                        f"set temperature_c to at most {lim.max_operating_c} (default: "
+                        f"{lim.max_operating_c - d.observability.gpu_temperature_margin_c})")
+        if t.power_w is not None and t.power_w > lim.tdp_w:
+            yield error("alert-threshold-out-of-range", base + (hname, "power_w"),
+                        f"GPU power alert at {t.power_w} W is above the {hw.gpu.model}'s TDP of {lim.tdp_w} W: "
+                        "the power cap keeps the draw below it, so it never fires",
+                        f"set power_w to at most {lim.tdp_w}")
+
+
+@check("observability-gpu-limits")
+def gpu_limits(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    for hname, hw in d.hardware.items():
+        if hw.gpu is None or limits_for(hw.gpu.model) is not None:
+            continue
+        t = d.observability.hardware.get(hname)
+        if t and t.temperature_c and t.power_w:
+            continue
+        yield warning("gpu-limits-unknown", ("hardware", hname, "gpu", "model"),
+                      f"no limits known for GPU model `{hw.gpu.model}`: its temperature and power alerts are "
+                      "not rendered",
+                      "add the model to src/clusterdef/knowledge/gpu_limits.yaml with a source, or set "
+                      f"observability.hardware.{hname}.temperature_c and power_w")
