@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import jsonschema
@@ -33,7 +34,6 @@ CLUSTERS = ROOT / "clusters"
 MATRICES = ROOT / "matrices"
 REF = Path(__file__).parent / "reference" / "observability"
 SHARED = ROOT.parent / "shared" / "reference"
-from datetime import date
 TODAY = date(2026, 11, 30)
 yaml_safe = YAML(typ="safe")
 
@@ -350,7 +350,7 @@ def test_every_observability_field_changes_the_output(lab_data, tmp_path, exampl
     from clusterdef.model.observability import Observability
     assert set(changes) == set(Observability.model_fields), "a new field needs a case here"
     for field, value in changes.items():
-        r = variant(lab_data, tmp_path, lambda d: d.update(observability={field: value}))
+        r = variant(lab_data, tmp_path, lambda d, field=field, value=value: d.update(observability={field: value}))
         assert obs.render(r) != base, field
     r = variant(lab_data, tmp_path, lambda d: d.update(observability={"hardware": {"hgx-h100": {"power_w": 500}}}))
     assert obs.render(r) != base
@@ -372,7 +372,7 @@ def test_every_alert_has_severity_for_and_runbook(examples):
 
 
 def test_no_kubernetes_section_no_operator_objects(lab_data, tmp_path):
-    r = variant(lab_data, tmp_path, lambda d: (d.pop("kubernetes"), [t.pop("kubernetes") for t in d["tenants"].values()],
+    r = variant(lab_data, tmp_path, lambda d: (d.pop("kubernetes"), [t.pop("kubernetes", None) for t in d["tenants"].values()],
                                                d["nodes"]["infer"].update(control_plane="slurm"),
                                                d["tenants"]["nlp"].update(isolation={"level": "shared"})))
     tree = obs.render(r)

@@ -98,12 +98,12 @@ def _gpu_alerts(resolved: Resolved) -> list[Alert]:
             continue
         group = next(n for n, g in d.nodes.items() if g.hardware == hname)
         ids = {"hardware": hname, "node_group": group, "Hostname": "node-a", "gpu": "0"}
-        dsel = lambda m, **kw: _sel(m, **{**ids, **kw})  # noqa: E731
-        hw_sel = lambda m: _sel(m, hardware=hname)  # noqa: E731
+        dsel = lambda m, ids=ids, **kw: _sel(m, **{**ids, **kw})  # noqa: E731
+        hw_sel = lambda m, hname=hname: _sel(m, hardware=hname)  # noqa: E731
         lim = limits_for(hw.gpu.model)
         over = obs.hardware.get(hname)
-        drain = (f"drain the node (scontrol update nodename=<node> state=drain / kubectl cordon and drain), "
-                 f"then open a hardware ticket with the GPU serial")
+        drain = ("drain the node (scontrol update nodename=<node> state=drain / kubectl cordon and drain), "
+                 "then open a hardware ticket with the GPU serial")
         for cls, sev, minutes, action in (
                 ("fatal", "critical", 1, drain + "; reset or replace the GPU before returning it to service"),
                 ("application", "warning", 5, "open a ticket to the job's owner: the application faulted "
@@ -184,8 +184,8 @@ def _fabric_alerts(resolved: Resolved) -> list[Alert]:
             continue
         group = next(n for n, g in d.nodes.items() if g.hardware == hname)
         ids = {"hardware": hname, "node_group": group, "instance": "node-a:9100", "device": "mlx5_0", "port": "1"}
-        nsel = lambda m, **kw: _sel(m, **{**ids, **kw})  # noqa: E731
-        hw_sel = lambda m: _sel(m, hardware=hname)  # noqa: E731
+        nsel = lambda m, ids=ids, **kw: _sel(m, **{**ids, **kw})  # noqa: E731
+        hw_sel = lambda m, hname=hname: _sel(m, hardware=hname)  # noqa: E731
         ports = sum(n.count for n in rdma)
         drain = "drain the node and open a fabric ticket (reseat or replace the cable/transceiver)"
         out.append(Alert(
