@@ -31,6 +31,8 @@ class Format(str, Enum):
 
 MatricesOpt = typer.Option(None, "--matrices", "-m", help="Folder with sets/ and compat/ (default: nearest matrices/ "
                            "beside or above the definition, or $CLUSTERDEF_MATRICES).")
+DrainOpt = typer.Option(None, "--drain", help="Write scontrol drain / kubectl taint lines here.")
+PromOpt = typer.Option(None, "--prometheus", help="Write a Prometheus text-format file here.")
 TodayOpt = typer.Option(None, "--today", help="Date for lifecycle checks, YYYY-MM-DD (default: today).",
                         metavar="DATE")
 
@@ -347,8 +349,8 @@ def drift(
     definition: Path = typer.Argument(..., help="Cluster definition (YAML)."),
     facts: Path = typer.Option(..., "--facts", help="A facts JSON file (one node or a list) or a folder of them."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
-    drain: Optional[Path] = typer.Option(None, "--drain", help="Write scontrol drain / kubectl taint lines here."),
-    prom: Optional[Path] = typer.Option(None, "--prometheus", help="Write a Prometheus text-format file here."),
+    drain: Optional[Path] = DrainOpt,
+    prom: Optional[Path] = PromOpt,
     matrices: Optional[Path] = MatricesOpt,
     today: Optional[str] = TodayOpt,
 ) -> None:
@@ -450,8 +452,8 @@ def fabric_check(
     ibnetdiscover: Path = typer.Option(..., "--ibnetdiscover", help="Output of `ibnetdiscover` (default format)."),
     fabric: Optional[str] = typer.Option(None, "--fabric", help="Fabric name (default: the only InfiniBand fabric)."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
-    drain: Optional[Path] = typer.Option(None, "--drain", help="Write scontrol drain / kubectl taint lines here."),
-    prom: Optional[Path] = typer.Option(None, "--prometheus", help="Write a Prometheus text-format file here."),
+    drain: Optional[Path] = DrainOpt,
+    prom: Optional[Path] = PromOpt,
     matrices: Optional[Path] = MatricesOpt,
     today: Optional[str] = TodayOpt,
 ) -> None:
