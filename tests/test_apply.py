@@ -225,7 +225,7 @@ def test_first_failing_wave_halts_the_rollout(tmp_path):
     last = rec["runs"][-1]
     assert last["rc"] != 0 and last["failed_hosts"] == ["gpu004"] and "injected failure" in last["failures"][0]
     assert [(x["stage"], x["action"]) for x in rec["not_run"]] == [("wave 1", "gates"), ("wave 2", "upgrade"),
-                                                                  ("wave 2", "gates")]
+                                                                  ("wave 2", "gates"), ("wave 3", "upgrade"), ("wave 3", "gates")]
     assert all(x["rc"] == 0 for x in rec["runs"][:-1])
 
 
