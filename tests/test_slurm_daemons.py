@@ -167,10 +167,10 @@ def test_block_topology(set_name, lab, matrix, controller):
     """The lab's fabric as two scalable units: Slurm's topology/block shows the blocks."""
     data = with_set(lab, set_name, matrix)
     data["network"]["fabrics"]["ib0"]["topology"] = {
-        "kind": "block", "block_sizes": [2, 4],
-        "blocks": {"su1": {"nodes": "gpu[001-002]"}, "su2": {"nodes": "gpu[003-004],kgpu[01-02]"}}}
+        "kind": "block", "block_sizes": [3, 6],
+        "blocks": {"su1": {"nodes": "gpu[001-002],sgpu01"}, "su2": {"nodes": "gpu[003-004],kgpu[01-02],sgpu02"}}}
     d, tree = render(data, matrix)
-    assert "BlockName=su2 Nodes=gpu[003-004]\n" in tree["slurm/topology.conf"]
+    assert "BlockName=su2 Nodes=gpu[003-004],sgpu02\n" in tree["slurm/topology.conf"]
     ctl = controller(build_for(matrix.sets[set_name].slurm_major))
     ctl.write(tree)
     ctl.start()
