@@ -20,7 +20,7 @@ slurm_root() {
   rm -rf "$tmp" && mkdir -p "$tmp"
   echo "debootstrap $suite Slurm root into $root (once; cached)"
   if ! debootstrap --variant=minbase --include=slurmctld,slurm-client,munge \
-       "$suite" "$tmp" http://deb.debian.org/debian >"$tmp.log" 2>&1; then
+       "$suite" "$tmp" >"$tmp.log" 2>&1; then  # debootstrap's own default mirror
     tail -n 20 "$tmp.log" >&2
     rm -rf "$tmp"
     return 1

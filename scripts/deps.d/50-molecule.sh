@@ -41,7 +41,13 @@ EOF
   # ubuntu-keyring .deb from the pool, checked against the sha256 of Debian trixie's main/binary-all Packages
   # index (signed by Debian's archive key), and point debootstrap at the keyring inside it.
   ubuntu_keyring_deb="$molecule_dir/ubuntu-keyring_2023.11.28.1-0.2_all.deb"
-  ubuntu_keyring_url=http://deb.debian.org/debian/pool/main/u/ubuntu-keyring/ubuntu-keyring_2023.11.28.1-0.2_all.deb
+  # The Debian mirror this machine's apt sources name (deb822 `URIs:` or one-line `deb URL`): the pool
+  # path is Debian's, the host is whatever the machine is configured with.
+  apt_mirror=$( { grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}';
+                  grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+                    awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; break}}'; } |
+                grep -v -- '-security' | head -n 1)
+  ubuntu_keyring_url=${apt_mirror%/}/pool/main/u/ubuntu-keyring/ubuntu-keyring_2023.11.28.1-0.2_all.deb
   ubuntu_keyring_sha256=b2e7ed48431bf9e7978ae810bbdaf253093570d6e3f864e575b7c13554b81174
   for release in bookworm jammy; do
     molecule_image=localhost/clusterdef-molecule:$release
@@ -51,9 +57,8 @@ EOF
       rm -rf "$root" "$root.keyring" && mkdir -p "$root"
       debootstrap_opts=(--variant=minbase --include=python3,python3-apt,apt-utils,procps)
       case $release in
-        bookworm) mirror=http://deb.debian.org/debian ;;
+        bookworm) ;;  # debootstrap's default mirrors for both releases
         jammy)
-          mirror=http://archive.ubuntu.com/ubuntu
           if ! echo "$ubuntu_keyring_sha256  $ubuntu_keyring_deb" | sha256sum -c --status 2>/dev/null; then
             if ! python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' \
                  "$ubuntu_keyring_url" "$ubuntu_keyring_deb.tmp" ||
@@ -67,7 +72,7 @@ EOF
           debootstrap_opts+=("--keyring=$root.keyring/usr/share/keyrings/ubuntu-archive-keyring.gpg") ;;
       esac
       echo "debootstrap $release molecule base image (once; cached)"
-      if ! debootstrap "${debootstrap_opts[@]}" "$release" "$root" "$mirror" >"$root.log" 2>&1; then
+      if ! debootstrap "${debootstrap_opts[@]}" "$release" "$root" >"$root.log" 2>&1; then
         tail -n 20 "$root.log" >&2; rm -rf "$root" "$root.keyring" "$root.log"; return 1
       fi
       rm -rf "$root.keyring"

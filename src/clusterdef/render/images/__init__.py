@@ -3,7 +3,7 @@ stack pinned from the validated set and a first-boot baseline step.
 
 Layout (all under `images/<image>/`):
 
-    mkosi.conf                       distribution, release, mirror, output, kernel, packages
+    mkosi.conf                       distribution, release, output, kernel, packages (mkosi's default mirror)
     mkosi.conf.d/50-nvidia.conf      driver, CUDA, NCCL and container toolkit packages
     mkosi.skeleton/etc/apt/...       NVIDIA apt sources and the version pins from the set
     mkosi.extra/usr/lib/clusterdef/  the first-boot baseline script and the versions it expects
@@ -47,7 +47,7 @@ def _data(name: str) -> dict:
 
 
 def bases() -> dict:
-    """distribution -> base recipe (mirror, repositories, kernel package, releases)."""
+    """distribution -> base recipe (repositories, kernel package, releases)."""
     return _data("bases.yaml")
 
 
