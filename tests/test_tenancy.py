@@ -259,3 +259,19 @@ def test_btrfs_quota_and_scratch_expiry(lab, tmp_path):
 
 # Slurm's enforcement (a dedicated partition refusing another account, PrivateData hiding jobs) is
 # proven with a real slurmdbd in tests/test_slurm_accounting.py.
+
+
+def test_port_guids_from_the_inventory_csv(lab, tmp_path):
+    """The third CSV column carries a host's port GUIDs; a host without them is a located error."""
+    mac = lab["nodes"]["secure"]["addressing"]["mac"]
+    rows = ["host,mac,port_guids"] + [f"sgpu0{i + 1},{m},{g}" for i, (m, g) in enumerate(zip(mac["macs"], mac["port_guids"]))]
+    lab["nodes"]["secure"]["addressing"]["mac"] = {"source": "inventory", "file": "macs.csv"}
+    (tmp_path / "macs.csv").write_text("\n".join(rows) + "\n")
+    r = _variant(lab, tmp_path)
+    conf = build_tree(r, ["network"])[0]["network/opensm/partitions.conf"]
+    assert all(f"{g}=full" in conf for g in mac["port_guids"][1].split(";"))
+    (tmp_path / "macs.csv").write_text("\n".join(rows[:2] + [rows[2].rsplit(",", 1)[0]]) + "\n")
+    bad = validate_file(tmp_path / "lab.yaml", MATRICES, TODAY)
+    [f] = [f for f in bad.errors]
+    assert f.code == "port-guid-missing" and f.dotted == "nodes.secure.addressing.mac.file" and f.line > 0
+    assert "sgpu02" in f.message

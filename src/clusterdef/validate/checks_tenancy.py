@@ -126,10 +126,9 @@ def tenant_partition_keys(ctx: Context) -> Iterable[Finding]:
                             "unknown and no partition can list them",
                             "use a MAC inventory with a third column of port GUIDs, or a list with `port_guids`")
             else:
-                inv = ctx.inventories.get(ctx.base_dir / m.file) if hasattr(ctx, "inventories") else None
-                have = getattr(inv, "guids", {}) if inv else {}
-                missing = [h for h in ctx.group_nodes[g] if h not in have]
-                if inv is not None and missing:
+                inv = ctx.inventories.get(ctx.base_dir / m.file)
+                missing = [h for h in ctx.group_nodes[g] if inv is not None and h not in inv.guids]
+                if missing:
                     yield error("port-guid-missing", ("nodes", g, "addressing", "mac", "file"),
                                 f"{m.file} has no port GUIDs (third column) for {len(missing)} host(s) of node "
                                 f"group `{g}`, e.g. {missing[0]}",
