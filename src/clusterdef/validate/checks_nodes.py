@@ -146,7 +146,7 @@ def topology(ctx: Context) -> Iterable[Finding]:
     for fname, fabric in d.network.fabrics.items():
         topo = fabric.topology
         base = ("network", "fabrics", fname, "topology")
-        attached: list[tuple[str, NodeSet]] = []  # (switch or block, its hosts), in definition order
+        attached: dict[str, str] = {}  # host -> the switch or block it is attached to
         if topo.kind == "tree":
             names = set(topo.switches)
             for sname, sw in topo.switches.items():
@@ -187,18 +187,24 @@ def _switch_tree(switches: dict, base: tuple) -> Iterable[Finding]:
                     "list child switches only below their parent: remove the child that leads back up")
 
 
-def _attach(nodes: NodeSet, attached: list[tuple[str, NodeSet]], known: NodeSet, path, what: str) -> Iterable[Finding]:
+def _attach(nodes: NodeSet, attached: dict[str, str], known: NodeSet, path, what: str) -> Iterable[Finding]:
+    """`attached` maps each host already placed in this fabric to the switch or block holding it: one
+    lookup per host, so a fabric of thousands of leaves stays linear."""
     unknown = nodes.difference(known)
     if unknown:
         yield error("topology-unknown-host", path, f"{what} lists {len(unknown)} host(s) in no node group: {unknown}",
                     "list only hosts defined in `nodes`")
-    for other, hosts in attached:
-        twice = nodes.intersection(hosts)
-        if twice:
-            yield error("topology-node-twice", path,
-                        f"{what} lists {twice}, already attached to {other} in this fabric",
-                        "a node hangs off one leaf switch or block per fabric: list it under one of them. A "
-                        "rail-optimised fabric (each GPU's NIC on the leaf of its rail) is not a tree with nodes "
-                        "under several leaves; describe each rail as a fabric of its own under network.fabrics "
-                        "(the tree and block kinds have no rail-optimised kind yet)")
-    attached.append((what, nodes.copy()))
+    twice: dict[str, list[str]] = {}
+    for host in nodes:
+        other = attached.get(host)
+        if other is None:
+            attached[host] = what
+        else:
+            twice.setdefault(other, []).append(host)
+    for other, hosts in twice.items():
+        yield error("topology-node-twice", path,
+                    f"{what} lists {hostlist.fold(hosts)}, already attached to {other} in this fabric",
+                    "a node hangs off one leaf switch or block per fabric: list it under one of them. A "
+                    "rail-optimised fabric (each GPU's NIC on the leaf of its rail) is not a tree with nodes "
+                    "under several leaves; describe each rail as a fabric of its own under network.fabrics "
+                    "(the tree and block kinds have no rail-optimised kind yet)")
