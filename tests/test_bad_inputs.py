@@ -4,6 +4,7 @@ must point at:
 
     # expect: <finding-code>
     # line: <1-based line>
+    # column: <1-based column>  (optional: then the finding must point at this column too)
     # why: <one sentence>
     # xfail: <reason>          (optional: a known validator bug; both checks xfail)
     # xfail-text: <reason>     (optional: a bug of the text format only)
@@ -30,7 +31,7 @@ BAD = REPO / "tests" / "bad"
 TODAY = "2026-11-30"
 CASES = sorted(BAD.glob("*.yaml"))
 
-HEADER = re.compile(r"^#\s*(expect|line|why|xfail|xfail-text):\s*(.*?)\s*$")
+HEADER = re.compile(r"^#\s*(expect|line|column|why|xfail|xfail-text):\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Header:
     why: str
     xfail: str | None
     xfail_text: str | None
+    column: int | None = None
 
 
 def read_header(path: Path) -> Header:
@@ -52,7 +54,7 @@ def read_header(path: Path) -> Header:
     missing = {"expect", "line", "why"} - set(fields)
     assert not missing, f"{path.name}: header lacks {sorted(missing)}"
     return Header(fields["expect"], int(fields["line"]), fields["why"], fields.get("xfail"),
-                  fields.get("xfail-text"))
+                  fields.get("xfail-text"), int(fields["column"]) if "column" in fields else None)
 
 
 def _env() -> dict[str, str]:
@@ -97,6 +99,9 @@ def test_headers_are_well_formed():
         assert re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", header.code), f"{path.name}: bad code {header.code!r}"
         n_lines = len(path.read_text(encoding="utf-8").splitlines())
         assert 1 <= header.line <= n_lines, f"{path.name}: line {header.line} outside the file"
+        if header.column is not None:
+            width = len(path.read_text(encoding="utf-8").splitlines()[header.line - 1])
+            assert 1 <= header.column <= width, f"{path.name}: column {header.column} outside line {header.line}"
         assert "yaml-language-server" not in path.read_text(encoding="utf-8"), path.name
 
 
@@ -112,6 +117,10 @@ def test_json_report(path: Path, header: Header, runs):
     seen = [(f["code"], f["line"]) for f in findings]
     matching = [f for f in findings if f["code"] == header.code and f["line"] == header.line]
     assert matching, f"expected {header.code} at line {header.line} ({header.why}); got {seen}"
+    if header.column is not None:
+        at = [f for f in matching if f["column"] == header.column]
+        assert at, f"expected {header.code} at {header.line}:{header.column}; got columns {[f['column'] for f in matching]}"
+        matching = at
     f = matching[0]
     assert f["file"].endswith(path.name), f["file"]
     assert f["severity"] == "error"
@@ -128,6 +137,9 @@ def test_text_report(path: Path, header: Header, runs):
     located = [ln for ln in t.stderr.splitlines() if f"{path.name}:{header.line}:" in ln]
     assert located, f"no `{path.name}:{header.line}:` in text output:\n{t.stderr}"
     assert any(header.code in ln for ln in located), f"`{header.code}` not on the located line(s): {located}"
+    if header.column is not None:
+        at = f"{path.name}:{header.line}:{header.column}:"
+        assert any(at in ln and header.code in ln for ln in located), f"no `{at}` with `{header.code}`: {located}"
 
 
 def test_render_of_bad_file_writes_nothing(tmp_path):

@@ -143,6 +143,20 @@ CASES = [
     ("switch-cycle", chain(set_(["network", "fabrics", "ib0", "topology", "switches", "spine01", "switches"], "leaf[01-02],spine02"),
                            set_(["network", "fabrics", "ib0", "topology", "switches", "spine02"], {"switches": "spine01"})),
      ("network", "fabrics", "ib0", "topology", "switches", "spine02", "switches"), Severity.ERROR),
+    # codes that had no triggering test before tests/test_codes_covered.py (issue #18 item 7)
+    ("qos-preempt-off", set_(["slurm", "qos", "large", "preempt_mode"], "off"), ("slurm", "qos", "large", "preempt_mode"), Severity.WARNING),
+    ("slurm-topology-fabrics", chain(
+        set_(["network", "fabrics", "ib1"], {"kind": "infiniband", "topology": {"kind": "tree", "switches": {"leaf11": {"nodes": "sgpu[01-02]"}}}}),
+        set_(["network", "fabrics", "ib0", "topology", "switches", "leaf01", "nodes"], "gpu[001-002]"),
+        set_(["network", "fabrics", "ib0", "topology", "switches", "leaf02", "nodes"], "gpu[003-004],kgpu[01-02]"),
+        set_(["nodes", "secure", "placement", "fabric"], "ib1")), ("nodes",), Severity.WARNING),
+    ("alert-threshold-no-gpu", chain(
+        set_(["hardware", "cpu-box"], {"platform": "hgx-h100", "cpu": {"sockets": 2, "cores_per_socket": 32, "threads_per_core": 2},
+                                       "memory_gib": 512, "nics": [{"name": "eno1", "kind": "ethernet", "speed_gbps": 25, "role": "provisioning"}]}),
+        set_(["observability"], {"hardware": {"cpu-box": {"power_w": 500}}})), ("observability", "hardware", "cpu-box"), Severity.ERROR),
+    ("dedicated-filesystem-shared", set_(["filesystems", "scratch", "owner"], "secure"), ("filesystems", "scratch", "node_groups"), Severity.ERROR),
+    ("owned-nodes-not-whole", set_(["tenants", "secure", "isolation", "device"], "mig"), ("tenants", "secure", "isolation", "device"), Severity.WARNING),
+    ("ref-tenant", set_(["filesystems", "scratch", "owner"], "nope"), ("filesystems", "scratch", "owner"), Severity.ERROR),
     ("unknown-field", set_(["hardware", "hgx-h100", "memory_gb"], 2048), ("hardware", "hgx-h100", "memory_gb"), Severity.ERROR),
     ("missing-field", delete(["nodes", "train", "image"]), ("nodes", "train", "image"), Severity.ERROR),
     ("type-error", set_(["images", "gpu-node", "version"], 2026.07), ("images", "gpu-node", "version"), Severity.ERROR),
@@ -165,9 +179,12 @@ def test_check_finds(code, mutate, path, severity, lab, matrix, tmp_path):
     if path is not None:
         assert hit.path == path
     assert hit.file.endswith("def.yaml") and hit.line > 0
-    # the line points at the key the path names (or its parent, for missing keys)
+    # the line and column point at the key the path names (or its parent, for missing keys)
+    assert hit.column > 0
+    assert (hit.line, hit.column) == result.source.locate(hit.path)
     if hit.path in result.source.positions() and isinstance(hit.path[-1], str):
         assert hit.path[-1] in result.source.line_text(hit.line)
+        assert result.source.line_text(hit.line)[hit.column - 1:].startswith(hit.path[-1])
 
 
 STRUCTURE = ("account-parent-self", "account-parent-cycle", "tenant-account-shared", "tenant-namespace-shared",
