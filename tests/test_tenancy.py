@@ -5,7 +5,6 @@ btrfs on a loop device (project quotas, scratch expiry), slurmctld (a dedicated 
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import shutil
@@ -16,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 
 from clusterdef import tenancy
 from clusterdef.build import build_tree
