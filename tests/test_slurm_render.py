@@ -102,7 +102,7 @@ def test_lab_tree_shapes(examples, matrix):
     tree = render(examples["lab"], matrix)
     assert set(tree) == {f"slurm/{n}" for n in
                          ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf", "qos.sh", "accounts.cfg", "nodecheck",
-                                   "namespace.yaml")}  # a dedicated tenant: per-job /tmp (Slurm 25.11)
+                                   "namespace.yaml", "slurmdbd.conf.j2")}  # namespace.yaml: a dedicated tenant
     conf = tree["slurm/slurm.conf"]
     assert "NodeName=gpu[001-004] CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2" in conf
     assert "Gres=gpu:h100:8" in conf and "GresTypes=gpu\n" in conf and "SelectType=select/cons_tres\n" in conf

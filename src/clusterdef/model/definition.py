@@ -14,6 +14,7 @@ from .kubernetes import Kubernetes
 from .network import Network
 from .nodes import NodeGroup
 from .observability import Observability
+from .secrets import Secrets
 from .slurm import Slurm
 from .storage import Filesystem
 from .tenants import Tenant
@@ -33,6 +34,7 @@ class Definition(Model):
     tenants: dict[Name, Tenant] = {}
     upgrade: Upgrade = Upgrade()
     observability: Observability = Observability()
+    secrets: Secrets = Secrets()
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
         return {n: g for n, g in self.nodes.items() if g.control_plane == control_plane}

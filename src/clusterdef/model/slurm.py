@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name, SlurmTime
-from .types import AbsPath, Fqdn, SlurmKey, SlurmValue, Tres, TresCount, Weight
+from .types import AbsPath, DbName, Fqdn, SlurmKey, SlurmValue, Tres, TresCount, UserName, Weight
 
 
 class Partition(Model):
@@ -41,6 +41,14 @@ class Accounting(Model):
     storage: Literal["slurmdbd", "none"] = "slurmdbd"
     host: Fqdn | Literal[""] = ""
     port: int = Field(default=6819, ge=1, le=65535)
+    """DbdPort: where slurmdbd listens."""
+    storage_host: Fqdn = "localhost"
+    """StorageHost: the MySQL/MariaDB server slurmdbd writes to."""
+    storage_port: int = Field(default=3306, ge=1, le=65535)
+    storage_user: UserName = "slurm"
+    """StorageUser; its password is never here: `secrets.refs.slurmdbd_storage_pass` names the vault variable."""
+    storage_loc: DbName = "slurm_acct_db"
+    """StorageLoc: the database name (MySQL names: letters, digits, '_')."""
     enforce: tuple[Literal["associations", "limits", "qos", "safe", "wckeys"], ...] = (
         "associations", "limits", "qos", "safe",
     )

@@ -99,6 +99,8 @@ PortGuids = Annotated[str, _pattern(r"^0x[0-9a-f]{16}(;0x[0-9a-f]{16}){0,63}$", 
 Tres = Annotated[str, _pattern(r"^[a-z]{1,16}(/[a-z0-9_]{1,32}(:[a-z0-9_]{1,32})?)?$", 82, 'a TRES name such as cpu, mem, node or gres/gpu (gres/gpu:h100 for one type)')]
 # A slurm.conf key: letters and digits only (the parser's keys are identifiers).
 SlurmKey = Annotated[str, _pattern(r"^[A-Za-z][A-Za-z0-9]{0,63}$", 64, 'a slurm.conf key is letters and digits only (e.g. MaxJobCount)')]
+# A MySQL/MariaDB database name as slurmdbd's StorageLoc (unquoted identifier: letters, digits, '_').
+DbName = Annotated[str, _pattern(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", 64, "a database name is letters, digits and '_', not starting with a digit, at most 64 (slurm_acct_db)")]
 # A passthrough value: printable ASCII without quotes, `#` (a comment in slurm.conf) or backslash;
 # spaces are allowed and the renderer double-quotes such a value.
 SlurmValue = Annotated[str, _pattern(r'^[A-Za-z0-9 _.,:=/@%+*()<>\[\]{}~^!?-]{0,1024}$', 1024, "printable ASCII without quotes, '#' or backslash; spaces are allowed")]

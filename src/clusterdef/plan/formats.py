@@ -13,7 +13,7 @@ from .transition import LIVE, NONE, REBOOT, REFLASH, RESTART
 COLOUR = {REFLASH: "red", REBOOT: "yellow", RESTART: "cyan", LIVE: "green", NONE: "dim"}
 ORDER = (REFLASH, REBOOT, RESTART, LIVE, NONE)
 MD_DIFF_LINES = 150  # per file in Markdown; the JSON plan keeps whole diffs
-MD_DIFF_CHARS = 30000  # all diffs together, to stay inside a PR comment
+MD_DIFF_CHARS = 28000  # all diffs together, to stay inside a PR comment (65,536) with the rest of it
 
 
 def to_json(doc: dict) -> str:

@@ -15,6 +15,7 @@ from ..model import Definition
 from ..source import Source, load_file
 from .registry import Context, run_checks
 from .schema import schema_findings, text_findings
+from .secrets import secret_findings
 
 
 @dataclass
@@ -54,6 +55,7 @@ def validate_source(source: Source, matrix: Matrix, today: date, base_dir: Path 
             "start from clusters/lab.yaml")))
         return result
     net = text_findings(data)
+    net += [f for f in secret_findings(data) if f.path not in {n.path for n in net}]
     try:
         definition = Definition.model_validate(data)
     except ValidationError as exc:
@@ -61,7 +63,7 @@ def validate_source(source: Source, matrix: Matrix, today: date, base_dir: Path 
         schema = [f for f in schema_findings(exc, data) if f.path not in flagged]
         result.findings = _order([source.place(f) for f in net + schema])
         return result
-    if net:  # free-text fields (descriptions) that the model let through
+    if net:  # free-text fields (descriptions) or literal secrets that the model let through
         result.findings = _order([source.place(f) for f in net])
         return result
     ctx = Context(definition, matrix, today, base_dir or Path(source.file).resolve().parent)

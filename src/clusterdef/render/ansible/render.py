@@ -9,6 +9,7 @@ from ... import hostlist
 from ...resolve import Resolved
 from .. import yamlout
 from ..inventory import switch_of
+from ..slurm import slurmdbd
 
 ROOT = "ansible"
 
@@ -183,6 +184,10 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             "slurm_control_plane_compatible_prior": {
                 r.major: list(r.compatible_prior) for r in resolved.matrix.compat.slurm},
         }
+        if "slurmdbd" in control_plane_hosts(resolved) and slurmdbd.wanted(resolved):
+            # The text of slurm/slurmdbd.conf.j2: StoragePass is `{{ <vault variable> }}`, which Ansible resolves
+            # on the slurmdbd host when the role writes the file (no_log, 0600, owner slurm).
+            out["slurmdbd"] = {"slurm_control_plane_slurmdbd_conf": slurmdbd.slurmdbd_conf(resolved)}
     for cp in sorted({g.control_plane for g in d.nodes.values()}):
         out[f"cp_{cp}"] = {"node_drain_control_plane": cp, "node_admission_control_plane": cp,
                            "nvidia_driver_control_plane": cp, "firmware_control_plane": cp,

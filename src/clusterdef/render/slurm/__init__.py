@@ -475,4 +475,6 @@ def render(resolved: Resolved) -> dict[str, str]:
     if "JobContainerType" in tenancy_params(resolved, kw) or "NamespaceType" in tenancy_params(resolved, kw):
         name, text = job_namespace_conf(resolved, kw)
         tree[name] = text
+    from .slurmdbd import render as slurmdbd_files  # local: slurmdbd.py imports _header from here
+    tree.update(slurmdbd_files(resolved))
     return dict(sorted(tree.items()))
