@@ -43,10 +43,12 @@ EOF
   ubuntu_keyring_deb="$molecule_dir/ubuntu-keyring_2023.11.28.1-0.2_all.deb"
   # The Debian mirror this machine's apt sources name (deb822 `URIs:` or one-line `deb URL`): the pool
   # path is Debian's, the host is whatever the machine is configured with.
-  apt_mirror=$( { grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}';
-                  grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-                    awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; break}}'; } |
-                grep -v -- '-security' | head -n 1)
+  # (`|| true`: under pipefail a missing sources.list or no match must not end the script)
+  apt_mirror=$( { cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ {print $2}';
+                  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+                    awk '/^deb / {for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; break}}'; } |
+                awk '!/-security/ && !seen++' || true)
+  [ -n "$apt_mirror" ] || { echo "no Debian mirror in this machine's apt sources" >&2; return 1; }
   ubuntu_keyring_url=${apt_mirror%/}/pool/main/u/ubuntu-keyring/ubuntu-keyring_2023.11.28.1-0.2_all.deb
   ubuntu_keyring_sha256=b2e7ed48431bf9e7978ae810bbdaf253093570d6e3f864e575b7c13554b81174
   for release in bookworm jammy; do
