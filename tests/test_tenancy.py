@@ -5,6 +5,7 @@ btrfs on a loop device (project quotas, scratch expiry), slurmctld (a dedicated 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -98,13 +99,13 @@ def test_isolation_verb_exit_codes(lab, tmp_path):
                               env={**os.environ, "CLUSTERDEF_MATRICES": str(MATRICES)})
     ok = run(CLUSTERS / "lab.yaml")
     assert ok.returncode == 0, ok.stderr
-    doc = __import__("json").loads(ok.stdout)
+    doc = json.loads(ok.stdout)
     assert doc["gaps"] == 0 and doc["tenants"]["secure"]["layers"]["network"]["files"] == \
         ["network/opensm/partitions.conf"]
     lab["tenants"]["secure"]["isolation"]["network"] = "network-policy"  # no namespace: nothing enforces it
     bad = run(dump_yaml(lab, tmp_path / "lab.yaml"))
     assert bad.returncode == 1, bad.stdout + bad.stderr
-    doc = __import__("json").loads(bad.stdout)
+    doc = json.loads(bad.stdout)
     assert not doc["tenants"]["secure"]["layers"]["network"]["enforced"]
 
 

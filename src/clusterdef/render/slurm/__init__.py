@@ -472,7 +472,7 @@ def render(resolved: Resolved) -> dict[str, str]:
         tree["slurm/topology.conf"] = topo
     if d.slurm.health_check.enabled:
         tree["slurm/nodecheck"] = nodecheck(resolved)
-    if "JobContainerType" in tenancy_params(resolved, kw) or "NamespaceType" in tenancy_params(resolved, kw):
+    if {"JobContainerType", "NamespaceType"} & set(tenancy_params(resolved, kw)):
         name, text = job_namespace_conf(resolved, kw)
         tree[name] = text
     from .slurmdbd import render as slurmdbd_files  # local: slurmdbd.py imports _header from here
