@@ -25,6 +25,7 @@ class Layer:
     mechanisms: tuple[str, ...]     # what enforces it, in words
     files: tuple[str, ...]          # rendered files that carry the mechanism
     gap: str = ""                   # why the claim is not enforced ("" when it is, or nothing was claimed)
+    hint: str = ""                  # what to change so it is (the finding's hint; generic when empty)
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,61 @@ def quota_tenants(d: Definition, fs: str) -> list[str]:
             if t.storage and t.storage.filesystem == fs and d.filesystems[fs].kind in QUOTA_KINDS]
 
 
-def tenant_flavor(tenant: str) -> str:
-    return f"dedicated-{tenant}"
+def kubernetes_owner(d: Definition) -> dict[str, str]:
+    """Kubernetes node group -> the whole-node tenant that owns it: those nodes are labelled and
+    tainted `clusterdef.dev/tenant=<tenant>:NoSchedule`, and only its ResourceFlavor tolerates them."""
+    owners = owner_of_groups(d)
+    return {g: t for g, t in owners.items()
+            if g in d.nodes and d.nodes[g].control_plane == "kubernetes" and t in d.tenants
+            and d.tenants[t].isolation.device == "whole-node"}
+
+
+def flavor_owner(d: Definition, flavor: str) -> str | None:
+    """The tenant whose dedicated nodes a Kueue flavor selects: every one of its groups is owned by
+    that tenant (a flavor mixing owners or unowned groups is `tenant-nodes-shared`)."""
+    k = d.kubernetes
+    if k is None or flavor not in k.kueue.flavors:
+        return None
+    owner = kubernetes_owner(d)
+    owners = {owner.get(g) for g in k.kueue.flavors[flavor].node_groups}
+    return owners.pop() if len(owners) == 1 else None
+
+
+def tenant_flavors(d: Definition, tenant: str) -> tuple[str, ...]:
+    """The Kueue flavors of the tenant's queues, in the order it lists them."""
+    t, k = d.tenants[tenant], d.kubernetes
+    if not t.kubernetes or k is None:
+        return ()
+    kq = k.kueue
+    return tuple(dict.fromkeys(kq.queues[q].flavor for q in t.kubernetes.queues
+                               if q in kq.queues and kq.queues[q].flavor in kq.flavors))
+
+
+def tenant_pod_groups(d: Definition, tenant: str) -> tuple[str, ...]:
+    """Node groups the tenant's pods run on: the groups of its queues' flavors."""
+    k = d.kubernetes
+    return tuple(dict.fromkeys(g for f in tenant_flavors(d, tenant) for g in k.kueue.flavors[f].node_groups
+                               if g in d.nodes))
+
+
+def kubernetes_storage(d: Definition, tenant: str) -> tuple[str, ...] | None:
+    """The node groups where the tenant's namespace may mount its filesystem (the filesystem's
+    groups its pods run on), or None when its pods cannot reach its filesystem."""
+    t = d.tenants[tenant]
+    s = t.storage
+    if not t.kubernetes or not s or s.filesystem not in d.filesystems:
+        return None
+    fs = d.filesystems[s.filesystem]
+    groups = tuple(g for g in tenant_pod_groups(d, tenant) if g in fs.node_groups)
+    return groups or None
+
+
+def rdma_pkey_attachment(d: Definition, tenant: str) -> bool:
+    """The tenant's namespace gets a NetworkAttachmentDefinition carrying its PKey: it is isolated by
+    partition key and owns Kubernetes nodes its pods run on."""
+    t = d.tenants[tenant]
+    return (t.kubernetes is not None and t.isolation.network == "partition-key"
+            and bool(owned_groups(d, tenant, "kubernetes")))
 
 
 def _device(d: Definition, name: str) -> Layer:
@@ -129,9 +183,22 @@ def _device(d: Definition, name: str) -> Layer:
                 mech.append("Slurm MCS (mcs/account, enforced,select): nodes never hold two accounts' jobs")
                 files.append("slurm/slurm.conf")
         if t.kubernetes:
-            # Owned Kubernetes groups would need their own taint and ResourceFlavor; not rendered yet.
-            gaps.append("whole nodes on Kubernetes (a taint and ResourceFlavor per owning tenant) are not "
-                        "rendered yet; use cgroup for the tenant's pods or keep it on Slurm")
+            own = owned_groups(d, name, "kubernetes")
+            flavors = tenant_flavors(d, name)
+            shared = [f for f in flavors if flavor_owner(d, f) != name]
+            if not own:
+                gaps.append("whole nodes on Kubernetes need Kubernetes node groups of its own "
+                            "(isolation.node_groups), tainted for it; Kubernetes has no MCS")
+            elif shared:
+                gaps.append(f"its queues also use flavor(s) {', '.join(shared)} on nodes it does not own")
+            elif not flavors:
+                gaps.append("it owns Kubernetes nodes but none of its queues has a flavor on them")
+            else:
+                mech.append(f"its Kubernetes nodes ({', '.join(own)}) labelled and tainted "
+                            f"clusterdef.dev/tenant={name}:NoSchedule; only its ResourceFlavor(s) "
+                            f"{', '.join(flavors)} tolerate the taint, and only its ClusterQueues use them")
+                files += ["kubernetes/nodes/labels-taints.yaml", "kubernetes/kueue/resourceflavors.yaml",
+                          "kubernetes/kueue/clusterqueues.yaml"]
     if not t.slurm and not t.kubernetes:
         gaps.append("the tenant has neither a Slurm account nor a namespace, so nothing schedules it")
     return Layer(claim, tuple(mech), tuple(dict.fromkeys(files)), "; ".join(gaps))
@@ -141,6 +208,7 @@ def _network(d: Definition, name: str) -> Layer:
     t = d.tenants[name]
     claim = t.isolation.network
     mech, files, gaps = [], [], []
+    hint = ""
     if claim == "none":
         return Layer(claim, (), ())
     if claim == "network-policy":
@@ -152,8 +220,9 @@ def _network(d: Definition, name: str) -> Layer:
         if t.slurm:
             gaps.append("network-policy does not reach Slurm nodes; use partition-key or vlan")
         if t.kubernetes and t.isolation.level == "dedicated" and rdma_reaches_pods(d, name):
-            gaps.append("its pods get RDMA on an InfiniBand fabric, which NetworkPolicy does not filter; "
-                        "use partition-key")
+            gaps.append("its pods get RDMA on an InfiniBand fabric, which NetworkPolicy does not filter")
+            hint = ("set `network: partition-key` (the tenant then needs Kubernetes node groups of its own, "
+                    "with HCA port GUIDs), or turn off kubernetes.network_operator.rdma_shared_device_plugin")
     elif claim in ("partition-key", "vlan"):
         groups = owned_groups(d, name)
         if not groups:
@@ -163,8 +232,14 @@ def _network(d: Definition, name: str) -> Layer:
             mech.append(f"OpenSM partition 0x{pkey(d, name):04x}: only its HCA ports are full members")
             files.append("network/opensm/partitions.conf")
             if t.kubernetes:
-                mech.append("NetworkAttachmentDefinition carrying its PKey")
-                files.append(f"kubernetes/tenants/{name}.yaml")
+                if t.isolation.level == "dedicated":
+                    mech.append("default-deny NetworkPolicy, ingress and egress, for its pods' own network")
+                if rdma_pkey_attachment(d, name):
+                    mech.append(f"NetworkAttachmentDefinition in its namespace carrying PKey 0x{pkey(d, name):04x} "
+                                "(ib-sriov, ibKubernetesEnabled)")
+                    files.append(f"kubernetes/tenants/{name}.yaml")
+                else:
+                    gaps.append("its pods run on nodes it does not own, whose HCA ports are not in its partition")
         else:
             vlan = t.isolation.vlan
             if vlan is None:
@@ -172,7 +247,7 @@ def _network(d: Definition, name: str) -> Layer:
             else:
                 mech.append(f"VLAN {vlan} on its nodes' Ethernet/RoCE interfaces (systemd-networkd)")
                 files += [f"network/vlan/{g}/" for g in groups]
-    return Layer(claim, tuple(mech), tuple(files), "; ".join(gaps))
+    return Layer(claim, tuple(mech), tuple(files), "; ".join(gaps), hint)
 
 
 def _storage(d: Definition, name: str) -> Layer:
@@ -200,6 +275,10 @@ def _storage(d: Definition, name: str) -> Layer:
             files += [f"storage/mounts/{g}.fstab" for g in fs.node_groups]
             if fs.kind in QUOTA_KINDS:
                 files.append(f"storage/{s.filesystem}/quota.sh")
+    if claim in ("project-quota", "dedicated-filesystem") and kubernetes_storage(d, name):
+        mech.append(f"namespace {t.kubernetes.namespace}: its own StorageClass and a PersistentVolume of "
+                    f"{fs.mount}/{name} bound to its claim; ResourceQuota requests.storage {s.quota_tib:g}Ti")
+        files.append(f"kubernetes/tenants/{name}.yaml")
     if fs.scratch:
         mech.append(f"files not accessed for {s.scratch_expiry_days} days removed")
         files += [f"storage/{s.filesystem}/scratch-cleanup.sh",

@@ -85,18 +85,6 @@ def queue_tenants(ctx: Context) -> Iterable[Finding]:
                           "add it to a tenant's `kubernetes.queues`, or remove it")
 
 
-@check("kubernetes-tenant-network")
-def tenant_network(ctx: Context) -> Iterable[Finding]:
-    for tname, t in ctx.definition.tenants.items():
-        iso = t.isolation
-        if iso.level == "dedicated" and t.kubernetes and iso.network not in ("none", "network-policy"):
-            yield error("dedicated-no-network-policy", ("tenants", tname, "isolation", "network"),
-                        f"tenant `{tname}` is sold as dedicated and runs pods in namespace "
-                        f"`{t.kubernetes.namespace}`, but its isolation is {iso.network}: the pod network "
-                        "stays open to every other namespace",
-                        "set `isolation.network: network-policy` (default-deny ingress and egress for the namespace)")
-
-
 @check("kubernetes-driver-pools")
 def driver_pools(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition

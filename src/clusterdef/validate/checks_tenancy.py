@@ -44,14 +44,15 @@ def tenant_enforced(ctx: Context) -> Iterable[Finding]:
     for tname, te in tenancy.enforcement(d).items():
         for layer, gap in te.gaps.items():
             path = ("tenants", tname, "isolation", layer if layer != "observation" else "level")
+            hint = te.layers[layer].hint
             if te.level == "dedicated":
                 yield error("dedicated-not-isolated", path, f"tenant `{tname}` is sold as dedicated but its "
                             f"{layer} isolation is not enforced: {gap}",
-                            "change the claim to one clusterdef can enforce, or give the tenant what it needs "
-                            "(see docs/tenancy.md)")
+                            hint or "change the claim to one clusterdef can enforce, or give the tenant what it "
+                            "needs (see docs/tenancy.md)")
             else:
                 yield warning("isolation-not-enforced", path, f"tenant `{tname}`'s {layer} isolation is not "
-                              f"enforced: {gap}", "see docs/tenancy.md for what each value needs")
+                              f"enforced: {gap}", hint or "see docs/tenancy.md for what each value needs")
 
 
 @check("tenant-owned-nodes")
@@ -84,20 +85,32 @@ def tenant_owned_nodes(ctx: Context) -> Iterable[Finding]:
                                 f"set `allow_accounts: [{acct}]`, or leave `{g}` out of the partition")
     k = d.kubernetes
     if k:
-        users: dict[str, set[str]] = {}
-        for tname, t in d.tenants.items():
-            for q in (t.kubernetes.queues if t.kubernetes else ()):
-                if q in k.kueue.queues:
-                    users.setdefault(k.kueue.queues[q].flavor, set()).add(tname)
         for fname, fl in k.kueue.flavors.items():
             owners = {owner[g] for g in fl.node_groups if g in owner}
-            for t in owners:
-                others = users.get(fname, set()) - {t}
-                if others or len(owners) > 1 or any(g not in owner for g in fl.node_groups):
-                    yield error("tenant-nodes-shared", ("kubernetes", "kueue", "flavors", fname, "node_groups"),
-                                f"flavor `{fname}` includes node groups owned by tenant `{t}` but is shared "
-                                f"({', '.join(sorted(others)) or 'with unowned groups'})",
-                                "give the dedicated tenant a flavor of its own groups, used only by its queues")
+            unowned = [g for g in fl.node_groups if g not in owner]
+            if owners and (len(owners) > 1 or unowned):
+                yield error("tenant-nodes-shared", ("kubernetes", "kueue", "flavors", fname, "node_groups"),
+                            f"flavor `{fname}` includes node groups owned by tenant(s) {', '.join(sorted(owners))} "
+                            f"and {'groups of another owner' if not unowned else 'unowned ' + ', '.join(unowned)}",
+                            "give the dedicated tenant a flavor of its own groups only, used only by its queues")
+        # Another tenant's ClusterQueue on a dedicated flavor would admit its pods onto the owner's
+        # nodes (Kueue adds the flavor's tolerations to them): located at the queue's flavor.
+        tenant_of = {}
+        for tname, t in d.tenants.items():
+            for q in (t.kubernetes.queues if t.kubernetes else ()):
+                tenant_of.setdefault(q, []).append(tname)
+        for qname, q in k.kueue.queues.items():
+            if q.flavor not in k.kueue.flavors:
+                continue
+            fl_owners = {owner[g] for g in k.kueue.flavors[q.flavor].node_groups if g in owner}
+            for o in sorted(fl_owners):
+                strangers = [t for t in tenant_of.get(qname, []) if t != o]
+                if strangers:
+                    yield error("dedicated-flavor-shared", ("kubernetes", "kueue", "queues", qname, "flavor"),
+                                f"queue `{qname}` of tenant(s) {', '.join(strangers)} uses flavor `{q.flavor}`, "
+                                f"whose nodes tenant `{o}` owns: their pods would be admitted onto `{o}`'s nodes",
+                                f"give `{qname}` a flavor on nodes `{o}` does not own, or list the queue only "
+                                f"under tenant `{o}`")
 
 
 @check("tenant-partition-keys")

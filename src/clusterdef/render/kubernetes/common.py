@@ -28,6 +28,15 @@ GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 DEFAULT_POOL = "default"
 
+
+def tenant_taint(tenant: str) -> dict:
+    """The taint (and label, same key and value) on nodes a whole-node tenant owns."""
+    return {"key": L_TENANT, "value": tenant, "effect": "NoSchedule"}
+
+
+def tenant_toleration(tenant: str) -> dict:
+    return {"key": L_TENANT, "operator": "Equal", "value": tenant, "effect": "NoSchedule"}
+
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 KUEUE_VERSION = "v0.19.2"
 """The Kueue release whose CRDs the objects are written for (and validated against in tests)."""

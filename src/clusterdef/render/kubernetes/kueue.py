@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ... import tenancy
 from ...resolve import Resolved
-from .common import (GPU, GPU_TOLERATION, KUEUE_API, L_FLAVOR, L_NS_NAME, L_TENANT, gpu_nodes, per_gpu)
+from .common import (GPU, GPU_TOLERATION, KUEUE_API, L_FLAVOR, L_NS_NAME, L_TENANT, gpu_nodes, per_gpu,
+                     tenant_toleration)
 from .topology import fabric_of_groups, topologies
 
 PRIORITY = {"inference": 100000, "interactive": 50000, "training": 10000, "batch": 1000}
@@ -116,8 +118,13 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
     objs.extend(topologies(resolved, used_fabrics))
     for fname, fl in kq.flavors.items():
         spec: dict = {"nodeLabels": {L_FLAVOR: fname}}
-        if k.gpu_node_taint:
-            spec["tolerations"] = [dict(GPU_TOLERATION)]
+        owner = tenancy.flavor_owner(d, fname)
+        if owner:  # a whole-node tenant's own nodes: select them and tolerate its taint
+            spec["nodeLabels"][L_TENANT] = owner
+        tolerations = ([dict(GPU_TOLERATION)] if k.gpu_node_taint else []) + \
+            ([tenant_toleration(owner)] if owner else [])
+        if tolerations:
+            spec["tolerations"] = tolerations
         if fabric_of[fname]:
             spec["topologyName"] = fabric_of[fname]
         objs.append({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": fname}, "spec": spec})

@@ -1,13 +1,16 @@
 """Node labels and taints per node group, for every group (Slurm-owned ones included): the
 cluster, the validated set and the owning control plane are labels on every node, and Slurm-owned
 GPU nodes carry taints and a GPU Operator opt-out so nothing in Kubernetes ever uses their GPUs,
-even if one is joined by mistake. Applied through kubelet flags (the args below) at join time."""
+even if one is joined by mistake. Kubernetes groups a whole-node tenant owns carry its label and a
+`clusterdef.dev/tenant=<tenant>:NoSchedule` taint that only its ResourceFlavor tolerates. Applied
+through kubelet flags (the args below) at join time."""
 
 from __future__ import annotations
 
+from ... import tenancy
 from ...resolve import Resolved
 from .common import (GPU_TAINT, L_CLUSTER, L_CONTROL_PLANE, L_DRIVER_POOL, L_FLAVOR, L_GPU, L_GROUP, L_HARDWARE,
-                     L_SET, label_value)
+                     L_SET, label_value, tenant_taint)
 from .gpu_operator import driver_pool_of
 from .topology import node_labels
 
@@ -18,6 +21,7 @@ def group_labels_taints(resolved: Resolved) -> dict[str, dict]:
     pools = driver_pool_of(resolved)
     flavor_of = {g: f for f, fl in k.kueue.flavors.items() for g in fl.node_groups}
     op = k.gpu_operator
+    owned = tenancy.kubernetes_owner(d)
     out: dict[str, dict] = {}
     for gname, g in d.nodes.items():
         hw = d.hardware[g.hardware]
@@ -48,6 +52,10 @@ def group_labels_taints(resolved: Resolved) -> dict[str, dict]:
                     labels["nvidia.com/mig.config"] = f"all-{op.mig_profile}" if op.mig_profile else "all-disabled"
                 if k.gpu_node_taint:
                     taints.append(dict(GPU_TAINT))
+            if gname in owned:
+                taint = tenant_taint(owned[gname])
+                labels[taint["key"]] = taint["value"]
+                taints.append(taint)
         labels.update(g.labels)
         for t in g.taints:
             taints.append({"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect})

@@ -1,11 +1,22 @@
-"""Tenant namespaces: Pod Security labels, GPU ResourceQuota, LimitRange, default-deny network
-policies with the allowances the definition grants, RBAC for the tenant's groups, LocalQueues."""
+"""Tenant namespaces: Pod Security labels, GPU (and storage) ResourceQuota, LimitRange, default-deny
+network policies with the allowances the definition grants (ingress always, egress too for dedicated
+tenants), RBAC for the tenant's groups, LocalQueues; for a tenant isolated by partition key on nodes
+of its own, a NetworkAttachmentDefinition carrying its PKey; for a tenant whose filesystem is mounted
+where its pods run, a StorageClass, PersistentVolume and claim of its folder."""
 
 from __future__ import annotations
 
+import json
+
+from ... import tenancy
 from ...resolve import Resolved
-from .common import GPU, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
+from .common import GPU, L_GROUP, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
 from .kueue import local_queues, quotas
+
+NAD_API = "k8s.cni.cncf.io/v1"
+IB_NETWORK = "ib-pkey"
+"""Name of the tenant's InfiniBand NetworkAttachmentDefinition (pods: k8s.v1.cni.cncf.io/networks)."""
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
 
 
 def pod_security(resolved: Resolved, tenant: str) -> str:
@@ -29,9 +40,73 @@ def gpu_ceiling(resolved: Resolved, tenant: str) -> int:
 
 
 def egress_locked(resolved: Resolved, tenant: str) -> bool:
-    """Dedicated tenants isolated by network policy get default-deny egress too."""
-    iso = resolved.definition.tenants[tenant].isolation
-    return iso.level == "dedicated" and iso.network == "network-policy"
+    """Dedicated tenants get default-deny egress too (DNS and their own namespace stay open)."""
+    return resolved.definition.tenants[tenant].isolation.level == "dedicated"
+
+
+def storage_names(resolved: Resolved, tenant: str) -> tuple[str, str]:
+    """(StorageClass and PersistentVolume name, PersistentVolumeClaim name) of the tenant's folder."""
+    t = resolved.definition.tenants[tenant]
+    return f"{t.kubernetes.namespace}-{t.storage.filesystem}", t.storage.filesystem
+
+
+def storage_objects(resolved: Resolved, tenant: str) -> list[dict]:
+    """Static provisioning of `<mount>/<tenant>`, already mounted on the nodes: a StorageClass of its
+    own (kubernetes.io/no-provisioner, so nothing else is ever provisioned in it), one `local`
+    PersistentVolume pinned to the groups that mount the filesystem, pre-bound (claimRef) to the
+    claim in the tenant's namespace, so no other namespace can bind it. Bytes are limited by the
+    filesystem's project quota, not by Kubernetes."""
+    d = resolved.definition
+    groups = tenancy.kubernetes_storage(d, tenant)
+    if not groups:
+        return []
+    t = d.tenants[tenant]
+    ns, s = t.kubernetes.namespace, t.storage
+    fs = d.filesystems[s.filesystem]
+    name, claim = storage_names(resolved, tenant)
+    size = f"{s.quota_tib:g}Ti" if float(s.quota_tib).is_integer() else f"{round(s.quota_tib * 1024)}Gi"
+    labels = {L_TENANT: tenant}
+    return [{
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "provisioner": NO_PROVISIONER, "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Retain",
+    }, {
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": name,
+            "volumeMode": "Filesystem",
+            "local": {"path": f"{fs.mount}/{tenant}"},
+            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": ns, "name": claim},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": L_GROUP, "operator": "In", "values": sorted(groups)}]}]}},
+        },
+    }, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "namespace": ns, "labels": dict(labels)},
+        "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": name, "volumeName": name,
+                 "resources": {"requests": {"storage": size}}},
+    }]
+
+
+def ib_attachment(resolved: Resolved, tenant: str) -> dict | None:
+    """The tenant's InfiniBand network: ib-sriov CNI with the tenant's PKey (the one OpenSM's
+    partitions.conf gives its HCA ports, from tenancy.pkey) and ibKubernetesEnabled, so
+    ib-kubernetes adds each pod's GUID to that PKey (pods annotated mellanox.infiniband.app).
+    No IPAM: RDMA verbs on InfiniBand need no IP address on the interface."""
+    d = resolved.definition
+    if not tenancy.rdma_pkey_attachment(d, tenant):
+        return None
+    t = d.tenants[tenant]
+    config = {"cniVersion": "0.3.1", "name": IB_NETWORK, "type": "ib-sriov",
+              "pkey": f"0x{tenancy.pkey(d, tenant):04x}", "link_state": "enable", "rdmaIsolation": True,
+              "ibKubernetesEnabled": True}
+    return {"apiVersion": NAD_API, "kind": "NetworkAttachmentDefinition",
+            "metadata": {"name": IB_NETWORK, "namespace": t.kubernetes.namespace, "labels": {L_TENANT: tenant}},
+            "spec": {"config": json.dumps(config, sort_keys=True)}}
 
 
 def objects(resolved: Resolved, tenant: str) -> list[dict]:
@@ -56,10 +131,16 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
             "pod-security.kubernetes.io/warn": "restricted",
             "pod-security.kubernetes.io/warn-version": minor,
         }},
-    }, {
-        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta("gpu-quota"),
-        "spec": {"hard": {f"requests.{GPU}": str(gpu_ceiling(resolved, tenant))}},
     }]
+    storage = storage_objects(resolved, tenant)
+    hard = {f"requests.{GPU}": str(gpu_ceiling(resolved, tenant))}
+    if storage:
+        pv = storage[1]
+        size, sc = pv["spec"]["capacity"]["storage"], pv["spec"]["storageClassName"]
+        hard["requests.storage"] = size
+        hard[f"{sc}.storageclass.storage.k8s.io/requests.storage"] = size
+    objs.append({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta("gpu-quota"),
+                 "spec": {"hard": hard}})
 
     # LimitRange: a container asks for at most one node's GPUs, and gets a CPU/memory request sized
     # to one GPU's share of a node when it names none.
@@ -104,6 +185,10 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
                      "metadata": meta(f"{dns_name(group)}-edit"),
                      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
                      "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]})
+    nad = ib_attachment(resolved, tenant) if d.kubernetes else None
+    if nad:
+        objs.append(nad)
+    objs.extend(storage)
     if d.kubernetes:
         objs.extend(local_queues(resolved, tenant))
     return objs
