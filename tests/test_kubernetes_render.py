@@ -73,7 +73,7 @@ def strict(schema):
 
 
 def crd_validator(path: Path, version: str | None = None) -> jsonschema.protocols.Validator:
-    crd = json.loads(path.read_text())
+    crd = yaml_safe.load(path.read_text()) if path.suffix == ".yaml" else json.loads(path.read_text())
     versions = crd["spec"]["versions"]
     v = next(x for x in versions if version is None or x["name"] == version)
     schema = strict(v["schema"]["openAPIV3Schema"])
@@ -353,8 +353,8 @@ def test_tenant_objects_validate_strict(plans, examples):
         assert len(p.tenants) == sum(1 for t in examples[name].definition.tenants.values() if t.kubernetes)
         for _tname, objs in p.tenants.items():
             for obj in objs:
-                if obj["apiVersion"].startswith("kueue.x-k8s.io/"):
-                    continue  # CRD, checked above
+                if obj["apiVersion"].startswith(("kueue.x-k8s.io/", "k8s.cni.cncf.io/")):
+                    continue  # CRDs, checked against their own schemas
                 kubernetes_validate.validate(obj, version, strict=True)
 
 
@@ -379,9 +379,10 @@ def test_kubernetes_validate_cli_rejects_unknown_field(tmp_path, plans, examples
     assert no.returncode != 0 and "hardd" in no.stdout + no.stderr
 
 
-def test_tenant_quota_isolation_and_rbac(plans, examples):
-    d = examples["estate"].definition
-    for tname, objs in plans["estate"].tenants.items():
+@pytest.mark.parametrize("example", ["lab", "estate"])
+def test_tenant_quota_isolation_and_rbac(plans, examples, example):
+    d = examples[example].definition
+    for tname, objs in plans[example].tenants.items():
         t = d.tenants[tname]
         by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
         ns = by[("Namespace", t.kubernetes.namespace)]
@@ -393,6 +394,12 @@ def test_tenant_quota_isolation_and_rbac(plans, examples):
         deny = by[("NetworkPolicy", "default-deny")]["spec"]
         assert deny["podSelector"] == {} and "Ingress" in deny["policyTypes"]
         assert ("Egress" in deny["policyTypes"]) == (t.isolation.level == "dedicated")
+        if t.isolation.level == "dedicated":  # egress closed, but DNS in kube-system and its own namespace open
+            allowed = by[("NetworkPolicy", "allow-egress-platform")]["spec"]["egress"]
+            assert allowed[0]["to"][0]["namespaceSelector"]["matchLabels"] == {common.L_NS_NAME: "kube-system"}
+            assert {(x["protocol"], x["port"]) for x in allowed[0]["ports"]} == {("UDP", 53), ("TCP", 53)}
+            same = by[("NetworkPolicy", "allow-same-namespace")]["spec"]
+            assert same["egress"] == [{"to": [{"podSelector": {}}]}] and "Egress" in same["policyTypes"]
         if t.kubernetes.allow_from_namespaces:
             allow = by[("NetworkPolicy", "allow-from-namespaces")]["spec"]["ingress"][0]["from"][0]
             assert allow["namespaceSelector"]["matchExpressions"][0]["values"] == sorted(t.kubernetes.allow_from_namespaces)
@@ -559,3 +566,141 @@ def test_host_mofed(lab_data, tmp_path):
     p = k8s.plan(r)
     assert "ofedDriver" not in p.nic_cluster_policy["spec"]
     assert p.gpu_operator_values["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}
+
+
+# ---------------------------------------------------------------- dedicated tenants on Kubernetes
+
+def _owned_flavors(p) -> dict[str, str]:
+    """ResourceFlavor -> the tenant whose nodes it selects (from the rendered objects only)."""
+    return {o["metadata"]["name"]: o["spec"]["nodeLabels"][common.L_TENANT] for o in p.kueue_objects
+            if o["kind"] == "ResourceFlavor" and common.L_TENANT in o["spec"]["nodeLabels"]}
+
+
+def test_dedicated_flavor_is_referenced_only_by_its_tenants_queues(plans, examples):
+    """From the rendered objects: the lab's `secure` tenant owns `secure-infer`; its nodes carry its label
+    and NoSchedule taint, only its flavor selects and tolerates them, and only ClusterQueues admitting
+    its namespace alone list that flavor. No other flavor tolerates a tenant taint."""
+    checked = 0
+    for name, p in plans.items():
+        d = examples[name].definition
+        owned = _owned_flavors(p)
+        flavors = {o["metadata"]["name"]: o for o in p.kueue_objects if o["kind"] == "ResourceFlavor"}
+        groups = p.nodes["groups"]
+        for fname, fl in flavors.items():
+            tol = [t for t in fl["spec"].get("tolerations", []) if t["key"] == common.L_TENANT]
+            if fname not in owned:
+                assert tol == [], fname
+                continue
+            tenant = owned[fname]
+            ns = d.tenants[tenant].kubernetes.namespace
+            assert tol == [{"key": common.L_TENANT, "operator": "Equal", "value": tenant, "effect": "NoSchedule"}]
+            selected = [g for g, v in groups.items() if fl["spec"]["nodeLabels"].items() <= v["labels"].items()]
+            assert selected, fname
+            for g in selected:  # every node it selects is the tenant's and tainted for it
+                assert {"key": common.L_TENANT, "value": tenant, "effect": "NoSchedule"} in groups[g]["taints"]
+            for other, ofl in flavors.items():  # no other flavor selects those nodes
+                if other != fname:
+                    assert not any(ofl["spec"]["nodeLabels"].items() <= groups[g]["labels"].items() for g in selected)
+            users = [o for o in p.kueue_objects if o["kind"] == "ClusterQueue"
+                     and any(f["name"] == fname for rg in o["spec"]["resourceGroups"] for f in rg["flavors"])]
+            assert users, fname
+            for cq in users:
+                assert cq["metadata"]["labels"][common.L_TENANT] == tenant
+                assert cq["spec"]["namespaceSelector"]["matchExpressions"][0]["values"] == [ns]
+            checked += 1
+        # tenant-tainted nodes are selected by their owner's flavor only
+        for g, v in groups.items():
+            for t in v["taints"]:
+                if t["key"] == common.L_TENANT:
+                    assert owned.get(v["labels"].get(common.L_FLAVOR)) == t["value"], g
+    assert checked >= 1  # the lab's secure-h100
+    assert _owned_flavors(plans["lab"]) == {"secure-h100": "secure"}
+
+
+def test_dedicated_flavor_shared_is_located(lab_data, tmp_path):
+    """Another tenant's queue on the dedicated flavor: an error at that queue's `flavor`, with a hint."""
+    data = copy.deepcopy(lab_data)
+    data["kubernetes"]["kueue"]["queues"]["nlp-serve"]["flavor"] = "secure-h100"
+    result = validate_file(dump_yaml(data, tmp_path / "def.yaml"), MATRICES, TODAY)
+    found = [f for f in result.findings if f.code == "dedicated-flavor-shared"]
+    assert [f.dotted for f in found] == ["kubernetes.kueue.queues.nlp-serve.flavor"], \
+        [(f.code, f.message) for f in result.findings]
+    assert found[0].line > 0 and "secure" in found[0].message and found[0].hint
+
+
+def test_pkey_attachment_matches_opensm_partition(plans, examples):
+    """The secure tenant's NetworkAttachmentDefinition: strict-valid against the CRD, the same PKey
+    OpenSM's partitions.conf gives its HCA ports (Slurm and Kubernetes nodes alike)."""
+    from clusterdef import tenancy
+    from clusterdef.build import build_tree
+
+    validator = crd_validator(REF / "k8s-network" / "networks-crd.yaml")
+    crd = yaml_safe.load((REF / "k8s-network" / "networks-crd.yaml").read_text())
+    r = examples["lab"]
+    nads = [o for o in plans["lab"].tenants["secure"] if o["kind"] == "NetworkAttachmentDefinition"]
+    assert len(nads) == 1
+    nad = nads[0]
+    assert nad["apiVersion"] == f"{crd['spec']['group']}/{crd['spec']['versions'][0]['name']}"
+    assert nad["metadata"]["namespace"] == "secure"
+    assert errors_of(validator, {"spec": nad["spec"]}) == []
+    assert errors_of(validator, {"spec": {**nad["spec"], "pkey": "0x1"}})  # strict: unknown fields fail
+    config = json.loads(nad["spec"]["config"])
+    key = tenancy.pkey(r.definition, "secure")
+    assert config["type"] == "ib-sriov" and config["ibKubernetesEnabled"] is True
+    assert config["pkey"] == f"0x{key:04x}"
+    partitions = build_tree(validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY), ["network"])[0][
+        "network/opensm/partitions.conf"]
+    line = next(x for x in partitions.splitlines() if x.startswith("secure="))
+    assert line.startswith(f"secure={config['pkey']},")
+    for guid in r.definition.nodes["secure-infer"].addressing.mac.port_guids[0].split(";"):
+        assert f"{guid}=full" in line
+    # shared tenants get none
+    assert not [o for t, objs in plans["lab"].tenants.items() if t != "secure" for o in objs
+                if o["kind"] == "NetworkAttachmentDefinition"]
+
+
+def test_rdma_with_network_policy_only_is_an_error(lab_data, tmp_path):
+    data = copy.deepcopy(lab_data)
+    data["tenants"]["secure"]["isolation"]["network"] = "network-policy"
+    result = validate_file(dump_yaml(data, tmp_path / "def.yaml"), MATRICES, TODAY)
+    found = [f for f in result.errors if f.code == "dedicated-not-isolated"
+             and f.dotted == "tenants.secure.isolation.network"]
+    assert found and "RDMA" in found[0].message and "partition-key" in found[0].hint, \
+        [(f.code, f.message) for f in result.findings]
+    # without RDMA for pods, network-policy is enough on Kubernetes (Slurm nodes still need a partition)
+    data["kubernetes"]["network_operator"]["rdma_shared_device_plugin"] = False
+    result = validate_file(dump_yaml(data, tmp_path / "def2.yaml"), MATRICES, TODAY)
+    assert not [f for f in result.findings if "RDMA" in f.message]
+
+
+def test_tenant_storage_class_volume_and_quota(plans, examples):
+    """Every tenant whose filesystem is mounted where its pods run: its own StorageClass (no provisioner),
+    a local PersistentVolume of <mount>/<tenant> on those groups pre-bound to its claim, and
+    requests.storage = its quota in the namespace's ResourceQuota."""
+    checked = 0
+    for name, p in plans.items():
+        d = examples[name].definition
+        for tname, objs in p.tenants.items():
+            t = d.tenants[tname]
+            by = {o["kind"]: o for o in objs}
+            hard = by["ResourceQuota"]["spec"]["hard"]
+            fs = d.filesystems[t.storage.filesystem] if t.storage else None
+            groups = {g for q in t.kubernetes.queues for g in d.kubernetes.kueue.flavors[
+                d.kubernetes.kueue.queues[q].flavor].node_groups} & set(fs.node_groups if fs else ())
+            if not groups:
+                assert "StorageClass" not in by and "requests.storage" not in hard
+                continue
+            sc, pv, pvc = by["StorageClass"], by["PersistentVolume"], by["PersistentVolumeClaim"]
+            assert sc["provisioner"] == "kubernetes.io/no-provisioner"
+            size = f"{t.storage.quota_tib:g}Ti"
+            assert hard["requests.storage"] == size == pv["spec"]["capacity"]["storage"]
+            assert hard[f"{sc['metadata']['name']}.storageclass.storage.k8s.io/requests.storage"] == size
+            assert pv["spec"]["local"]["path"] == f"{fs.mount}/{tname}"
+            assert pv["spec"]["storageClassName"] == sc["metadata"]["name"] == pvc["spec"]["storageClassName"]
+            assert pv["spec"]["claimRef"]["namespace"] == t.kubernetes.namespace == pvc["metadata"]["namespace"]
+            assert pv["spec"]["claimRef"]["name"] == pvc["metadata"]["name"]
+            assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
+            sel = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+            assert sel["key"] == common.L_GROUP and set(sel["values"]) == groups
+            checked += 1
+    assert checked >= 3  # the lab's three tenants
