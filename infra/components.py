@@ -25,6 +25,14 @@ def k8s_object(name: str, obj: dict, opts: pulumi.ResourceOptions) -> pulumi.Cus
         return k8s.core.v1.LimitRange(name, metadata=meta, spec=obj["spec"], opts=opts)
     if kind == "NetworkPolicy":
         return k8s.networking.v1.NetworkPolicy(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "StorageClass":
+        return k8s.storage.v1.StorageClass(name, metadata=meta, provisioner=obj["provisioner"],
+                                           volume_binding_mode=obj.get("volumeBindingMode"),
+                                           reclaim_policy=obj.get("reclaimPolicy"), opts=opts)
+    if kind == "PersistentVolume":
+        return k8s.core.v1.PersistentVolume(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "PersistentVolumeClaim":
+        return k8s.core.v1.PersistentVolumeClaim(name, metadata=meta, spec=obj["spec"], opts=opts)
     if kind == "RoleBinding":
         return k8s.rbac.v1.RoleBinding(name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"],
                                        opts=opts)
@@ -95,8 +103,13 @@ class Kueue(pulumi.ComponentResource):
         self.register_outputs({})
 
 
+_AFTER = {"PersistentVolume": "StorageClass", "PersistentVolumeClaim": "PersistentVolume"}
+
+
 class Tenant(pulumi.ComponentResource):
-    """A tenant's namespace and everything in it; LocalQueues wait for Kueue."""
+    """A tenant's namespace and everything in it (with its cluster-scoped StorageClass and
+    PersistentVolume); LocalQueues wait for Kueue, the PersistentVolumeClaim for its volume. The
+    NetworkAttachmentDefinition needs Multus' CRD (k8s.cni.cncf.io) on the cluster."""
 
     def __init__(self, name: str, objects: list[dict], kueue: Kueue | None = None,
                  opts: pulumi.ResourceOptions | None = None):
@@ -105,8 +118,13 @@ class Tenant(pulumi.ComponentResource):
         assert ns_obj["kind"] == "Namespace"
         self.namespace = k8s_object(f"{name}-namespace", ns_obj, pulumi.ResourceOptions(parent=self))
         self.objects = []
+        made: dict[str, pulumi.Resource] = {}
         for o in objects[1:]:
             deps = [self.namespace] + ([kueue] if kueue and o["apiVersion"].startswith("kueue.x-k8s.io/") else [])
-            self.objects.append(k8s_object(f"{name}-{o['kind'].lower()}-{o['metadata']['name']}", o,
-                                           pulumi.ResourceOptions(parent=self, depends_on=deps)))
+            if _AFTER.get(o["kind"]) in made:  # the volume after its class, the claim after its volume
+                deps.append(made[_AFTER[o["kind"]]])
+            res = k8s_object(f"{name}-{o['kind'].lower()}-{o['metadata']['name']}", o,
+                             pulumi.ResourceOptions(parent=self, depends_on=deps))
+            made.setdefault(o["kind"], res)
+            self.objects.append(res)
         self.register_outputs({"namespace": ns_obj["metadata"]["name"]})

@@ -138,3 +138,33 @@ def test_cluster_queue_quota_numbers(deployed):
     for cq in want:
         got = cqs[f"kueue-clusterqueue-{cq['metadata']['name']}"]
         assert got["spec"] == as_floats(cq["spec"])
+
+
+def test_tenant_storage_and_ib_network_deployed(deployed):
+    """The tenant's StorageClass, PersistentVolume, claim and (lab: secure) NetworkAttachmentDefinition
+    are created with the rendered objects' fields."""
+    example, created, tree = deployed
+    y = YAML(typ="safe")
+    kinds = {"StorageClass": "kubernetes:storage.k8s.io/v1:StorageClass",
+             "PersistentVolume": "kubernetes:core/v1:PersistentVolume",
+             "PersistentVolumeClaim": "kubernetes:core/v1:PersistentVolumeClaim",
+             "NetworkAttachmentDefinition": "kubernetes:k8s.cni.cncf.io/v1:NetworkAttachmentDefinition"}
+    seen = {k: 0 for k in kinds}
+    for rel, text in tree.items():
+        if not rel.startswith("kubernetes/tenants/"):
+            continue
+        tenant = rel.split("/")[-1].removesuffix(".yaml")
+        for doc in y.load_all(text):
+            if doc["kind"] not in kinds:
+                continue
+            got = by_type(created, kinds[doc["kind"]])[f"tenant-{tenant}-{doc['kind'].lower()}-{doc['metadata']['name']}"]
+            assert got["metadata"] == doc["metadata"]
+            if doc["kind"] == "StorageClass":
+                assert (got["provisioner"], got["volumeBindingMode"], got["reclaimPolicy"]) == \
+                    (doc["provisioner"], doc["volumeBindingMode"], doc["reclaimPolicy"])
+            else:
+                assert got["spec"] == as_floats(doc["spec"])
+            seen[doc["kind"]] += 1
+    if example == "lab":
+        assert seen == {"StorageClass": 3, "PersistentVolume": 3, "PersistentVolumeClaim": 3,
+                        "NetworkAttachmentDefinition": 1}

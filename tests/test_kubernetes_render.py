@@ -704,3 +704,18 @@ def test_tenant_storage_class_volume_and_quota(plans, examples):
             assert sel["key"] == common.L_GROUP and set(sel["values"]) == groups
             checked += 1
     assert checked >= 3  # the lab's three tenants
+
+
+def test_partition_key_pods_on_shared_nodes_is_a_gap(lab_data, tmp_path):
+    """The dedicated tenant's queue moved to the shared flavor: its pods would share nodes (device) and
+    use RDMA through HCA ports outside its partition (network); both located errors, no NAD rendered."""
+    data = copy.deepcopy(lab_data)
+    data["kubernetes"]["kueue"]["queues"]["secure-serve"]["flavor"] = "h100"
+    data["kubernetes"]["kueue"]["queues"]["secure-serve"]["nominal_gpus"] = 0
+    result = validate_file(dump_yaml(data, tmp_path / "def.yaml"), MATRICES, TODAY)
+    gaps = {f.dotted: f for f in result.errors if f.code == "dedicated-not-isolated"}
+    assert set(gaps) == {"tenants.secure.isolation.device", "tenants.secure.isolation.network"}, \
+        [(f.code, f.message) for f in result.findings]
+    assert "h100" in gaps["tenants.secure.isolation.device"].message
+    assert "HCA ports" in gaps["tenants.secure.isolation.network"].message
+    assert "node_groups" in gaps["tenants.secure.isolation.network"].hint

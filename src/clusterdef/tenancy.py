@@ -148,10 +148,17 @@ def kubernetes_storage(d: Definition, tenant: str) -> tuple[str, ...] | None:
 
 def rdma_pkey_attachment(d: Definition, tenant: str) -> bool:
     """The tenant's namespace gets a NetworkAttachmentDefinition carrying its PKey: it is isolated by
-    partition key and owns Kubernetes nodes its pods run on."""
+    partition key and its pods run on Kubernetes nodes it owns on an InfiniBand fabric."""
     t = d.tenants[tenant]
-    return (t.kubernetes is not None and t.isolation.network == "partition-key"
-            and bool(owned_groups(d, tenant, "kubernetes")))
+    if t.kubernetes is None or t.isolation.network != "partition-key":
+        return False
+    own = set(owned_groups(d, tenant, "kubernetes"))
+    for g in tenant_pod_groups(d, tenant):
+        p = d.nodes[g].placement
+        f = d.network.fabrics.get(p.fabric) if p else None
+        if g in own and f is not None and f.kind == "infiniband":
+            return True
+    return False
 
 
 def _device(d: Definition, name: str) -> Layer:
@@ -234,12 +241,15 @@ def _network(d: Definition, name: str) -> Layer:
             if t.kubernetes:
                 if t.isolation.level == "dedicated":
                     mech.append("default-deny NetworkPolicy, ingress and egress, for its pods' own network")
+                    files.append(f"kubernetes/tenants/{name}.yaml")
                 if rdma_pkey_attachment(d, name):
                     mech.append(f"NetworkAttachmentDefinition in its namespace carrying PKey 0x{pkey(d, name):04x} "
                                 "(ib-sriov, ibKubernetesEnabled)")
                     files.append(f"kubernetes/tenants/{name}.yaml")
-                else:
-                    gaps.append("its pods run on nodes it does not own, whose HCA ports are not in its partition")
+                elif rdma_reaches_pods(d, name):
+                    gaps.append("its pods get RDMA on nodes it does not own, whose HCA ports are not in its partition")
+                    hint = ("give the tenant Kubernetes node groups of its own (isolation.node_groups, with port "
+                            "GUIDs) and a flavor on them for its queues")
         else:
             vlan = t.isolation.vlan
             if vlan is None:
@@ -247,7 +257,7 @@ def _network(d: Definition, name: str) -> Layer:
             else:
                 mech.append(f"VLAN {vlan} on its nodes' Ethernet/RoCE interfaces (systemd-networkd)")
                 files += [f"network/vlan/{g}/" for g in groups]
-    return Layer(claim, tuple(mech), tuple(files), "; ".join(gaps), hint)
+    return Layer(claim, tuple(mech), tuple(dict.fromkeys(files)), "; ".join(gaps), hint)
 
 
 def _storage(d: Definition, name: str) -> Layer:
