@@ -33,6 +33,11 @@ def k8s_object(name: str, obj: dict, opts: pulumi.ResourceOptions) -> pulumi.Cus
         return k8s.core.v1.PersistentVolume(name, metadata=meta, spec=obj["spec"], opts=opts)
     if kind == "PersistentVolumeClaim":
         return k8s.core.v1.PersistentVolumeClaim(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "ValidatingAdmissionPolicy":
+        return k8s.admissionregistration.v1.ValidatingAdmissionPolicy(name, metadata=meta, spec=obj["spec"], opts=opts)
+    if kind == "ValidatingAdmissionPolicyBinding":
+        return k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(name, metadata=meta, spec=obj["spec"],
+                                                                            opts=opts)
     if kind == "RoleBinding":
         return k8s.rbac.v1.RoleBinding(name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"],
                                        opts=opts)

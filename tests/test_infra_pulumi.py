@@ -168,3 +168,17 @@ def test_tenant_storage_and_ib_network_deployed(deployed):
     if example == "lab":
         assert seen == {"StorageClass": 3, "PersistentVolume": 3, "PersistentVolumeClaim": 3,
                         "NetworkAttachmentDefinition": 1}
+
+
+def test_admission_policy_deployed(deployed):
+    example, created, tree = deployed
+    y = YAML(typ="safe")
+    policies = by_type(created, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    bindings = by_type(created, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+    rel = "kubernetes/admission/dedicated-nodes.yaml"
+    if rel not in tree:
+        assert example == "estate" and not policies and not bindings
+        return
+    want = list(y.load_all(tree[rel]))
+    assert policies["admission-policy"]["spec"] == as_floats(want[0]["spec"])
+    assert bindings["admission-binding"]["spec"] == as_floats(want[1]["spec"])

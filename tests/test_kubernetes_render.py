@@ -719,3 +719,49 @@ def test_partition_key_pods_on_shared_nodes_is_a_gap(lab_data, tmp_path):
     assert "h100" in gaps["tenants.secure.isolation.device"].message
     assert "HCA ports" in gaps["tenants.secure.isolation.network"].message
     assert "node_groups" in gaps["tenants.secure.isolation.network"].hint
+
+
+def test_admission_policy_refuses_other_tenants_tolerations(plans, examples):
+    """The rendered ValidatingAdmissionPolicy: strict-valid (kubernetes-validate), bound to the tenants'
+    namespaces only, and its CEL expressions, evaluated by a CEL implementation (cel-python) on pods,
+    refuse another tenant's toleration, a toleration of every taint and a pod naming its node, while the
+    owner's pods (with the toleration Kueue adds from its flavor) and other tenants' plain pods pass."""
+    import celpy
+    import kubernetes_validate
+
+    from clusterdef.render.kubernetes import admission
+
+    p, r = plans["lab"], examples["lab"]
+    assert [o["kind"] for o in p.admission] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    for obj in p.admission:
+        kubernetes_validate.validate(obj, r.set.components.kubernetes, strict=True)
+    assert plans["estate"].admission == []  # no tenant owns Kubernetes nodes there
+    policy, binding = p.admission
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"] and policy["spec"]["failurePolicy"] == "Fail"
+    sel = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert sel == [{"key": common.L_TENANT, "operator": "Exists"}]
+    for objs in p.tenants.values():  # every tenant namespace is selected
+        assert common.L_TENANT in objs[0]["metadata"]["labels"]
+
+    env = celpy.Environment()
+    programs = [env.program(env.compile(v["expression"])) for v in policy["spec"]["validations"]]
+    flavor = next(o for o in p.kueue_objects if o["kind"] == "ResourceFlavor" and o["metadata"]["name"] == "secure-h100")
+
+    def allowed(namespace: str, spec: dict, operation: str = "CREATE") -> bool:
+        tenant = next(t for t, objs in p.tenants.items() if objs[0]["metadata"]["name"] == namespace)
+        ns = {"metadata": {"name": namespace, "labels": p.tenants[tenant][0]["metadata"]["labels"]}}
+        act = {"object": celpy.json_to_cel({"spec": spec}), "namespaceObject": celpy.json_to_cel(ns),
+               "request": celpy.json_to_cel({"operation": operation})}
+        return all(bool(prog.evaluate(act)) for prog in programs)
+
+    own = {"tolerations": flavor["spec"]["tolerations"], "nodeSelector": flavor["spec"]["nodeLabels"]}
+    assert allowed("secure", own)                       # the owner's pod as Kueue admits it
+    assert not allowed("nlp", own)                      # the same pod in another tenant's namespace
+    assert allowed("nlp", {"tolerations": [dict(common.GPU_TOLERATION)]})
+    assert allowed("nlp", {})
+    assert not allowed("nlp", {"tolerations": [{"operator": "Exists"}]})
+    assert not allowed("nlp", {"tolerations": [{"key": common.L_TENANT, "operator": "Exists"}]})
+    assert not allowed("vision", {"nodeName": "ksgpu01"})
+    assert allowed("vision", {"nodeName": "kgpu01"}, "UPDATE")  # binding a scheduled pod is not a CREATE
+    assert len(programs) == len(admission.VALIDATIONS) == 3

@@ -204,8 +204,10 @@ def _device(d: Definition, name: str) -> Layer:
                 mech.append(f"its Kubernetes nodes ({', '.join(own)}) labelled and tainted "
                             f"clusterdef.dev/tenant={name}:NoSchedule; only its ResourceFlavor(s) "
                             f"{', '.join(flavors)} tolerate the taint, and only its ClusterQueues use them")
+                mech.append("ValidatingAdmissionPolicy: no pod in another tenant's namespace tolerates the taint, "
+                            "tolerates every taint or names its node")
                 files += ["kubernetes/nodes/labels-taints.yaml", "kubernetes/kueue/resourceflavors.yaml",
-                          "kubernetes/kueue/clusterqueues.yaml"]
+                          "kubernetes/kueue/clusterqueues.yaml", "kubernetes/admission/dedicated-nodes.yaml"]
     if not t.slurm and not t.kubernetes:
         gaps.append("the tenant has neither a Slurm account nor a namespace, so nothing schedules it")
     return Layer(claim, tuple(mech), tuple(dict.fromkeys(files)), "; ".join(gaps))

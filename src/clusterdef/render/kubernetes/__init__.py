@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...resolve import Resolved
-from . import gpu_operator, kueue, network_operator, nodes, tenants
+from . import admission, gpu_operator, kueue, network_operator, nodes, tenants
 from .common import KUEUE_VERSION, NETWORK_OPERATOR_VERSION, dump, dump_all
 
 ROOT = "kubernetes"
@@ -29,6 +29,7 @@ class KubernetesPlan:
     kueue_objects: list[dict]
     tenants: dict[str, list[dict]] = field(default_factory=dict)
     nodes: dict = field(default_factory=dict)
+    admission: list[dict] = field(default_factory=list)
 
 
 def plan(resolved: Resolved) -> KubernetesPlan | None:
@@ -48,6 +49,7 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         kueue_objects=kueue.cluster_objects(resolved),
         tenants={n: tenants.objects(resolved, n) for n, t in d.tenants.items() if t.kubernetes},
         nodes=nodes.document(resolved),
+        admission=admission.objects(resolved),
     )
 
 
@@ -84,6 +86,9 @@ def render(resolved: Resolved) -> dict[str, str]:
         out[f"{ROOT}/kueue/{_FILES[kind]}"] = dump_all(objs, f"{made}\nKueue {KUEUE_VERSION}: {kind}")
     for tname, objs in p.tenants.items():
         out[f"{ROOT}/tenants/{tname}.yaml"] = dump_all(objs, f"{made}\nTenant {tname}")
+    if p.admission:
+        out[f"{ROOT}/admission/dedicated-nodes.yaml"] = dump_all(
+            p.admission, f"{made}\nValidatingAdmissionPolicy: tenants' pods tolerate only their own tenant's taint")
     out[f"{ROOT}/nodes/labels-taints.yaml"] = dump(
         p.nodes, f"{made}\nNode labels and taints per node group (kubelet --node-labels / --register-with-taints)\n"
                  "and fabric topology labels of Kubernetes-owned nodes (Kueue Topology levels)")
