@@ -95,19 +95,15 @@ CASES = [
     ("training-without-gang", set_(["kubernetes", "kueue", "queues", "nlp-serve", "workload_class"], "training"), ("kubernetes", "kueue", "queues", "nlp-serve", "gang"), Severity.ERROR),
     ("mig-strategy", set_(["kubernetes", "gpu_operator"], {"mig_strategy": "none", "mig_profile": "1g.10gb"}), None, Severity.ERROR),
     ("mig-profile-unsupported", set_(["kubernetes", "gpu_operator"], {"mig_strategy": "single", "mig_profile": "1g.12gb"}), None, Severity.ERROR),
-    ("quota-reserved-over-capacity", set_(["tenants", "nlp", "quota", "reserved_gpus"], 48), ("tenants",), Severity.ERROR),
-    ("quota-burst-oversubscribed", set_(["tenants", "nlp", "quota", "burst_gpus"], 24), ("tenants",), Severity.WARNING),
+    ("quota-reserved-over-capacity", set_(["tenants", "nlp", "quota", "reserved_gpus"], 40), ("tenants",), Severity.ERROR),
+    ("quota-burst-oversubscribed", set_(["tenants", "nlp", "quota", "burst_gpus"], 16), ("tenants",), Severity.WARNING),
     ("queue-over-tenant-quota", set_(["kubernetes", "kueue", "queues", "nlp-serve", "nominal_gpus"], 24), ("tenants", "nlp", "kubernetes", "queues"), Severity.ERROR),
     ("dedicated-not-isolated", set_(["tenants", "secure", "isolation", "network"], "none"), ("tenants", "secure", "isolation", "network"), Severity.ERROR),
     ("dedicated-not-isolated", delete(["tenants", "secure", "storage"]), ("tenants", "secure", "isolation", "storage"), Severity.ERROR),
     # what is rendered decides: a partition key is per port, so without nodes of its own the tenant has none
-    # (its namespace removed too: whole nodes on Kubernetes would need owned groups as well, a device gap)
-    ("dedicated-not-isolated", chain(set_(["tenants", "secure", "isolation", "node_groups"], []), delete(["tenants", "secure", "kubernetes"])), ("tenants", "secure", "isolation", "network"), Severity.ERROR),
+    ("dedicated-not-isolated", set_(["tenants", "secure", "isolation", "node_groups"], []), ("tenants", "secure", "isolation", "network"), Severity.ERROR),
     ("dedicated-not-isolated", set_(["tenants", "secure", "isolation", "network"], "network-policy"), ("tenants", "secure", "isolation", "network"), Severity.ERROR),
     ("isolation-not-enforced", set_(["tenants", "nlp", "isolation", "device"], "whole-node"), ("tenants", "nlp", "isolation", "device"), Severity.WARNING),
-    # whole nodes on Kubernetes: a queue of the dedicated tenant on a shared flavor puts its pods beside others'
-    ("dedicated-not-isolated", set_(["kubernetes", "kueue", "queues", "secure-serve", "flavor"], "h100"), ("tenants", "secure", "isolation", "device"), Severity.ERROR),
-    ("tenant-nodes-shared", set_(["kubernetes", "kueue", "flavors", "h100", "node_groups"], ["infer", "secure-infer"]), ("kubernetes", "kueue", "flavors", "h100", "node_groups"), Severity.ERROR),
     ("tenant-nodes-shared", set_(["slurm", "partitions", "secure", "allow_accounts"], []), ("slurm", "partitions", "secure", "allow_accounts"), Severity.ERROR),
     ("tenant-nodes-shared", set_(["slurm", "partitions", "train", "node_groups"], ["train", "secure"]), ("slurm", "partitions", "train", "allow_accounts"), Severity.ERROR),
     ("pkey-collision", chain(set_(["tenants", "secure", "isolation", "pkey"], 0x100),

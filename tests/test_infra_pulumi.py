@@ -14,7 +14,8 @@ from ruamel.yaml import YAML
 from clusterdef.render import kubernetes as k8s
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
-from conftest import CLUSTERS, MATRICES, ROOT, TODAY
+from conftest import CLUSTERS, MATRICES, ROOT, TODAY, dump_yaml
+from lab_variants import dedicated_kubernetes
 
 sys.path.insert(0, str(ROOT / "infra"))
 
@@ -31,23 +32,23 @@ class Mocks(pulumi.runtime.Mocks):
         return {}
 
 
-def run_program(example: str) -> list[tuple[str, str, dict]]:
+def run_program(path) -> list[tuple[str, str, dict]]:
     mocks = Mocks()
     pulumi.runtime.set_mocks(mocks, preview=False)
     import program  # infra/program.py, imported after the mocks are in place
 
     @pulumi.runtime.test
     def deploy():
-        program.deploy(CLUSTERS / f"{example}.yaml", MATRICES, TODAY)
+        program.deploy(path, MATRICES, TODAY)
         return pulumi.Output.from_input(True)
 
     deploy()
     return mocks.created
 
 
-def rendered(example: str) -> dict[str, str]:
-    result = validate_file(CLUSTERS / f"{example}.yaml", MATRICES, TODAY)
-    return k8s.render(resolve(result.definition, result.matrix, CLUSTERS))
+def rendered(path) -> dict[str, str]:
+    result = validate_file(path, MATRICES, TODAY)
+    return k8s.render(resolve(result.definition, result.matrix, path.parent))
 
 
 def as_floats(node):
@@ -61,9 +62,13 @@ def as_floats(node):
     return float(node)
 
 
-@pytest.fixture(scope="module", params=["lab", "estate"])
-def deployed(request):
-    return request.param, run_program(request.param), rendered(request.param)
+@pytest.fixture(scope="module", params=["lab", "estate", "lab-dedicated"])
+def deployed(request, tmp_path_factory, lab_data):
+    if request.param == "lab-dedicated":  # the lab's dedicated tenant on Kubernetes too (tests/lab_variants.py)
+        path = dump_yaml(dedicated_kubernetes(lab_data), tmp_path_factory.mktemp("dedicated") / "lab-dedicated.yaml")
+    else:
+        path = CLUSTERS / f"{request.param}.yaml"
+    return request.param, run_program(path), rendered(path)
 
 
 def by_type(created, typ):
@@ -166,6 +171,9 @@ def test_tenant_storage_and_ib_network_deployed(deployed):
                 assert got["spec"] == as_floats(doc["spec"])
             seen[doc["kind"]] += 1
     if example == "lab":
+        assert seen == {"StorageClass": 2, "PersistentVolume": 2, "PersistentVolumeClaim": 2,
+                        "NetworkAttachmentDefinition": 0}
+    if example == "lab-dedicated":
         assert seen == {"StorageClass": 3, "PersistentVolume": 3, "PersistentVolumeClaim": 3,
                         "NetworkAttachmentDefinition": 1}
 
@@ -177,8 +185,9 @@ def test_admission_policy_deployed(deployed):
     bindings = by_type(created, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
     rel = "kubernetes/admission/dedicated-nodes.yaml"
     if rel not in tree:
-        assert example == "estate" and not policies and not bindings
+        assert example in ("lab", "estate") and not policies and not bindings
         return
+    assert example == "lab-dedicated"
     want = list(y.load_all(tree[rel]))
     assert policies["admission-policy"]["spec"] == as_floats(want[0]["spec"])
     assert bindings["admission-binding"]["spec"] == as_floats(want[1]["spec"])

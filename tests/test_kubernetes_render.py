@@ -28,6 +28,7 @@ from clusterdef.render.kubernetes import common, gpu_operator, kueue
 from clusterdef.resolve import Resolved, resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, ROOT, TODAY, dump_yaml
+from lab_variants import dedicated_kubernetes
 
 REF = Path(__file__).parent / "reference" / "kubernetes"
 SHARED = ROOT.parent / "shared" / "reference"
@@ -44,8 +45,16 @@ def load(path: Path) -> Resolved:
 
 
 @pytest.fixture(scope="module")
-def examples() -> dict[str, Resolved]:
-    return {name: load(CLUSTERS / f"{name}.yaml") for name in ("lab", "estate")}
+def dedicated_path(tmp_path_factory, lab_data) -> Path:
+    """The lab with its dedicated tenant on Kubernetes too (tests/lab_variants.py)."""
+    return dump_yaml(dedicated_kubernetes(lab_data), tmp_path_factory.mktemp("dedicated") / "lab-dedicated.yaml")
+
+
+@pytest.fixture(scope="module")
+def examples(dedicated_path) -> dict[str, Resolved]:
+    out = {name: load(CLUSTERS / f"{name}.yaml") for name in ("lab", "estate")}
+    out["lab-dedicated"] = load(dedicated_path)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -379,7 +388,7 @@ def test_kubernetes_validate_cli_rejects_unknown_field(tmp_path, plans, examples
     assert no.returncode != 0 and "hardd" in no.stdout + no.stderr
 
 
-@pytest.mark.parametrize("example", ["lab", "estate"])
+@pytest.mark.parametrize("example", ["lab", "estate", "lab-dedicated"])
 def test_tenant_quota_isolation_and_rbac(plans, examples, example):
     d = examples[example].definition
     for tname, objs in plans[example].tenants.items():
@@ -577,7 +586,7 @@ def _owned_flavors(p) -> dict[str, str]:
 
 
 def test_dedicated_flavor_is_referenced_only_by_its_tenants_queues(plans, examples):
-    """From the rendered objects: the lab's `secure` tenant owns `secure-infer`; its nodes carry its label
+    """From the rendered objects: `secure` owns `secure-infer` (lab-dedicated); its nodes carry its label
     and NoSchedule taint, only its flavor selects and tolerates them, and only ClusterQueues admitting
     its namespace alone list that flavor. No other flavor tolerates a tenant taint."""
     checked = 0
@@ -613,13 +622,14 @@ def test_dedicated_flavor_is_referenced_only_by_its_tenants_queues(plans, exampl
             for t in v["taints"]:
                 if t["key"] == common.L_TENANT:
                     assert owned.get(v["labels"].get(common.L_FLAVOR)) == t["value"], g
-    assert checked >= 1  # the lab's secure-h100
-    assert _owned_flavors(plans["lab"]) == {"secure-h100": "secure"}
+    assert checked == 1  # lab-dedicated's secure-h100
+    assert _owned_flavors(plans["lab-dedicated"]) == {"secure-h100": "secure"}
+    assert _owned_flavors(plans["lab"]) == _owned_flavors(plans["estate"]) == {}
 
 
 def test_dedicated_flavor_shared_is_located(lab_data, tmp_path):
     """Another tenant's queue on the dedicated flavor: an error at that queue's `flavor`, with a hint."""
-    data = copy.deepcopy(lab_data)
+    data = dedicated_kubernetes(lab_data)
     data["kubernetes"]["kueue"]["queues"]["nlp-serve"]["flavor"] = "secure-h100"
     result = validate_file(dump_yaml(data, tmp_path / "def.yaml"), MATRICES, TODAY)
     found = [f for f in result.findings if f.code == "dedicated-flavor-shared"]
@@ -628,7 +638,7 @@ def test_dedicated_flavor_shared_is_located(lab_data, tmp_path):
     assert found[0].line > 0 and "secure" in found[0].message and found[0].hint
 
 
-def test_pkey_attachment_matches_opensm_partition(plans, examples):
+def test_pkey_attachment_matches_opensm_partition(plans, examples, dedicated_path):
     """The secure tenant's NetworkAttachmentDefinition: strict-valid against the CRD, the same PKey
     OpenSM's partitions.conf gives its HCA ports (Slurm and Kubernetes nodes alike)."""
     from clusterdef import tenancy
@@ -636,8 +646,8 @@ def test_pkey_attachment_matches_opensm_partition(plans, examples):
 
     validator = crd_validator(REF / "k8s-network" / "networks-crd.yaml")
     crd = yaml_safe.load((REF / "k8s-network" / "networks-crd.yaml").read_text())
-    r = examples["lab"]
-    nads = [o for o in plans["lab"].tenants["secure"] if o["kind"] == "NetworkAttachmentDefinition"]
+    r = examples["lab-dedicated"]
+    nads = [o for o in plans["lab-dedicated"].tenants["secure"] if o["kind"] == "NetworkAttachmentDefinition"]
     assert len(nads) == 1
     nad = nads[0]
     assert nad["apiVersion"] == f"{crd['spec']['group']}/{crd['spec']['versions'][0]['name']}"
@@ -648,19 +658,19 @@ def test_pkey_attachment_matches_opensm_partition(plans, examples):
     key = tenancy.pkey(r.definition, "secure")
     assert config["type"] == "ib-sriov" and config["ibKubernetesEnabled"] is True
     assert config["pkey"] == f"0x{key:04x}"
-    partitions = build_tree(validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY), ["network"])[0][
+    partitions = build_tree(validate_file(dedicated_path, MATRICES, TODAY), ["network"])[0][
         "network/opensm/partitions.conf"]
     line = next(x for x in partitions.splitlines() if x.startswith("secure="))
     assert line.startswith(f"secure={config['pkey']},")
     for guid in r.definition.nodes["secure-infer"].addressing.mac.port_guids[0].split(";"):
         assert f"{guid}=full" in line
-    # shared tenants get none
-    assert not [o for t, objs in plans["lab"].tenants.items() if t != "secure" for o in objs
-                if o["kind"] == "NetworkAttachmentDefinition"]
+    # shared tenants get none; nor does a tenant whose pods run on no node of its own
+    assert not [o for name in ("lab", "estate", "lab-dedicated") for t, objs in plans[name].tenants.items()
+                if (name, t) != ("lab-dedicated", "secure") for o in objs if o["kind"] == "NetworkAttachmentDefinition"]
 
 
 def test_rdma_with_network_policy_only_is_an_error(lab_data, tmp_path):
-    data = copy.deepcopy(lab_data)
+    data = dedicated_kubernetes(lab_data)
     data["tenants"]["secure"]["isolation"]["network"] = "network-policy"
     result = validate_file(dump_yaml(data, tmp_path / "def.yaml"), MATRICES, TODAY)
     found = [f for f in result.errors if f.code == "dedicated-not-isolated"
@@ -703,13 +713,13 @@ def test_tenant_storage_class_volume_and_quota(plans, examples):
             sel = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
             assert sel["key"] == common.L_GROUP and set(sel["values"]) == groups
             checked += 1
-    assert checked >= 3  # the lab's three tenants
+    assert checked >= 2 + 3  # the lab's two tenants with namespaces, lab-dedicated's three
 
 
 def test_partition_key_pods_on_shared_nodes_is_a_gap(lab_data, tmp_path):
     """The dedicated tenant's queue moved to the shared flavor: its pods would share nodes (device) and
     use RDMA through HCA ports outside its partition (network); both located errors, no NAD rendered."""
-    data = copy.deepcopy(lab_data)
+    data = dedicated_kubernetes(lab_data)
     data["kubernetes"]["kueue"]["queues"]["secure-serve"]["flavor"] = "h100"
     data["kubernetes"]["kueue"]["queues"]["secure-serve"]["nominal_gpus"] = 0
     result = validate_file(dump_yaml(data, tmp_path / "def.yaml"), MATRICES, TODAY)
@@ -731,11 +741,11 @@ def test_admission_policy_refuses_other_tenants_tolerations(plans, examples):
 
     from clusterdef.render.kubernetes import admission
 
-    p, r = plans["lab"], examples["lab"]
+    p, r = plans["lab-dedicated"], examples["lab-dedicated"]
     assert [o["kind"] for o in p.admission] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
     for obj in p.admission:
         kubernetes_validate.validate(obj, r.set.components.kubernetes, strict=True)
-    assert plans["estate"].admission == []  # no tenant owns Kubernetes nodes there
+    assert plans["estate"].admission == plans["lab"].admission == []  # no tenant owns Kubernetes nodes there
     policy, binding = p.admission
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"] and policy["spec"]["failurePolicy"] == "Fail"
@@ -765,3 +775,67 @@ def test_admission_policy_refuses_other_tenants_tolerations(plans, examples):
     assert not allowed("vision", {"nodeName": "ksgpu01"})
     assert allowed("vision", {"nodeName": "kgpu01"}, "UPDATE")  # binding a scheduled pod is not a CREATE
     assert len(programs) == len(admission.VALIDATIONS) == 3
+
+
+def test_flavor_mixing_owned_and_shared_groups(lab_data, tmp_path):
+    data = dedicated_kubernetes(lab_data)
+    data["kubernetes"]["kueue"]["flavors"]["h100"]["node_groups"] = ["infer", "secure-infer"]
+    result = validate_file(dump_yaml(data, tmp_path / "def.yaml"), MATRICES, TODAY)
+    found = [f for f in result.errors if f.code == "tenant-nodes-shared"]
+    assert [f.dotted for f in found] == ["kubernetes.kueue.flavors.h100.node_groups"], \
+        [(f.code, f.message) for f in result.findings]
+    assert "infer" in found[0].message and found[0].hint and found[0].line > 0
+
+
+def test_every_file_the_isolation_table_names_is_rendered_on_kubernetes(dedicated_path):
+    """lab-dedicated: no gap, and each Kubernetes file the table names for `secure` is in the tree."""
+    from clusterdef import tenancy
+    from clusterdef.build import build_tree
+
+    result = validate_file(dedicated_path, MATRICES, TODAY)
+    tree = build_tree(result)[0]
+    te = tenancy.enforcement(result.definition)["secure"]
+    assert not te.gaps
+    named = {f for layer in te.layers.values() for f in layer.files if f.startswith("kubernetes/")}
+    assert {"kubernetes/nodes/labels-taints.yaml", "kubernetes/kueue/resourceflavors.yaml",
+            "kubernetes/admission/dedicated-nodes.yaml", "kubernetes/tenants/secure.yaml"} <= named
+    assert named <= set(tree)
+
+
+@pytest.mark.slow
+def test_opensm_puts_the_kubernetes_node_in_the_nads_pkey(lab_data, tmp_path):
+    """OpenSM under ibsim, with lab-dedicated's rendered partitions.conf: the HCA ports of the tenant's
+    Kubernetes node (ksgpu01) hold, as a full member, the PKey its namespace's NetworkAttachmentDefinition
+    names, as its Slurm nodes' ports do; the shared Kubernetes nodes' ports do not."""
+    from test_tenancy import Sim, _need, ca_ports
+
+    from clusterdef.build import build_tree
+    from clusterdef.fabric import ibsim
+
+    _need("ibsim", "ibsim-run", "ibnetdiscover", "opensm", "smpquery")
+    data = dedicated_kubernetes(lab_data)
+    sim = Sim(ibsim.net_file(load(dump_yaml(data, tmp_path / "a.yaml")).definition, "ib0"), tmp_path)
+    try:
+        ports = ca_ports(sim.run("ibnetdiscover"))
+        # the definition's port GUIDs are the fabric's (as an operator copies them from ibstat)
+        data["nodes"]["secure"]["addressing"]["mac"]["port_guids"] = [
+            ";".join(g for g, _ in ports[h]) for h in ("sgpu01", "sgpu02")]
+        data["nodes"]["secure-infer"]["addressing"]["mac"]["port_guids"] = [";".join(g for g, _ in ports["ksgpu01"])]
+        result = validate_file(dump_yaml(data, tmp_path / "b.yaml"), MATRICES, TODAY)
+        tree = build_tree(result)[0]
+        (tmp_path / "partitions.conf").write_text(tree["network/opensm/partitions.conf"])
+        nad = next(doc for doc in yaml_safe.load_all(tree["kubernetes/tenants/secure.yaml"])
+                   if doc["kind"] == "NetworkAttachmentDefinition")
+        key = int(json.loads(nad["spec"]["config"])["pkey"], 16)
+        sim.run("opensm", "-o", "-P", str(tmp_path / "partitions.conf"), "-f", str(tmp_path / "osm.log"), "-s", "0")
+        full = f"0x{key | 0x8000:04x}"
+        tables = {}
+        for host, host_ports in ca_ports(sim.run("ibnetdiscover")).items():
+            for _guid, lid in host_ports:
+                tables.setdefault(host, []).append(
+                    set(re.findall(r"0x[0-9a-f]{4}", sim.run("smpquery", "pkeys", str(lid)))) - {"0x0000"})
+        assert len(tables["ksgpu01"]) == 8 and all(full in t and "0x7fff" in t for t in tables["ksgpu01"])
+        assert all(full in t for h in ("sgpu01", "sgpu02") for t in tables[h])
+        assert all(t == {"0x7fff"} for h in ("kgpu01", "kgpu02", "gpu001") for t in tables[h])
+    finally:
+        sim.close()

@@ -101,8 +101,8 @@ def test_isolation_verb_exit_codes(lab, tmp_path):
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
     assert doc["gaps"] == 0 and doc["tenants"]["secure"]["layers"]["network"]["files"] == \
-        ["network/opensm/partitions.conf", "kubernetes/tenants/secure.yaml"]
-    lab["tenants"]["secure"]["isolation"]["network"] = "network-policy"  # reaches neither Slurm nodes nor RDMA
+        ["network/opensm/partitions.conf"]
+    lab["tenants"]["secure"]["isolation"]["network"] = "network-policy"  # no namespace: nothing enforces it
     bad = run(dump_yaml(lab, tmp_path / "lab.yaml"))
     assert bad.returncode == 1, bad.stdout + bad.stderr
     doc = json.loads(bad.stdout)
@@ -181,7 +181,6 @@ def test_opensm_gives_the_tenant_partition_to_its_ports_only(lab, tmp_path):
         # The definition's port GUIDs are what the fabric has (as an operator copies them from ibstat).
         lab["nodes"]["secure"]["addressing"]["mac"]["port_guids"] = [
             ";".join(g for g, _ in ports[h]) for h in ("sgpu01", "sgpu02")]
-        lab["nodes"]["secure-infer"]["addressing"]["mac"]["port_guids"] = [";".join(g for g, _ in ports["ksgpu01"])]
         r = _variant(lab, tmp_path, "lab-guids.yaml")
         conf = build_tree(r, ["network"])[0]["network/opensm/partitions.conf"]
         (tmp_path / "partitions.conf").write_text(conf)
@@ -196,13 +195,13 @@ def test_opensm_gives_the_tenant_partition_to_its_ports_only(lab, tmp_path):
             for guid, lid in host_ports:
                 assert lid > 0, (host, guid)
                 table = set(re.findall(r"0x[0-9a-f]{4}", sim.run("smpquery", "pkeys", str(lid)))) - {"0x0000"}
-                if host.startswith(("sgpu", "ksgpu")):  # its Slurm and its Kubernetes nodes: one PKey
+                if host.startswith("sgpu"):
                     assert full in table and "0x7fff" in table, (host, lid, table)
                 else:
                     assert full not in table and limited not in table, (host, lid, table)
                     assert table == {"0x7fff"}, (host, lid, table)  # limited member of Default only
                 seen += 1
-        assert seen == 9 * 8  # 9 hosts with 8 HCA ports each
+        assert seen == 8 * 8  # 8 hosts with 8 HCA ports each
     finally:
         sim.close()
 

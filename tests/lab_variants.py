@@ -1,0 +1,32 @@
+"""Variants of the lab definition that tests share.
+
+`dedicated_kubernetes`: the lab's dedicated tenant `secure` also gets a Kubernetes node of its own
+(group `secure-infer`, host ksgpu01 on leaf02, with HCA port GUIDs), a flavor on it (`secure-h100`)
+and a queue (`secure-serve`), so its whole-node, partition-key and storage claims compile into the
+Kubernetes objects too. The lab itself stays as it is: a ninth host there would change every
+fabric, inventory, drift and rollout fixture built from it."""
+
+from __future__ import annotations
+
+import copy
+
+SECURE_INFER_GUIDS = ";".join(f"0x0002c90300a3000{i}" for i in range(1, 9))
+
+
+def dedicated_kubernetes(lab: dict) -> dict:
+    d = copy.deepcopy(lab)
+    d["nodes"]["secure-infer"] = {
+        "hosts": "ksgpu01", "hardware": "hgx-h100", "image": "gpu-node", "control_plane": "kubernetes",
+        "addressing": {"ipv4_start": "10.20.0.51", "mac": {
+            "source": "list", "macs": ["52:54:00:20:00:51"], "port_guids": [SECURE_INFER_GUIDS]}},
+        "placement": {"fabric": "ib0", "rack": "r03"}}
+    d["network"]["fabrics"]["ib0"]["topology"]["switches"]["leaf02"]["nodes"] += ",ksgpu01"
+    kq = d["kubernetes"]["kueue"]
+    kq["flavors"]["secure-h100"] = {"node_groups": ["secure-infer"]}
+    kq["queues"]["secure-serve"] = {"flavor": "secure-h100", "nominal_gpus": 8, "workload_class": "inference"}
+    t = d["tenants"]["secure"]
+    t["quota"] = {"reserved_gpus": 24, "burst_gpus": 0}  # its 3 nodes: 16 GPUs on Slurm, 8 on Kubernetes
+    t["isolation"]["node_groups"] = [*t["isolation"]["node_groups"], "secure-infer"]
+    t["kubernetes"] = {"namespace": "secure", "queues": ["secure-serve"], "groups": ["secure-eng"]}
+    d["filesystems"]["scratch"]["node_groups"] = [*d["filesystems"]["scratch"]["node_groups"], "secure-infer"]
+    return d
