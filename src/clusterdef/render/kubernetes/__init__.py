@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...resolve import Resolved
-from . import gpu_operator, kueue, network_operator, nodes, tenants
+from . import gpu_operator, identity, kueue, network_operator, nodes, tenants
 from .common import KUEUE_VERSION, NETWORK_OPERATOR_VERSION, dump, dump_all
 
 ROOT = "kubernetes"
@@ -29,6 +29,8 @@ class KubernetesPlan:
     kueue_objects: list[dict]
     tenants: dict[str, list[dict]] = field(default_factory=dict)
     nodes: dict = field(default_factory=dict)
+    cluster_admins: dict | None = None
+    authentication_config: dict | None = None
 
 
 def plan(resolved: Resolved) -> KubernetesPlan | None:
@@ -48,6 +50,8 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         kueue_objects=kueue.cluster_objects(resolved),
         tenants={n: tenants.objects(resolved, n) for n, t in d.tenants.items() if t.kubernetes},
         nodes=nodes.document(resolved),
+        cluster_admins=identity.cluster_admin_binding(resolved),
+        authentication_config=identity.authentication_config(resolved),
     )
 
 
@@ -84,6 +88,13 @@ def render(resolved: Resolved) -> dict[str, str]:
         out[f"{ROOT}/kueue/{_FILES[kind]}"] = dump_all(objs, f"{made}\nKueue {KUEUE_VERSION}: {kind}")
     for tname, objs in p.tenants.items():
         out[f"{ROOT}/tenants/{tname}.yaml"] = dump_all(objs, f"{made}\nTenant {tname}")
+    if p.cluster_admins is not None:
+        out[f"{ROOT}/identity/cluster-admins.yaml"] = dump(
+            p.cluster_admins, f"{made}\ncluster-admin for the admin groups only (tenants get namespaced roles)")
+    if p.authentication_config is not None:
+        out[f"{ROOT}/identity/authentication-config.yaml"] = dump(
+            p.authentication_config, f"{made}\nkube-apiserver --authentication-config: the OIDC issuer and its claims "
+                                     "(not an object: a file on the control-plane nodes)")
     out[f"{ROOT}/nodes/labels-taints.yaml"] = dump(
         p.nodes, f"{made}\nNode labels and taints per node group (kubelet --node-labels / --register-with-taints)\n"
                  "and fabric topology labels of Kubernetes-owned nodes (Kueue Topology levels)")

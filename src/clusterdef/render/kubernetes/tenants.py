@@ -3,6 +3,7 @@ policies with the allowances the definition grants, RBAC for the tenant's groups
 
 from __future__ import annotations
 
+from ... import access
 from ...resolve import Resolved
 from .common import GPU, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
 from .kueue import local_queues, quotas
@@ -99,11 +100,12 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
                              {"key": L_TENANT, "operator": "DoesNotExist"}]}}]},
                      ]}})
 
-    for group in dict.fromkeys(tk.groups):
+    for group in access.tenant_groups(d, tenant):  # identity.tenant_groups, then the namespace's own
         objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                      "metadata": meta(f"{dns_name(group)}-edit"),
                      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
-                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]})
+                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                   "name": access.oidc_group(d, group)}]})
     if d.kubernetes:
         objs.extend(local_queues(resolved, tenant))
     return objs
