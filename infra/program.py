@@ -11,7 +11,7 @@ from clusterdef.render.kubernetes import plan as kubernetes_plan
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 
-from components import GpuOperator, Kueue, NetworkOperator, Tenant
+from components import GpuOperator, Kueue, NetworkOperator, Tenant, k8s_object
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +38,8 @@ def deploy(definition_file: str | Path, matrices: str | Path | None = None, toda
                                                   p.network_operator_values, p.nic_cluster_policy)
     out["kueue"] = Kueue("kueue", p.kueue_manager_config, p.kueue_objects)
     out["tenants"] = {name: Tenant(f"tenant-{name}", objs, out["kueue"]) for name, objs in p.tenants.items()}
+    if p.cluster_admins is not None:  # cluster-admin for the admin groups only (identity)
+        out["cluster_admins"] = k8s_object("cluster-admins", p.cluster_admins, pulumi.ResourceOptions())
     pulumi.export("gpu_operator_release", p.gpu_operator_release)
     pulumi.export("tenants", sorted(p.tenants))
     return out

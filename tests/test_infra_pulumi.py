@@ -138,3 +138,18 @@ def test_cluster_queue_quota_numbers(deployed):
     for cq in want:
         got = cqs[f"kueue-clusterqueue-{cq['metadata']['name']}"]
         assert got["spec"] == as_floats(cq["spec"])
+
+
+def test_cluster_admin_binding_deployed_for_admin_groups_only(deployed):
+    """The lab declares identity: one ClusterRoleBinding of cluster-admin, to its admin group; the
+    estate declares none, and gets none."""
+    example, created, tree = deployed
+    crbs = by_type(created, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+    if example == "lab":
+        assert list(crbs) == ["cluster-admins"]
+        crb = crbs["cluster-admins"]
+        assert crb["roleRef"]["name"] == "cluster-admin"
+        assert [s["name"] for s in crb["subjects"]] == ["oidc:hpc-admins"]
+        assert crb == as_floats(YAML(typ="safe").load(tree["kubernetes/identity/cluster-admins.yaml"]))
+    else:
+        assert crbs == {}
