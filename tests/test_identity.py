@@ -157,7 +157,7 @@ kill $(cat /run/sssd.pid)
 """
 
 
-def _with_sssd(tmp_path: Path, conf: str, nsswitch: str, commands: list[str]) -> str:
+def _with_sssd(tmp_path: Path, conf: str, nsswitch: str, commands: list[str], env: dict | None = None) -> str:
     """Run `commands` in a private mount namespace where SSSD runs `conf` and NSS reads `nsswitch`."""
     if os.geteuid() != 0:
         pytest.skip("SSSD needs root (it reads a root-owned 0600 sssd.conf and binds its pipes)")
@@ -169,7 +169,7 @@ def _with_sssd(tmp_path: Path, conf: str, nsswitch: str, commands: list[str]) ->
     (w / "nsswitch.conf").write_text(nsswitch)
     script = NS_SCRIPT.format(w=w, nsswitch=w / "nsswitch.conf", commands="\n".join(commands))
     p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stdout + p.stderr + "".join(f.read_text() for f in (w / "log").glob("*.log"))
     return p.stdout
 
@@ -345,3 +345,70 @@ def test_slurm_users_script_refuses_hostile_member_names(lab_tree, tmp_path):
     assert "name=dave" in calls and "adminlevel=Administrator" in calls
     assert "name=alice account=vision" in calls
     assert "pwn" not in calls and "Eve" not in calls and "skipping" in p.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_slurm_users_sync_on_real_slurmdbd(ldap, lab, matrix, tmp_path):
+    """The rendered slurm-users.sh, run where SSSD resolves the real directory, against real
+    slurmdbd + MariaDB loaded with the rendered accounts: the admin group's member gets AdminLevel,
+    a stale administrator outside it is demoted, each tenant group's member becomes a user of its
+    tenant's account; a second run changes nothing."""
+    from slurm_helpers import Controller, MariaDB, Munge, Slurmdbd, Workdir, host_build
+    from test_slurm_daemons import _on_host_slurm, render
+
+    build = host_build()
+    data = _lab_on(lab, ldap)
+    r = _ok(dump_yaml(data, tmp_path / "lab.yaml"))
+    full = build_tree(r)[0]
+    d, tree = render(data, _on_host_slurm(matrix, data["cluster"]["matrix"], build.version))
+    started = []
+    try:
+        work = Workdir(build, prefix="cdidentity-")
+        munge = Munge(work)
+        started.append(munge)
+        munge.start()
+        db = MariaDB(work)
+        started.append(db)
+        db.start()
+        ctl = Controller(build, work, munge)
+        dbd = Slurmdbd(ctl, db)
+        ctl.write(tree, accounting=dbd.address)
+        started.append(dbd)
+        dbd.start()
+        started.append(ctl)
+        ctl.start()  # registers the cluster in the database
+        env = {**ctl.env, "PATH": os.environ["PATH"]}
+        etc = work.host / "etc"
+        q = subprocess.run(["sh", str(etc / "qos.sh")], env=env, capture_output=True, text=True, timeout=60)
+        assert q.returncode == 0, q.stdout + q.stderr
+        dbd.sacctmgr("-i", "load", f"file={etc / 'accounts.cfg'}")
+        dbd.sacctmgr("-i", "add", "user", "mallory", "account=nlp", "adminlevel=Administrator")
+        script = tmp_path / "slurm-users.sh"
+        script.write_text(full["identity/slurm-users.sh"])
+        conf = _resolve_vault(full["identity/sssd/train.conf.j2"])
+
+        def users() -> dict[str, str]:
+            out = dbd.sacctmgr("-nP", "show", "user", "format=user,adminlevel").stdout
+            return dict(ln.split("|") for ln in out.splitlines() if ln.strip())
+
+        def assocs() -> set[tuple[str, str]]:
+            out = dbd.sacctmgr("-nP", "show", "assoc", "format=user,account").stdout
+            return {tuple(ln.split("|")) for ln in out.splitlines() if ln.strip() and ln.split("|")[0]}
+
+        for run in (1, 2):
+            _with_sssd(tmp_path / f"run{run}", conf, full["identity/nsswitch.conf"], [f"sh {script}"], env=env)
+            u = users()
+            assert u["dave"] == "Administrator" and u["mallory"] == "None", (run, u)
+            assert all(level == "None" for name, level in u.items() if name not in ("dave", "root", "slurm")), u
+            a = assocs()
+            assert {("alice", "vision"), ("bob", "nlp"), ("carol", "secure"), ("dave", "root")} <= a, (run, a)
+            assert not any(user in ("alice", "bob", "carol") and acct not in ("vision", "nlp", "secure")
+                           for user, acct in a), a
+            if run == 1:
+                first = (u, a)
+        assert (u, a) == first
+    finally:
+        for thing in reversed(started):
+            thing.stop()
+        work.cleanup()
