@@ -40,6 +40,9 @@ def deploy(definition_file: str | Path, matrices: str | Path | None = None, toda
     out["tenants"] = {name: Tenant(f"tenant-{name}", objs, out["kueue"]) for name, objs in p.tenants.items()}
     if p.cluster_admins is not None:  # cluster-admin for the admin groups only (identity)
         out["cluster_admins"] = k8s_object("cluster-admins", p.cluster_admins, pulumi.ResourceOptions())
+    # tenants' images: allowed registries and signatures (sigstore policy-controller)
+    out["image_policy"] = [k8s_object(f"image-policy-{o['kind'].lower()}", o, pulumi.ResourceOptions())
+                           for o in p.image_policy]
     pulumi.export("gpu_operator_release", p.gpu_operator_release)
     pulumi.export("tenants", sorted(p.tenants))
     return out

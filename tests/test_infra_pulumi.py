@@ -153,3 +153,15 @@ def test_cluster_admin_binding_deployed_for_admin_groups_only(deployed):
         assert crb == as_floats(YAML(typ="safe").load(tree["kubernetes/identity/cluster-admins.yaml"]))
     else:
         assert crbs == {}
+
+
+def test_image_policy_deployed(deployed):
+    """The lab's image policy reaches Pulumi as the rendered ClusterImagePolicy and ConfigMap."""
+    example, created, tree = deployed
+    cips = by_type(created, "kubernetes:policy.sigstore.dev/v1beta1:ClusterImagePolicy")
+    if example == "lab":
+        docs = [d for d in YAML(typ="safe").load_all(tree["kubernetes/image-policy/policy.yaml"]) if d]
+        assert [as_floats(v) for v in cips.values()] == [as_floats(docs[0])]
+        assert cips["image-policy-clusterimagepolicy"]["spec"]["images"][0]["glob"] == "nvcr.io/nvidia/**"
+    else:
+        assert cips == {}

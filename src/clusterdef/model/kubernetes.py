@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name
-from .types import Gpus, LabelKey, LabelValue, MigProfile, Registry, SetName, Version
+from .types import Gpus, LabelKey, LabelValue, MigProfile, Registry, RelPath, SetName, Version
 
 WorkloadClass = Literal["training", "inference", "batch", "interactive"]
 
@@ -82,11 +82,29 @@ class Kueue(Model):
     pods_ready_timeout_s: int = Field(default=600, ge=30, le=86400)
 
 
+class SigningKey(Model):
+    public_key_file: RelPath
+    """A PEM public key (cosign.pub) beside the definition; public, so it is data, not a secret."""
+
+
+class ImagePolicy(Model):
+    """What tenants' pods may run, enforced at admission by the sigstore policy-controller
+    (docs/kubernetes.md): images only from `registries`, and signed by one of `keys` when
+    `require_signatures`. Platform namespaces (the operators') are not governed."""
+
+    registries: tuple[Registry, ...] = Field(default=(), max_length=64)
+    """The allow-list: `<registry>/**`; an image from anywhere else is refused."""
+    require_signatures: bool = True
+    keys: dict[Name, SigningKey] = {}
+    mode: Literal["enforce", "warn"] = "enforce"
+
+
 class Kubernetes(Model):
     gpu_operator: GpuOperator = GpuOperator()
     network_operator: NetworkOperator = NetworkOperator()
     kueue: Kueue = Kueue()
     node_labels: dict[LabelKey, LabelValue] = {}
     """Extra labels for every Kubernetes-owned node."""
+    image_policy: ImagePolicy | None = None
     gpu_node_taint: bool = True
     """Taint Kubernetes GPU nodes `nvidia.com/gpu=present:NoSchedule` so only GPU workloads land there."""

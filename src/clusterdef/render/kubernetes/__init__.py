@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...resolve import Resolved
-from . import gpu_operator, identity, kueue, network_operator, nodes, tenants
+from . import gpu_operator, identity, image_policy, kueue, network_operator, nodes, tenants
 from .common import KUEUE_VERSION, NETWORK_OPERATOR_VERSION, dump, dump_all
 
 ROOT = "kubernetes"
@@ -31,6 +31,7 @@ class KubernetesPlan:
     nodes: dict = field(default_factory=dict)
     cluster_admins: dict | None = None
     authentication_config: dict | None = None
+    image_policy: list[dict] = field(default_factory=list)
 
 
 def plan(resolved: Resolved) -> KubernetesPlan | None:
@@ -52,6 +53,7 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         nodes=nodes.document(resolved),
         cluster_admins=identity.cluster_admin_binding(resolved),
         authentication_config=identity.authentication_config(resolved),
+        image_policy=image_policy.objects(resolved),
     )
 
 
@@ -95,6 +97,10 @@ def render(resolved: Resolved) -> dict[str, str]:
         out[f"{ROOT}/identity/authentication-config.yaml"] = dump(
             p.authentication_config, f"{made}\nkube-apiserver --authentication-config: the OIDC issuer and its claims "
                                      "(not an object: a file on the control-plane nodes)")
+    if p.image_policy:
+        out[f"{ROOT}/image-policy/policy.yaml"] = dump_all(
+            p.image_policy, f"{made}\nsigstore policy-controller: tenants' images only from the allowed registries"
+                            ", signed by the definition's keys")
     out[f"{ROOT}/nodes/labels-taints.yaml"] = dump(
         p.nodes, f"{made}\nNode labels and taints per node group (kubelet --node-labels / --register-with-taints)\n"
                  "and fabric topology labels of Kubernetes-owned nodes (Kueue Topology levels)")

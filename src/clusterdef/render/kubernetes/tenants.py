@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import access
 from ...resolve import Resolved
+from . import image_policy
 from .common import GPU, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
 from .kueue import local_queues, quotas
 
@@ -56,6 +57,8 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
             "pod-security.kubernetes.io/enforce-version": minor,
             "pod-security.kubernetes.io/warn": "restricted",
             "pod-security.kubernetes.io/warn-version": minor,
+            # sigstore policy-controller admits only allowed, signed images here (image_policy.py)
+            **({image_policy.INCLUDE_LABEL: "true"} if image_policy.governed(resolved) else {}),
         }},
     }, {
         "apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta("gpu-quota"),
