@@ -86,4 +86,5 @@ def mig_profiles_fit(ctx: Context) -> Iterable[Finding]:
             if gib > hw.gpu.memory_gib:
                 yield error("mig-profile-exceeds-memory", ("hardware", hname, "gpu", "mig_profiles", i),
                             f"MIG profile {profile} needs {gib} GB but GPU {hw.gpu.model} has {hw.gpu.memory_gib} GiB",
-                            "list the profiles `nvidia-smi mig -lgip` prints for this GPU (an H100 80GB: 1g.10gb ... 7g.80gb)")
+                            "list the profiles `nvidia-smi mig -lgip` prints for this GPU "
+                            "(an H100 80GB: 1g.10gb ... 7g.80gb)")
