@@ -103,6 +103,11 @@ def test_rendered_key_verifies_the_signature_of_its_private_half(lab, tmp_path):
     assert verify("image.manifest").stdout.strip() == "Verified OK"
     (tmp_path / "tampered").write_bytes(b'{"digest": "sha256:0124"}\n')
     assert verify("tampered").returncode != 0
+    # the same key given inline (cosign.pub's base64 body on one line) renders the same policy key
+    body = "".join(ln for ln in (tmp_path / "keys" / "release.pub").read_text().splitlines() if not ln.startswith("-----"))
+    lab["kubernetes"]["image_policy"]["keys"] = {"release": {"public_key": body}}
+    inline = _docs(_tree(lab, tmp_path)["kubernetes/image-policy/policy.yaml"])[0]
+    assert inline["spec"]["authorities"] == policy["spec"]["authorities"]
 
 
 def test_allow_list_without_signatures(lab, tmp_path):

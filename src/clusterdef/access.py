@@ -88,19 +88,17 @@ def table(resolved: Resolved) -> list[Grant]:
 
     d = resolved.definition
     grants: list[Grant] = []
-    admins = admin_groups(d)
     ident = d.identity
-    for g in admins:
-        for layer, can, files in (
+    for g in ident.admin_groups if ident is not None else ():
+        assert ident is not None
+        admin: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
             ("nodes", (f"log in to every node group ({', '.join(d.nodes)})", "sudo (ALL)"),
-             ("identity/sudoers.d/clusterdef-admins", *(sssd_file(d, n) for n in d.nodes if ident.directory))),
-            ("slurm", (f"AdminLevel={ident.slurm_admin_level}",) if d.slurm else (),
-             ("identity/slurm-users.sh",) if d.slurm else ()),
-            ("kubernetes", ("cluster-admin",) if d.kubernetes else (),
-             ("kubernetes/identity/cluster-admins.yaml",) if d.kubernetes else ()),
-        ):
-            if can:
-                grants.append(Grant(f"group:{g}", layer, can, files))
+             ("identity/sudoers.d/clusterdef-admins", *(sssd_file(d, n) for n in d.nodes if ident.directory)))]
+        if d.slurm:
+            admin.append(("slurm", (f"AdminLevel={ident.slurm_admin_level}",), ("identity/slurm-users.sh",)))
+        if d.kubernetes:
+            admin.append(("kubernetes", ("cluster-admin",), ("kubernetes/identity/cluster-admins.yaml",)))
+        grants += [Grant(f"group:{g}", layer, can, files) for layer, can, files in admin]
     for name, t in d.tenants.items():
         groups = tenant_groups(d, name)
         who = f"tenant:{name}" + (f" ({', '.join(groups)})" if groups else "")
@@ -118,10 +116,10 @@ def table(resolved: Resolved) -> list[Grant]:
             can.append(f"partitions {', '.join(parts) or 'none'}")
             can.append("sees only its own jobs and usage (PrivateData)" if tenancy.private_data(d)
                        else "sees every job in squeue (no tenant is dedicated)")
-            files = ["slurm/accounts.cfg", "slurm/slurm.conf"]
+            slurm_files = ["slurm/accounts.cfg", "slurm/slurm.conf"]
             if ident and ident.slurm_users_from_groups and groups:
-                files.append("identity/slurm-users.sh")
-            grants.append(Grant(who, "slurm", tuple(can), tuple(files)))
+                slurm_files.append("identity/slurm-users.sh")
+            grants.append(Grant(who, "slurm", tuple(can), tuple(slurm_files)))
         if t.kubernetes:
             ps = t.kubernetes.pod_security or ("restricted" if t.isolation.level == "dedicated" else "baseline")
             grants.append(Grant(who, "kubernetes", (f"edit in namespace {t.kubernetes.namespace}",

@@ -73,12 +73,12 @@ def read_guids(definition: Definition, base_dir: Path) -> dict[str, dict[str, tu
 
 
 def read_signing_keys(definition: Definition, base_dir: Path) -> dict[str, str]:
-    from .signing import public_key_pem
+    from .signing import key_pem
 
     k = definition.kubernetes
     if k is None or k.image_policy is None:
         return {}
-    return {name: public_key_pem(base_dir / key.public_key_file) for name, key in k.image_policy.keys.items()}
+    return {name: key_pem(key, base_dir) for name, key in k.image_policy.keys.items()}
 
 
 def resolve(definition: Definition, matrix: Matrix, base_dir: Path) -> Resolved:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import Model, Name
-from .types import Gpus, LabelKey, LabelValue, MigProfile, Registry, RelPath, SetName, Version
+from .types import _pattern, Gpus, LabelKey, LabelValue, MigProfile, Registry, RelPath, SetName, Version
 
 WorkloadClass = Literal["training", "inference", "batch", "interactive"]
 
@@ -83,8 +83,18 @@ class Kueue(Model):
 
 
 class SigningKey(Model):
-    public_key_file: RelPath
-    """A PEM public key (cosign.pub) beside the definition; public, so it is data, not a secret."""
+    """A public key (public, so it is data, not a secret): inline, or a PEM file beside the definition."""
+
+    public_key: Annotated[str, _pattern(r"^[A-Za-z0-9+/]{40,2800}={0,2}$", 2802, "the key's base64 body on one line: the lines between BEGIN PUBLIC KEY and END PUBLIC KEY of cosign.pub, joined")] | None = None
+    """The base64 SubjectPublicKeyInfo: cosign.pub without its BEGIN/END lines, on one line."""
+    public_key_file: RelPath | None = None
+    """A PEM public key file (cosign.pub) beside the definition."""
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.public_key is None) == (self.public_key_file is None):
+            raise ValueError("give exactly one of public_key (inline base64) and public_key_file")
+        return self
 
 
 class ImagePolicy(Model):

@@ -7,7 +7,7 @@ from typing import Iterable
 
 from ..errors import Finding, error
 from ..limits import InputError
-from ..signing import KeyError_, public_key_pem
+from ..signing import KeyError_, key_pem
 from .registry import Context, check
 
 
@@ -32,9 +32,10 @@ def image_policy(ctx: Context) -> Iterable[Finding]:
                     "signed with), or set require_signatures: false for an allow-list only")
     for name, key in p.keys.items():
         try:
-            public_key_pem(ctx.base_dir / key.public_key_file)
+            key_pem(key, ctx.base_dir)
         except (KeyError_, InputError) as exc:
-            yield error("image-policy-key-invalid", where + ("keys", name, "public_key_file"),
+            field = "public_key" if key.public_key is not None else "public_key_file"
+            yield error("image-policy-key-invalid", where + ("keys", name, field),
                         exc.findings[0].message if isinstance(exc, InputError) else str(exc),
                         "give the PEM public key (`cosign generate-key-pair` writes cosign.pub; "
                         "`openssl pkey -pubout` turns a private key's file into one)")

@@ -17,26 +17,24 @@ kubernetes target (kubernetes/identity/). Pure: no network, no directory."""
 from __future__ import annotations
 
 from ... import access
+from ...model.identity import Directory, Identity
 from ...quoting import ini, shell, sudoers_group
 from ...resolve import Resolved
 
 ROOT = "identity"
 
 
-def _domain(resolved: Resolved) -> str:
-    d = resolved.definition
-    return d.identity.directory.domain or d.network.provisioning.domain
+def _domain(resolved: Resolved, dirc: Directory) -> str:
+    return dirc.domain or resolved.definition.network.provisioning.domain
 
 
 def _host(uri: str) -> str:
     return uri.split("://", 1)[1].rstrip("/").split(":")[0]
 
 
-def sssd_conf(resolved: Resolved, group: str) -> str:
+def sssd_conf(resolved: Resolved, dirc: Directory, group: str) -> str:
     d = resolved.definition
-    ident = d.identity
-    dirc = ident.directory
-    dom = _domain(resolved)
+    dom = _domain(resolved, dirc)
     allow = access.login_groups(d, group)
     out = [f"# SSSD for node group {group} of cluster {d.cluster.name}; rendered by clusterdef.\n",
            "# Only these groups may log in: " + ", ".join(allow) + ".\n",
@@ -65,7 +63,7 @@ def sssd_conf(resolved: Resolved, group: str) -> str:
     out += [f"ldap_tls_cacert = {ini(dirc.tls_ca)}\n", "ldap_tls_reqcert = demand\n"]
     if dirc.start_tls:
         out.append("ldap_id_use_start_tls = true\n")
-    if dirc.bind_dn:
+    if dirc.bind_dn and dirc.bind_password_ref:  # ldap-bind-secret-missing refuses a DN without its ref
         var = d.secrets.refs[dirc.bind_password_ref]
         out += [f"ldap_default_bind_dn = {ini(dirc.bind_dn)}\n", "ldap_default_authtok_type = password\n",
                 # the vault variable's name only; the role resolves it on the node (no_log)
@@ -93,17 +91,16 @@ sudoers:        files
 """
 
 
-def sudoers(resolved: Resolved) -> str:
+def sudoers(resolved: Resolved, ident: Identity) -> str:
     d = resolved.definition
     lines = [f"# Administrators of cluster {d.cluster.name}: the only sudo rule clusterdef renders.\n",
-             "# Install with `visudo -cf` (the role does); tenants' users get no sudo anywhere.\n"]
-    lines += [f"{sudoers_group(g)} ALL=(ALL:ALL) ALL\n" for g in d.identity.admin_groups]
+             "# Install with `visudo -cf`; tenants' users get no sudo anywhere.\n"]
+    lines += [f"{sudoers_group(g)} ALL=(ALL:ALL) ALL\n" for g in ident.admin_groups]
     return "".join(lines)
 
 
-def slurm_users(resolved: Resolved) -> str:
+def slurm_users(resolved: Resolved, ident: Identity) -> str:
     d = resolved.definition
-    ident = d.identity
     out = ["#!/bin/sh\n",
            f"# Slurm users and administrators of cluster {d.cluster.name} from directory groups; rendered by clusterdef.\n",
            "# Run on a host that resolves the directory (SSSD) as a Slurm operator. Idempotent: run it\n",
@@ -152,13 +149,14 @@ def slurm_users(resolved: Resolved) -> str:
 
 def render(resolved: Resolved) -> dict[str, str]:
     d = resolved.definition
-    if d.identity is None:
+    ident = d.identity
+    if ident is None:
         return {}
-    out = {f"{ROOT}/sudoers.d/clusterdef-admins": sudoers(resolved)}
-    if d.identity.directory is not None:
+    out = {f"{ROOT}/sudoers.d/clusterdef-admins": sudoers(resolved, ident)}
+    if ident.directory is not None:
         out[f"{ROOT}/nsswitch.conf"] = NSSWITCH.format(cluster=d.cluster.name)
         for group in d.nodes:
-            out[access.sssd_file(d, group)] = sssd_conf(resolved, group)
+            out[access.sssd_file(d, group)] = sssd_conf(resolved, ident.directory, group)
     if d.slurm is not None:
-        out[f"{ROOT}/slurm-users.sh"] = slurm_users(resolved)
+        out[f"{ROOT}/slurm-users.sh"] = slurm_users(resolved, ident)
     return out

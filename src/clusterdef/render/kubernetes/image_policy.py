@@ -25,9 +25,10 @@ def governed(resolved: Resolved) -> bool:
 
 
 def objects(resolved: Resolved) -> list[dict]:
-    if not governed(resolved):
+    k = resolved.definition.kubernetes
+    p = k.image_policy if k is not None else None
+    if p is None:
         return []
-    p = resolved.definition.kubernetes.image_policy
     keys = resolved.signing_keys or {}
     if p.require_signatures:
         authorities = [{"name": name, "key": {"data": keys[name], "hashAlgorithm": "sha256"}} for name in p.keys]
