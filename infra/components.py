@@ -38,6 +38,9 @@ def k8s_object(name: str, obj: dict, opts: pulumi.ResourceOptions) -> pulumi.Cus
     if kind == "ValidatingAdmissionPolicyBinding":
         return k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(name, metadata=meta, spec=obj["spec"],
                                                                             opts=opts)
+    if kind == "ClusterRoleBinding":
+        return k8s.rbac.v1.ClusterRoleBinding(name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"],
+                                              opts=opts)
     if kind == "RoleBinding":
         return k8s.rbac.v1.RoleBinding(name, metadata=meta, role_ref=obj["roleRef"], subjects=obj["subjects"],
                                        opts=opts)

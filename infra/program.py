@@ -42,6 +42,11 @@ def deploy(definition_file: str | Path, matrices: str | Path | None = None, toda
         policy = k8s_object("admission-policy", p.admission[0], pulumi.ResourceOptions())
         out["admission"] = [policy, k8s_object("admission-binding", p.admission[1],
                                                pulumi.ResourceOptions(depends_on=[policy]))]
+    if p.cluster_admins is not None:  # cluster-admin for the admin groups only (identity)
+        out["cluster_admins"] = k8s_object("cluster-admins", p.cluster_admins, pulumi.ResourceOptions())
+    # tenants' images: allowed registries and signatures (sigstore policy-controller)
+    out["image_policy"] = [k8s_object(f"image-policy-{o['kind'].lower()}", o, pulumi.ResourceOptions())
+                           for o in p.image_policy]
     pulumi.export("gpu_operator_release", p.gpu_operator_release)
     pulumi.export("tenants", sorted(p.tenants))
     return out

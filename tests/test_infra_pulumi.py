@@ -191,3 +191,28 @@ def test_admission_policy_deployed(deployed):
     want = list(y.load_all(tree[rel]))
     assert policies["admission-policy"]["spec"] == as_floats(want[0]["spec"])
     assert bindings["admission-binding"]["spec"] == as_floats(want[1]["spec"])
+def test_cluster_admin_binding_deployed_for_admin_groups_only(deployed):
+    """The lab (and its variant) declares identity: one ClusterRoleBinding of cluster-admin, to its
+    admin group; the estate declares none, and gets none."""
+    example, created, tree = deployed
+    crbs = by_type(created, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+    if example.startswith("lab"):
+        assert list(crbs) == ["cluster-admins"]
+        crb = crbs["cluster-admins"]
+        assert crb["roleRef"]["name"] == "cluster-admin"
+        assert [s["name"] for s in crb["subjects"]] == ["oidc:hpc-admins"]
+        assert crb == as_floats(YAML(typ="safe").load(tree["kubernetes/identity/cluster-admins.yaml"]))
+    else:
+        assert crbs == {}
+
+
+def test_image_policy_deployed(deployed):
+    """The lab's image policy reaches Pulumi as the rendered ClusterImagePolicy and ConfigMap."""
+    example, created, tree = deployed
+    cips = by_type(created, "kubernetes:policy.sigstore.dev/v1beta1:ClusterImagePolicy")
+    if example.startswith("lab"):
+        docs = [d for d in YAML(typ="safe").load_all(tree["kubernetes/image-policy/policy.yaml"]) if d]
+        assert [as_floats(v) for v in cips.values()] == [as_floats(docs[0])]
+        assert cips["image-policy-clusterimagepolicy"]["spec"]["images"][0]["glob"] == "nvcr.io/nvidia/**"
+    else:
+        assert cips == {}

@@ -412,9 +412,10 @@ def test_tenant_quota_isolation_and_rbac(plans, examples, example):
         if t.kubernetes.allow_from_namespaces:
             allow = by[("NetworkPolicy", "allow-from-namespaces")]["spec"]["ingress"][0]["from"][0]
             assert allow["namespaceSelector"]["matchExpressions"][0]["values"] == sorted(t.kubernetes.allow_from_namespaces)
-        for g in t.kubernetes.groups:
+        prefix = d.identity.oidc.groups_prefix if d.identity and d.identity.oidc else ""
+        for g in t.kubernetes.groups:  # the group as the API server sees it: with the OIDC groups prefix
             rb = by[("RoleBinding", f"{g}-edit")]
-            assert rb["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g}]
+            assert rb["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": prefix + g}]
         assert {o["metadata"]["name"] for o in objs if o["kind"] == "LocalQueue"} == set(t.kubernetes.queues)
         assert all(o["metadata"].get("namespace", ns["metadata"]["name"]) == t.kubernetes.namespace for o in objs)
 

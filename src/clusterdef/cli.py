@@ -442,6 +442,37 @@ def isolation(
         raise typer.Exit(EXIT_WARN)
 
 
+@app.command()
+def access(
+    definition: Path = typer.Argument(..., help="Cluster definition (YAML)."),
+    fmt: TableFormat = typer.Option(TableFormat.text, "--format", "-f", help="Report format."),
+    matrices: Optional[Path] = MatricesOpt,
+    today: Optional[str] = TodayOpt,
+) -> None:
+    """Who can do what, per layer (nodes, Slurm, Kubernetes), and the rendered file that grants it.
+    Exit 0, or 2 on bad input."""
+    from . import access as access_table
+    from .resolve import resolve
+    from .validate.pipeline import validate_file
+
+    result = validate_file(definition, matrices, _today(today))
+    if not result.ok:
+        _report(result, Format.text, err)
+        raise typer.Exit(EXIT_BAD)
+    grants = access_table.table(resolve(result.definition, result.matrix, definition.parent))
+    if fmt is TableFormat.json:
+        sys.stdout.write(json.dumps(access_table.to_json(grants), indent=2, sort_keys=True) + "\n")
+    elif fmt is TableFormat.markdown:
+        sys.stdout.write(access_table.to_markdown(grants))
+    else:
+        for g in grants:
+            out.print(f"[bold]{escape(g.who)}[/] {g.layer}")
+            for c in g.can:
+                out.print(f"    {escape(c)}")
+            if g.files:
+                out.print(f"    files: {escape(', '.join(g.files))}")
+
+
 fabric_app = typer.Typer(no_args_is_help=True, help="InfiniBand fabric: the as-built cabling against the definition.")
 app.add_typer(fabric_app, name="fabric")
 

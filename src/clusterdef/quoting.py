@@ -91,6 +91,26 @@ def systemd(value) -> Quoted:
     return Quoted(f'"{text}"' if " " in text else text)
 
 
+def ini(value) -> Quoted:
+    """A value in an SSSD (ding-libs INI) file: one line, none of the characters its parser or
+    SSSD's own expansion gives a meaning (`#`/`;` comments, `%` specifiers, quotes, backslash)."""
+    text = _one_line(value, "sssd.conf")
+    if re.search(r"[#;%\"'\\]", text) or text != text.strip():
+        raise UnsafeValue(f"{text[:60]!r}: sssd.conf values cannot carry '#', ';', '%', quotes, '\\' "
+                          "or surrounding spaces")
+    return Quoted(text)
+
+
+def sudoers_group(value) -> Quoted:
+    """A `%group` in a sudoers rule: bare when plain, the whole `"%group"` double-quoted otherwise
+    (sudoers(5): a quoted name may hold spaces; `%"group"` is an empty group to visudo)."""
+    text = _one_line(value, "sudoers")
+    if re.search(r"[\"\\,:=()!#]", text) or not text:
+        raise UnsafeValue(f"{text[:60]!r}: a sudoers group cannot carry quotes, backslash, ',', ':', '=', "
+                          "'(', ')', '!' or '#'")
+    return Quoted(f"%{text}" if re.fullmatch(r"[A-Za-z0-9_.-]+", text) else f'"%{text}"')
+
+
 def _finalize(value):
     if value is None or isinstance(value, (Quoted, bool, int, float)):
         return value

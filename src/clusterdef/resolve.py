@@ -33,6 +33,7 @@ class Resolved:
     matrix: Matrix
     macs: dict[str, dict[str, str]]  # group -> host -> mac (inventory or list sources)
     guids: dict[str, dict[str, tuple[str, ...]]] | None = None  # group -> host -> InfiniBand port GUIDs
+    signing_keys: dict[str, str] | None = None  # image policy key name -> canonical PEM
 
     def port_guids(self, group: str) -> dict[str, tuple[str, ...]]:
         return (self.guids or {}).get(group, {})
@@ -71,6 +72,15 @@ def read_guids(definition: Definition, base_dir: Path) -> dict[str, dict[str, tu
     return out
 
 
+def read_signing_keys(definition: Definition, base_dir: Path) -> dict[str, str]:
+    from .signing import key_pem
+
+    k = definition.kubernetes
+    if k is None or k.image_policy is None:
+        return {}
+    return {name: key_pem(key, base_dir) for name, key in k.image_policy.keys.items()}
+
+
 def resolve(definition: Definition, matrix: Matrix, base_dir: Path) -> Resolved:
     return Resolved(definition, matrix.sets[definition.cluster.matrix], matrix, read_macs(definition, base_dir),
-                    read_guids(definition, base_dir))
+                    read_guids(definition, base_dir), read_signing_keys(definition, base_dir))

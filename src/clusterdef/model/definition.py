@@ -9,6 +9,7 @@ from pydantic import Field
 from .base import Model, Name
 from .cluster import Cluster
 from .hardware import HardwareType
+from .identity import Identity
 from .images import Image
 from .kubernetes import Kubernetes
 from .network import Network
@@ -35,6 +36,7 @@ class Definition(Model):
     upgrade: Upgrade = Upgrade()
     observability: Observability = Observability()
     secrets: Secrets = Secrets()
+    identity: Identity | None = None
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
         return {n: g for n, g in self.nodes.items() if g.control_plane == control_plane}

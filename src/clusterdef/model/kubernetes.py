@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import Model, Name
-from .types import Gpus, LabelKey, LabelValue, MigProfile, Registry, SetName, Version
+from .types import _pattern, Gpus, LabelKey, LabelValue, MigProfile, Registry, RelPath, SetName, Version
 
 WorkloadClass = Literal["training", "inference", "batch", "interactive"]
 
@@ -82,11 +82,39 @@ class Kueue(Model):
     pods_ready_timeout_s: int = Field(default=600, ge=30, le=86400)
 
 
+class SigningKey(Model):
+    """A public key (public, so it is data, not a secret): inline, or a PEM file beside the definition."""
+
+    public_key: Annotated[str, _pattern(r"^[A-Za-z0-9+/]{40,2800}={0,2}$", 2802, "the key's base64 body on one line: the lines between BEGIN PUBLIC KEY and END PUBLIC KEY of cosign.pub, joined")] | None = None
+    """The base64 SubjectPublicKeyInfo: cosign.pub without its BEGIN/END lines, on one line."""
+    public_key_file: RelPath | None = None
+    """A PEM public key file (cosign.pub) beside the definition."""
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.public_key is None) == (self.public_key_file is None):
+            raise ValueError("give exactly one of public_key (inline base64) and public_key_file")
+        return self
+
+
+class ImagePolicy(Model):
+    """What tenants' pods may run, enforced at admission by the sigstore policy-controller
+    (docs/kubernetes.md): images only from `registries`, and signed by one of `keys` when
+    `require_signatures`. Platform namespaces (the operators') are not governed."""
+
+    registries: tuple[Registry, ...] = Field(default=(), max_length=64)
+    """The allow-list: `<registry>/**`; an image from anywhere else is refused."""
+    require_signatures: bool = True
+    keys: dict[Name, SigningKey] = {}
+    mode: Literal["enforce", "warn"] = "enforce"
+
+
 class Kubernetes(Model):
     gpu_operator: GpuOperator = GpuOperator()
     network_operator: NetworkOperator = NetworkOperator()
     kueue: Kueue = Kueue()
     node_labels: dict[LabelKey, LabelValue] = {}
     """Extra labels for every Kubernetes-owned node."""
+    image_policy: ImagePolicy | None = None
     gpu_node_taint: bool = True
     """Taint Kubernetes GPU nodes `nvidia.com/gpu=present:NoSchedule` so only GPU workloads land there."""

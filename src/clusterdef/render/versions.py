@@ -11,6 +11,7 @@ from ..resolve import Resolved
 def render(resolved: Resolved) -> dict[str, str]:
     d, vs = resolved.definition, resolved.set
     doc = {
+        "cluster": {"name": d.cluster.name, "site": d.cluster.site, "description": d.cluster.description},
         "set": vs.name,
         "status": vs.status,
         "components": vs.components.model_dump(exclude_none=True),

@@ -73,3 +73,18 @@ def kueue(ctx: Context) -> Iterable[Finding]:
                 yield error("mig-profile-unsupported", ("kubernetes", "gpu_operator", "mig_profile"),
                             f"GPU {hw.gpu.model} of node group `{gname}` has no MIG profile {op.mig_profile}",
                             f"supported: {', '.join(hw.gpu.mig_profiles) or 'none (no MIG)'}")
+
+
+@check("mig-profiles-fit")
+def mig_profiles_fit(ctx: Context) -> Iterable[Finding]:
+    """A MIG profile's memory (the `Ngb` of `3g.40gb`) cannot exceed the GPU's: a typo or another GPU's list."""
+    for hname, hw in ctx.definition.hardware.items():
+        if hw.gpu is None:
+            continue
+        for i, profile in enumerate(hw.gpu.mig_profiles):
+            gib = int(profile.split(".")[1].split("gb")[0])
+            if gib > hw.gpu.memory_gib:
+                yield error("mig-profile-exceeds-memory", ("hardware", hname, "gpu", "mig_profiles", i),
+                            f"MIG profile {profile} needs {gib} GB but GPU {hw.gpu.model} has {hw.gpu.memory_gib} GiB",
+                            "list the profiles `nvidia-smi mig -lgip` prints for this GPU "
+                            "(an H100 80GB: 1g.10gb ... 7g.80gb)")

@@ -148,6 +148,11 @@ def slurm_preempt(ctx: Context) -> Iterable[Finding]:
             yield warning("qos-preempt-off", ("slurm", "qos", qname, "preempt_mode"),
                           f"QOS `{qname}` lists QOS to preempt but its preempt_mode is off",
                           "set preempt_mode: requeue (or cancel/suspend)")
+        if not q.preempt and q.preempt_mode != "off":
+            yield warning("qos-preempt-mode-unused", ("slurm", "qos", qname, "preempt_mode"),
+                          f"QOS `{qname}` has preempt_mode {q.preempt_mode} but preempts no QOS",
+                          "preempt_mode is how this QOS's jobs preempt the QOS in `preempt` (Slurm applies it to "
+                          "the jobs preempted); list them, or remove preempt_mode")
 
 
 @check("slurm-qos-preempt-self")

@@ -9,7 +9,7 @@ AccountingStoragePass) that holds a literal scalar. A field the schema does not 
 Not flagged: the `secrets` section itself (references by name), and fields whose name looks like a
 credential but whose value is a public name: taint keys (`nodes.*.taints[].key`), Kubernetes label
 keys and values (`nodes.*.labels`, `kubernetes.node_labels`). `pkey` (an InfiniBand partition key)
-and `mac` are other words."""
+and `mac` are other words; `public_key` is public."""
 
 from __future__ import annotations
 
@@ -36,8 +36,10 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def looks_secret(key: str) -> bool:
     """The key's last word (split at '_', '-', '.', '/' and camelCase) is a credential word."""
-    words = [w for w in re.split(r"[_\-./]", _CAMEL.sub("_", key)) if w]
-    return bool(words) and words[-1].lower() in WORDS
+    words = [w.lower() for w in re.split(r"[_\-./]", _CAMEL.sub("_", key)) if w]
+    if len(words) >= 2 and words[-2] == "public":  # public_key, publicKey: public by name
+        return False
+    return bool(words) and words[-1] in WORDS
 
 
 def _allowed(path: Path) -> bool:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...resolve import Resolved
-from . import admission, gpu_operator, kueue, network_operator, nodes, tenants
+
+from . import admission, gpu_operator, identity, image_policy, kueue, network_operator, nodes, tenants
 from .common import KUEUE_VERSION, NETWORK_OPERATOR_VERSION, dump, dump_all
 
 ROOT = "kubernetes"
@@ -30,6 +31,9 @@ class KubernetesPlan:
     tenants: dict[str, list[dict]] = field(default_factory=dict)
     nodes: dict = field(default_factory=dict)
     admission: list[dict] = field(default_factory=list)
+    cluster_admins: dict | None = None
+    authentication_config: dict | None = None
+    image_policy: list[dict] = field(default_factory=list)
 
 
 def plan(resolved: Resolved) -> KubernetesPlan | None:
@@ -50,6 +54,9 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         tenants={n: tenants.objects(resolved, n) for n, t in d.tenants.items() if t.kubernetes},
         nodes=nodes.document(resolved),
         admission=admission.objects(resolved),
+        cluster_admins=identity.cluster_admin_binding(resolved),
+        authentication_config=identity.authentication_config(resolved),
+        image_policy=image_policy.objects(resolved),
     )
 
 
@@ -89,6 +96,17 @@ def render(resolved: Resolved) -> dict[str, str]:
     if p.admission:
         out[f"{ROOT}/admission/dedicated-nodes.yaml"] = dump_all(
             p.admission, f"{made}\nValidatingAdmissionPolicy: tenants' pods tolerate only their own tenant's taint")
+    if p.cluster_admins is not None:
+        out[f"{ROOT}/identity/cluster-admins.yaml"] = dump(
+            p.cluster_admins, f"{made}\ncluster-admin for the admin groups only (tenants get namespaced roles)")
+    if p.authentication_config is not None:
+        out[f"{ROOT}/identity/authentication-config.yaml"] = dump(
+            p.authentication_config, f"{made}\nkube-apiserver --authentication-config: the OIDC issuer and its claims "
+                                     "(not an object: a file on the control-plane nodes)")
+    if p.image_policy:
+        out[f"{ROOT}/image-policy/policy.yaml"] = dump_all(
+            p.image_policy, f"{made}\nsigstore policy-controller: tenants' images only from the allowed registries"
+                            ", signed by the definition's keys")
     out[f"{ROOT}/nodes/labels-taints.yaml"] = dump(
         p.nodes, f"{made}\nNode labels and taints per node group (kubelet --node-labels / --register-with-taints)\n"
                  "and fabric topology labels of Kubernetes-owned nodes (Kueue Topology levels)")

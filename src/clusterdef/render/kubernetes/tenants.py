@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 
-from ... import tenancy
+from ... import access, tenancy
 from ...resolve import Resolved
+from . import image_policy
 from .common import GPU, L_GROUP, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
 from .kueue import local_queues, quotas
 
@@ -130,6 +131,8 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
             "pod-security.kubernetes.io/enforce-version": minor,
             "pod-security.kubernetes.io/warn": "restricted",
             "pod-security.kubernetes.io/warn-version": minor,
+            # sigstore policy-controller admits only allowed, signed images here (image_policy.py)
+            **({image_policy.INCLUDE_LABEL: "true"} if image_policy.governed(resolved) else {}),
         }},
     }]
     storage = storage_objects(resolved, tenant)
@@ -180,11 +183,12 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
                              {"key": L_TENANT, "operator": "DoesNotExist"}]}}]},
                      ]}})
 
-    for group in dict.fromkeys(tk.groups):
+    for group in access.tenant_groups(d, tenant):  # identity.tenant_groups, then the namespace's own
         objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                      "metadata": meta(f"{dns_name(group)}-edit"),
                      "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
-                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]})
+                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                   "name": access.oidc_group(d, group)}]})
     nad = ib_attachment(resolved, tenant) if d.kubernetes else None
     if nad:
         objs.append(nad)

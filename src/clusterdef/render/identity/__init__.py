@@ -1,0 +1,162 @@
+"""Identity target: the directory read through SSSD on every node, administrators separate from
+users at every layer (access.py decides who may do what).
+
+    identity/sssd/<node group>.conf[.j2]   sssd.conf for the group's nodes: the directory, and the
+                                           `simple` access provider admitting only the admin groups
+                                           and the groups of tenants that may run there (`.j2` when a
+                                           bind password is referenced: the role resolves the vault
+                                           variable on the node, like slurmdbd.conf.j2)
+    identity/nsswitch.conf                 passwd/group/shadow from files, then SSSD; sudoers from files only
+    identity/sudoers.d/clusterdef-admins   sudo for the admin groups, nobody else
+    identity/slurm-users.sh                (Slurm) AdminLevel for admin groups' members and nobody else;
+                                           tenant groups' members as users of the tenant's account
+                                           (`slurm_users_from_groups`)
+The Kubernetes side (cluster-admin binding, the API server's OIDC configuration) is in the
+kubernetes target (kubernetes/identity/). Pure: no network, no directory."""
+
+from __future__ import annotations
+
+from ... import access
+from ...model.identity import Directory, Identity
+from ...quoting import ini, shell, sudoers_group
+from ...resolve import Resolved
+
+ROOT = "identity"
+
+
+def _domain(resolved: Resolved, dirc: Directory) -> str:
+    return dirc.domain or resolved.definition.network.provisioning.domain
+
+
+def _host(uri: str) -> str:
+    return uri.split("://", 1)[1].rstrip("/").split(":")[0]
+
+
+def sssd_conf(resolved: Resolved, dirc: Directory, group: str) -> str:
+    d = resolved.definition
+    dom = _domain(resolved, dirc)
+    allow = access.login_groups(d, group)
+    out = [f"# SSSD for node group {group} of cluster {d.cluster.name}; rendered by clusterdef.\n",
+           "# Only these groups may log in: " + ", ".join(allow) + ".\n",
+           "[sssd]\n", "config_file_version = 2\n", "services = nss, pam\n", f"domains = {ini(dom)}\n", "\n",
+           "[nss]\n", "filter_users = root\n", "filter_groups = root\n", "\n",
+           "[pam]\n", "\n",
+           f"[domain/{ini(dom)}]\n"]
+    kind = dirc.kind
+    out += [f"id_provider = {kind}\n", f"auth_provider = {kind}\n", f"chpass_provider = {kind}\n",
+            "access_provider = simple\n",
+            "simple_allow_groups = " + ", ".join(ini(g) for g in allow) + "\n"]
+    if kind == "ldap":
+        out.append("ldap_uri = " + ", ".join(ini(u) for u in dirc.uris) + "\n")
+        out.append(f"ldap_schema = {dirc.ldap_schema}\n")
+    elif kind == "ipa":
+        out.append(f"ipa_domain = {ini(dom)}\n")
+        out.append("ipa_server = " + ", ".join(ini(_host(u)) for u in dirc.uris) + "\n")
+    else:
+        out.append(f"ad_domain = {ini(dom)}\n")
+        out.append("ad_server = " + ", ".join(ini(_host(u)) for u in dirc.uris) + "\n")
+    out.append(f"ldap_search_base = {ini(dirc.base_dn)}\n")
+    if dirc.user_base_dn:
+        out.append(f"ldap_user_search_base = {ini(dirc.user_base_dn)}\n")
+    if dirc.group_base_dn:
+        out.append(f"ldap_group_search_base = {ini(dirc.group_base_dn)}\n")
+    out += [f"ldap_tls_cacert = {ini(dirc.tls_ca)}\n", "ldap_tls_reqcert = demand\n"]
+    if dirc.start_tls:
+        out.append("ldap_id_use_start_tls = true\n")
+    if dirc.bind_dn and dirc.bind_password_ref:  # ldap-bind-secret-missing refuses a DN without its ref
+        var = d.secrets.refs[dirc.bind_password_ref]
+        out += [f"ldap_default_bind_dn = {ini(dirc.bind_dn)}\n", "ldap_default_authtok_type = password\n",
+                # the vault variable's name only; the role resolves it on the node (no_log)
+                f"ldap_default_authtok = {{{{ {var} }}}}\n"]
+    out += ["cache_credentials = true\n", "enumerate = false\n"]
+    return "".join(out)
+
+
+NSSWITCH = """\
+# Name services for cluster {cluster}; rendered by clusterdef.
+# Local files first, then the directory through SSSD. sudoers come from files only: the directory
+# cannot grant sudo (identity/sudoers.d/clusterdef-admins is the only rule).
+passwd:         files sss
+group:          files sss
+shadow:         files sss
+gshadow:        files
+hosts:          files dns
+networks:       files
+protocols:      db files
+services:       db files
+ethers:         db files
+rpc:            db files
+netgroup:       files sss
+sudoers:        files
+"""
+
+
+def sudoers(resolved: Resolved, ident: Identity) -> str:
+    d = resolved.definition
+    lines = [f"# Administrators of cluster {d.cluster.name}: the only sudo rule clusterdef renders.\n",
+             "# Install with `visudo -cf`; tenants' users get no sudo anywhere.\n"]
+    lines += [f"{sudoers_group(g)} ALL=(ALL:ALL) ALL\n" for g in ident.admin_groups]
+    return "".join(lines)
+
+
+def slurm_users(resolved: Resolved, ident: Identity) -> str:
+    d = resolved.definition
+    out = ["#!/bin/sh\n",
+           f"# Slurm users and administrators of cluster {d.cluster.name} from directory groups; rendered by clusterdef.\n",
+           "# Run on a host that resolves the directory (SSSD) as a Slurm operator. Idempotent: run it\n",
+           "# after directory changes (the role does, at apply).\n",
+           "set -eu\n",
+           "SACCTMGR=${SACCTMGR:-sacctmgr}\n",
+           f"LEVEL={shell(ident.slurm_admin_level)}\n",
+           "# members of a group, one per line; names that are not POSIX user names are refused, never run\n",
+           "members() {\n",
+           "  getent group \"$1\" | cut -d: -f4 | tr ',' '\\n' | while IFS= read -r u; do\n",
+           "    case \"$u\" in\n",
+           "      '') ;;\n",
+           "      [a-z_]*) case \"$u\" in *[!a-z0-9_.-]*) echo \"clusterdef: skipping user name $(printf %s \"$u\" | od -An -c | tr -s ' ') of group $1\" >&2 ;; *) printf '%s\\n' \"$u\" ;; esac ;;\n",
+           "      *) echo \"clusterdef: skipping a user name of group $1 that does not start with a letter\" >&2 ;;\n",
+           "    esac\n",
+           "  done\n",
+           "}\n",
+           "has_user() { [ -n \"$($SACCTMGR -nP show user where name=\"$1\" format=user)\" ]; }\n",
+           "has_assoc() { [ -n \"$($SACCTMGR -nP show assoc where user=\"$1\" account=\"$2\" format=user)\" ]; }\n",
+           "admins=$(mktemp)\n",
+           "trap 'rm -f \"$admins\"' EXIT\n"]
+    for g in ident.admin_groups:
+        out.append(f"members {shell(g)} >>\"$admins\"\n")
+    out += ["# administrators get AdminLevel; anyone else holding one is demoted\n",
+            "sort -u \"$admins\" | while IFS= read -r u; do\n",
+            "  has_user \"$u\" || $SACCTMGR -i add user name=\"$u\" account=root >/dev/null\n",
+            "  $SACCTMGR -i modify user where name=\"$u\" set adminlevel=\"$LEVEL\" >/dev/null || true\n",
+            "done\n",
+            "$SACCTMGR -nP show user format=user,adminlevel | while IFS='|' read -r u level; do\n",
+            "  case \"$level\" in None|'') continue ;; esac\n",
+            "  case \"$u\" in root|slurm) continue ;; esac\n",
+            "  grep -qxF \"$u\" \"$admins\" || $SACCTMGR -i modify user where name=\"$u\" set adminlevel=None >/dev/null\n",
+            "done\n"]
+    if ident.slurm_users_from_groups:
+        for tenant, groups in ident.tenant_groups.items():
+            t = d.tenants.get(tenant)
+            if t is None or t.slurm is None or not groups:
+                continue
+            acct = shell(t.slurm.account)
+            out.append(f"# tenant {tenant}: members of {', '.join(groups)} are users of account {t.slurm.account}\n")
+            out.append("{ " + " ".join(f"members {shell(g)};" for g in groups) + " } | sort -u | while IFS= read -r u; do\n")
+            out.append(f"  has_assoc \"$u\" {acct} || $SACCTMGR -i add user name=\"$u\" account={acct} >/dev/null\n")
+            out.append("done\n")
+    return "".join(out)
+
+
+def render(resolved: Resolved) -> dict[str, str]:
+    d = resolved.definition
+    ident = d.identity
+    if ident is None:
+        return {}
+    out = {f"{ROOT}/sudoers.d/clusterdef-admins": sudoers(resolved, ident)}
+    if ident.directory is not None:
+        out[f"{ROOT}/nsswitch.conf"] = NSSWITCH.format(cluster=d.cluster.name)
+        for group in d.nodes:
+            out[access.sssd_file(d, group)] = sssd_conf(resolved, ident.directory, group)
+    if d.slurm is not None:
+        out[f"{ROOT}/slurm-users.sh"] = slurm_users(resolved, ident)
+    return out
