@@ -47,6 +47,15 @@ class Placement(Model):
     fabric: Name
     """Name of the fabric (network.fabrics) the group's compute NICs attach to."""
     rack: Name | Literal[""] = ""
+    nvlink: Name | None = None
+    """A fabric of kind `nvlink` whose blocks are the group's NVLink domains (GB200/GB300 NVL72
+    racks). Slurm's topology then is that fabric's topology/block, one block per domain."""
+
+    @property
+    def slurm_fabric(self) -> str:
+        """The fabric Slurm's topology describes for this group: its NVLink domains when it has them
+        (a multi-node NVLink job must stay in one domain), else its compute fabric."""
+        return self.nvlink or self.fabric
 
 
 class Taint(Model):

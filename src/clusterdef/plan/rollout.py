@@ -34,12 +34,10 @@ def leaves(definition: Definition, group: str) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
     placed: set[str] = set()
     if fabric is not None:
-        topo = fabric.topology
-        items = topo.switches.items() if topo.kind == "tree" else topo.blocks.items()
         mine = set(members)
-        for name, m in items:
-            if m.nodes:
-                hosts = [h for h in hostlist.names(m.nodes) if h in mine and h not in placed]
+        for name, nodes in fabric.topology.units():  # leaves, blocks, or scalable units (rail)
+            if nodes:
+                hosts = [h for h in hostlist.names(nodes) if h in mine and h not in placed]
                 if hosts:
                     out.append((name, hosts))
                     placed.update(hosts)

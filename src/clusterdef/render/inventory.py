@@ -13,15 +13,13 @@ COLUMNS = ["host", "group", "control_plane", "hardware", "image", "ipv4", "mac",
 
 
 def switch_of(resolved: Resolved) -> dict[str, dict[str, str]]:
-    """fabric -> host -> leaf switch or block name."""
+    """fabric -> host -> leaf switch, block or scalable unit name."""
     out: dict[str, dict[str, str]] = {}
     for fname, fabric in resolved.definition.network.fabrics.items():
-        topo = fabric.topology
-        members = topo.switches.items() if topo.kind == "tree" else topo.blocks.items()
         where: dict[str, str] = {}
-        for name, m in members:
-            if m.nodes:
-                for host in hostlist.names(m.nodes):
+        for name, nodes in fabric.topology.units():
+            if nodes:
+                for host in hostlist.names(nodes):
                     where[host] = name
         out[fname] = where
     return out

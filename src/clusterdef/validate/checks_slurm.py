@@ -122,10 +122,10 @@ def slurm_topology(ctx: Context) -> Iterable[Finding]:
     if d.slurm is None or major is None or keywords.for_major(major) is None:
         return
     kw = keywords.for_major(major)
-    fabrics = {g.placement.fabric for g in d.groups_of("slurm").values() if g.placement}
+    fabrics = {g.placement.slurm_fabric for g in d.groups_of("slurm").values() if g.placement}
     known = [f for f in d.network.fabrics if f in fabrics]
     for fname in known:
-        kind = d.network.fabrics[fname].topology.kind
+        kind = d.network.fabrics[fname].topology.slurm_plugin
         if not kw.supports_topology(kind):
             yield error("slurm-topology-unsupported", ("network", "fabrics", fname, "topology", "kind"),
                         f"Slurm {major} (set {ctx.chosen_set.name}) has no topology/{kind} plugin",

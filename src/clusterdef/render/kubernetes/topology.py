@@ -1,11 +1,15 @@
 """Fabric topology as node labels (block, leaf, hostname) and Kueue Topology levels, so that
-topology-aware placement keeps a gang on as few leaves and blocks as possible."""
+topology-aware placement keeps a gang on as few leaves and blocks as possible.
+
+Levels per topology kind: tree (block = the leaf's first spine, leaf, host), block (block, host),
+rail (block = the scalable unit, rack, host: the unit's rail leaves all hold the same nodes, so the
+unit is the lowest fabric level; the rack is the group's `placement.rack`, or the unit when unset)."""
 
 from __future__ import annotations
 
 from ... import hostlist
 from ...resolve import Resolved
-from .common import KUEUE_API, L_BLOCK, L_HOSTNAME, L_LEAF, label_value
+from .common import KUEUE_API, L_BLOCK, L_HOSTNAME, L_LEAF, L_RACK, label_value
 
 
 def rdma_groups(resolved: Resolved) -> list[str]:
@@ -22,7 +26,7 @@ def rdma_groups(resolved: Resolved) -> list[str]:
 
 
 def levels(kind: str) -> list[str]:
-    return [L_BLOCK, L_LEAF, L_HOSTNAME] if kind == "tree" else [L_BLOCK, L_HOSTNAME]
+    return {"tree": [L_BLOCK, L_LEAF, L_HOSTNAME], "rail": [L_BLOCK, L_RACK, L_HOSTNAME]}.get(kind, [L_BLOCK, L_HOSTNAME])
 
 
 def fabric_of_groups(resolved: Resolved, groups) -> str | None:
@@ -73,9 +77,18 @@ def node_labels(resolved: Resolved, groups: list[str]) -> dict[str, dict]:
                     continue
                 block = min(parents.get(sname, [sname]))
                 entries.extend(_split(d, fgroups, here, {L_BLOCK: label_value(block), L_LEAF: label_value(sname)}))
+        elif topo.kind == "rail":
+            for uname, nodes in topo.units():
+                here = hostlist.parse(nodes).intersection(members)
+                for g in fgroups:
+                    part = here.intersection(hostlist.parse(d.nodes[g].hosts))
+                    if part:
+                        rack = d.nodes[g].placement.rack or uname
+                        entries.append({"group": g, "hosts": str(part),
+                                        "labels": {L_BLOCK: label_value(uname), L_RACK: label_value(rack)}})
         else:
-            for bname, b in topo.blocks.items():
-                here = hostlist.parse(b.nodes).intersection(members)
+            for bname, nodes in topo.units():
+                here = hostlist.parse(nodes).intersection(members)
                 if here:
                     entries.extend(_split(d, fgroups, here, {L_BLOCK: label_value(bname)}))
         out[fname] = {"levels": levels(topo.kind), "nodes": entries}
