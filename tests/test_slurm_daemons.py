@@ -260,6 +260,55 @@ def test_block_topology(set_name, lab, matrix, controller):
     check_against(ctl, d, tree)
 
 
+def test_gb200_nvlink_blocks(matrix, controller):
+    """clusters/gb200.yaml: Slurm's topology/block has one block per NVL72 rack (18 trays) with the
+    Slurm racks aggregated into one block of 36 (BlockSizes=18,36), on real slurmctld."""
+    import ruamel.yaml
+
+    data = ruamel.yaml.YAML(typ="safe").load((CLUSTERS / "gb200.yaml").read_text())
+    assert validate_file(CLUSTERS / "gb200.yaml", MATRICES, TODAY).ok
+    d, tree = render(data, matrix)
+    ctl = controller(build_for(matrix.sets[d.cluster.matrix].slurm_major))
+    ctl.write(tree)
+    ctl.start()
+    assert expected_topology(d) == {"rack01": ("block", "gb[001-018]", 18), "rack02": ("block", "gb[019-036]", 18),
+                                    "rack[01-02]": ("aggregated", "gb[001-036]", 36)}
+    check_against(ctl, d, tree)
+    assert "fatal" not in ctl.log().lower()
+
+
+@pytest.mark.parametrize("major, sizes, blocks, code, fatal", [
+    ("25.11", [3, 9], None, "block-sizes-invalid", "Invalid BlockSizes"),
+    ("24.11", [4], None, "block-too-small", "children count lower than bblock_node_cnt"),
+    ("25.11", None, {"su1": {"nodes": "gpu[001-002]"}, "su2": {"nodes": "gpu[003-004],kgpu[01-02],sgpu[01-02]"}},
+     "block-too-small", None),  # no BlockSizes: the first block's 2 nodes are the base, fine
+], ids=["not-doubling", "block-below-base", "first-block-is-base"])
+def test_block_sizes_checks_match_slurmctld(major, sizes, blocks, code, fatal, lab, matrix, controller, tmp_path):
+    """What slurm-block-sizes refuses is what slurmctld refuses: it stops with the fatal message.
+    (A block below the base size is fatal for 24.11; 26.05 starts and shows it with a BlockSize it
+    cannot hold, so the check stays an error for every major.)"""
+    data = with_set(lab, "2026.07-r580", matrix)
+    topo = {"kind": "block", "blocks": blocks or {
+        "su1": {"nodes": "gpu[001-002],sgpu01"}, "su2": {"nodes": "gpu[003-004],kgpu[01-02],sgpu02"}}}
+    if sizes:
+        topo["block_sizes"] = sizes
+    data["network"]["fabrics"]["ib0"]["topology"] = topo
+    result = validate_file(dump_yaml(data, tmp_path / "def.yaml"), MATRICES, TODAY)
+    codes = {f.code for f in result.errors}
+    d, tree = render(data, matrix)
+    ctl = controller(build_for(major))
+    ctl.write(tree)
+    if fatal is None:
+        assert code not in codes, codes
+        ctl.start()
+        check_against(ctl, d, tree)
+        return
+    assert code in codes, codes
+    with pytest.raises(AssertionError):
+        ctl.start(timeout=20)
+    assert fatal in ctl.log() + (ctl.work.host / "slurmctld.out").read_text(errors="replace")
+
+
 @pytest.mark.parametrize("plugin", ["tree", "block"])
 def test_rail_topology(plugin, lab, matrix, controller):
     """The lab as two rail-optimised scalable units (conftest.as_rail): Slurm sees each unit as one

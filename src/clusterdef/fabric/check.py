@@ -32,7 +32,8 @@ from ..quoting import prom_label, shell
 from .layout import LANE_GBPS, RATED_WIDTH, WIDTHS, Layout, link_gbps
 
 TAINT = "clusterdef.dev/fabric"
-KINDS = ("wrong-leaf", "wrong-rail", "missing-link", "degraded-link", "unexpected-link", "unknown-node", "duplicate-node")
+KINDS = ("wrong-leaf", "wrong-rail", "missing-link", "degraded-link", "unexpected-link", "unknown-node",
+         "duplicate-node")
 MAX_NODES = 1 << 20
 MAX_LINE = 4096
 

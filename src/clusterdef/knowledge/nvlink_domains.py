@@ -17,12 +17,14 @@ class NvlinkDomain:
     trays: int
     gpus_per_tray: int
     gpus: int
+    cpu_arch: str
 
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, NvlinkDomain]:
     raw = YAML(typ="safe").load(DATA.read_text())["platforms"]
-    return {k: NvlinkDomain(k, int(v["trays"]), int(v["gpus_per_tray"]), int(v["gpus"])) for k, v in raw.items()}
+    return {k: NvlinkDomain(k, int(v["trays"]), int(v["gpus_per_tray"]), int(v["gpus"]), str(v["cpu_arch"]))
+            for k, v in raw.items()}
 
 
 def domain_for(platform: str) -> NvlinkDomain | None:

@@ -1,5 +1,6 @@
-"""Rollout planning: layer order, canary pool across leaf switches (or blocks), validation
-gates, topology-aligned waves with drain, and the rollback target exercised on the canary."""
+"""Rollout planning: layer order, canary pool across leaf switches (or blocks, or the scalable units
+of a rail-optimised fabric), validation gates, topology-aligned waves with drain (whole leaves,
+blocks or units per wave), and the rollback target exercised on the canary."""
 
 from __future__ import annotations
 
@@ -59,8 +60,13 @@ def choose_canary(definition: Definition, affected_groups: list[str]) -> tuple[s
         group = (slurm or candidates)[0]
     by_leaf = [(name, hosts) for name, hosts in leaves(definition, group) if name != "-"] or \
         leaves(definition, group)
-    if len([n for n, _ in by_leaf if n != "-"]) < policy.min_leaf_switches:
-        warnings.append(f"canary group {group} spans {len(by_leaf)} leaf switch(es), fewer than "
+    placed = [n for n, _ in by_leaf if n != "-"]
+    if len(placed) < policy.min_leaf_switches:
+        g = definition.nodes[group]
+        fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
+        unit = {"rail": "scalable unit(s)", "block": "block(s)"}.get(fabric.topology.kind if fabric else "",
+                                                                      "leaf switch(es)")
+        warnings.append(f"canary group {group} is on {len(placed)} {unit}, fewer than "
                         f"upgrade.canary.min_leaf_switches={policy.min_leaf_switches}: the collective test "
                         "will not cross the fabric")
     use = by_leaf[:max(policy.min_leaf_switches, 1)]

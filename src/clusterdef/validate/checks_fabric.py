@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .. import hostlist
-from ..errors import Finding, error
+from ..errors import Finding, error, warning
 from ..knowledge.nvlink_domains import domain_for, table as nvlink_table
 from ..plan.rollout import leaves
 from .registry import Context, check
@@ -113,7 +113,7 @@ def slurm_block_sizes(ctx: Context) -> Iterable[Finding]:
             yield error("block-too-small", base_path + (key, n, "nodes"),
                         f"block `{n}` has {count} Slurm node(s), fewer than the base block size {base}"
                         + (" (the first BlockSizes value)" if sizes else " (the first block's node count)")
-                        + "; slurmctld refuses to start",
+                        + "; slurmctld 24.11 refuses to start, newer ones keep a block too small for a base-size job",
                         "every block needs at least the base block size of Slurm nodes: lower the first "
                         "BlockSizes value, or order the blocks so the smallest comes first")
             return
@@ -209,6 +209,12 @@ def nvlink_domains(ctx: Context) -> Iterable[Finding]:
                         ("hardware", g.hardware), f"hardware `{g.hardware}` ({hw.platform}) has "
                         f"{hw.gpu.count if hw.gpu else 0} GPU(s) per node; a {hw.platform} compute tray has "
                         f"{dom.gpus_per_tray}", f"set gpu.count: {dom.gpus_per_tray}")
+        if dom.cpu_arch != "amd64":
+            yield warning("image-arch", ("nodes", gname, "image"),
+                          f"node group `{gname}` ({hw.platform}) has {dom.cpu_arch} CPUs, but the images and PXE "
+                          f"targets build and boot image `{g.image}` for amd64 only",
+                          "build the node image for arm64 outside clusterdef until the images target has an "
+                          "architecture; the Slurm, Kubernetes and fabric files are architecture-neutral")
         if f.topology.kind != "block":
             continue
         mine = ctx.group_nodes[gname]

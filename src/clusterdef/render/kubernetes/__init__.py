@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...resolve import Resolved
-from . import gpu_operator, kueue, network_operator, nodes, tenants
+from . import gpu_operator, kueue, network_operator, nodes, nvidia_dra, tenants
 from .common import KUEUE_VERSION, NETWORK_OPERATOR_VERSION, dump, dump_all
 
 ROOT = "kubernetes"
@@ -29,6 +29,7 @@ class KubernetesPlan:
     kueue_objects: list[dict]
     tenants: dict[str, list[dict]] = field(default_factory=dict)
     nodes: dict = field(default_factory=dict)
+    compute_domains: list[dict] = field(default_factory=list)
 
 
 def plan(resolved: Resolved) -> KubernetesPlan | None:
@@ -48,6 +49,7 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         kueue_objects=kueue.cluster_objects(resolved),
         tenants={n: tenants.objects(resolved, n) for n, t in d.tenants.items() if t.kubernetes},
         nodes=nodes.document(resolved),
+        compute_domains=nvidia_dra.compute_domains(resolved),
     )
 
 
@@ -84,6 +86,10 @@ def render(resolved: Resolved) -> dict[str, str]:
         out[f"{ROOT}/kueue/{_FILES[kind]}"] = dump_all(objs, f"{made}\nKueue {KUEUE_VERSION}: {kind}")
     for tname, objs in p.tenants.items():
         out[f"{ROOT}/tenants/{tname}.yaml"] = dump_all(objs, f"{made}\nTenant {tname}")
+    if p.compute_domains:
+        out[f"{ROOT}/nvidia-dra/computedomains.yaml"] = dump_all(
+            p.compute_domains, f"{made}\nComputeDomains (NVIDIA DRA driver {nvidia_dra.DRA_DRIVER_VERSION}) for multi-node "
+                               "NVLink: pods claim <name>-imex-channel to share GPU memory within an NVLink domain")
     out[f"{ROOT}/nodes/labels-taints.yaml"] = dump(
         p.nodes, f"{made}\nNode labels and taints per node group (kubelet --node-labels / --register-with-taints)\n"
                  "and fabric topology labels of Kubernetes-owned nodes (Kueue Topology levels)")
