@@ -99,3 +99,44 @@ def test_gb200_validates_with_the_arch_warning_only(tmp_path):
     assert r.ok
     assert {f.code for f in r.findings} == {"image-arch"} and len(r.findings) == 3
     assert "arm64" in r.findings[0].message and r.findings[0].path == ("nodes", "train-r01", "image")
+
+
+# ------------------------------------------------------------------ several networks per node (attachments)
+
+def test_gb200_attachments_and_the_bmc_network(tmp_path):
+    """clusters/gb200.yaml: every tray on compute (rail IB), storage (RoCE), BMC and provisioning; the
+    attachments inventory lists each host's NIC and address per network, and the provisioning dnsmasq
+    (checked by the real `dnsmasq --test`) names no BMC address and no range in the BMC subnet."""
+    import csv
+    import ipaddress
+    import shutil
+    import subprocess
+
+    from clusterdef.build import build_tree
+
+    r = validate_file(CLUSTERS / "gb200.yaml", MATRICES, TODAY)
+    tree, _ = build_tree(r)
+    rows = list(csv.DictReader(tree["inventory/attachments.csv"].splitlines()))
+    assert len(rows) == 54 * 4
+    by = {(row["host"], row["role"]): row for row in rows}
+    assert by[("gb019", "storage")] == {"host": "gb019", "group": "train-r02", "role": "storage", "network": "stor0",
+                                        "kind": "roce", "nic": "bf3s", "ports": "bf3s", "ipv4": "10.40.0.29",
+                                        "subnet": "10.40.0.0/24"}
+    assert by[("gb054", "management")]["ipv4"] == "10.31.0.64" and by[("gb054", "management")]["nic"] == "bmc"
+    assert by[("gb001", "compute")]["ports"] == "ibp0 ibp1 ibp2 ibp3"
+    assert by[("gb001", "provisioning")]["ipv4"] == "10.30.0.11"
+    bmc_net = ipaddress.ip_network("10.31.0.0/24")
+    conf = tree["pxe/dnsmasq.conf"]
+    assert "10.31." not in conf
+    for line in conf.splitlines():
+        for word in line.replace(",", " ").replace("=", " ").split():
+            try:
+                assert ipaddress.ip_address(word) not in bmc_net, line
+            except ValueError:
+                pass
+    if shutil.which("dnsmasq"):
+        path = tmp_path / "dnsmasq.conf"
+        path.write_text(conf)
+        t = subprocess.run(["dnsmasq", "--test", "-C", str(path)], capture_output=True, text=True, timeout=60)
+        assert t.returncode == 0 and "syntax check OK" in t.stderr + t.stdout, t.stderr
+    assert "inventory/attachments.csv" not in build_tree(validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY))[0]

@@ -114,8 +114,20 @@ class Fabric(Model):
     """`nvlink`: NVLink domains (GB200/GB300 NVL72 racks), a block topology with one block per domain."""
     rdma: bool = True
     topology: Topology
+    subnet: IPv4Network | None = None
+    """IP subnet of the nodes' interfaces on this fabric (IPoIB or RoCE), for node group attachments
+    that give addresses (`attachments.<role>.ipv4_start`)."""
+
+
+class Management(Model):
+    """The out-of-band (BMC) network: a subnet of its own, never served by the provisioning dnsmasq."""
+
+    subnet: IPv4Network
+    gateway: IPv4Address | None = None
 
 
 class Network(Model):
     provisioning: Provisioning
+    management: Management | None = None
+    """The BMC network; node groups attach to it with `attachments.management`."""
     fabrics: dict[Name, Fabric] = {}

@@ -232,3 +232,75 @@ def nvlink_domains(ctx: Context) -> Iterable[Finding]:
                         f"{len(missing)} node(s) of `{gname}` ({missing}) are in no NVLink domain of "
                         f"`{g.placement.nvlink}`",
                         "list every node under the block of its rack")
+
+
+def _attachment_subnet(d, role: str, network: str):
+    """(subnet or None, problem or None) of an attachment's network."""
+    if role == "provisioning":
+        return (d.network.provisioning.subnet, None) if network == "provisioning" else \
+            (None, "a provisioning attachment names `provisioning` (network.provisioning)")
+    if role == "management":
+        if network != "management":
+            return None, "a management (BMC) attachment names `management` (network.management)"
+        if d.network.management is None:
+            return None, "define the BMC network under network.management: {subnet: ...}"
+        return d.network.management.subnet, None
+    f = d.network.fabrics.get(network)
+    if f is None:
+        known = ", ".join(sorted(d.network.fabrics)) or "none"
+        return None, f"a {role} attachment names a fabric of network.fabrics (fabrics: {known})"
+    if f.kind == "nvlink":
+        return None, "NVLink domains are `placement.nvlink`, not an attachment"
+    return f.subnet, None
+
+
+@check("attachments")
+def attachments(ctx: Context) -> Iterable[Finding]:
+    """Each node group's networks by role: the network exists and suits the role, the NIC is the
+    hardware's with that role, addresses fall in the network's subnet; the BMC network is a subnet of
+    its own (the provisioning dnsmasq serves only the provisioning subnet)."""
+    d = ctx.definition
+    mgmt = d.network.management
+    if mgmt is not None:
+        others = [("network.provisioning.subnet", d.network.provisioning.subnet)]
+        others += [(f"network.fabrics.{n}.subnet", f.subnet) for n, f in d.network.fabrics.items() if f.subnet]
+        for where, net in others:
+            if mgmt.subnet.overlaps(net):
+                yield error("management-subnet", ("network", "management", "subnet"),
+                            f"the BMC network {mgmt.subnet} overlaps {where} ({net})",
+                            "give the out-of-band network a subnet of its own: the provisioning dnsmasq must "
+                            "never lease or boot a BMC, and tenant traffic on the fabrics must not reach it")
+    for gname, g in d.nodes.items():
+        hw = d.hardware.get(g.hardware)
+        count = len(ctx.group_nodes[gname])
+        for role, a in g.attachments.items():
+            path = ("nodes", gname, "attachments", role)
+            subnet, problem = _attachment_subnet(d, role, a.network)
+            if problem:
+                yield error("attachment-network", path + ("network",),
+                            f"node group `{gname}` attaches {role} to `{a.network}`", problem)
+                continue
+            if role == "compute" and g.placement and a.network != g.placement.fabric:
+                yield error("attachment-network", path + ("network",),
+                            f"node group `{gname}` attaches compute to `{a.network}` but is placed on fabric "
+                            f"`{g.placement.fabric}`", "the compute attachment is the fabric of `placement`")
+                continue
+            nic = next((n for n in hw.nics if n.name == a.nic), None) if hw else None
+            if hw is not None and (nic is None or nic.role != role):
+                names = ", ".join(f"{n.name} ({n.role})" for n in hw.nics) or "none"
+                yield error("attachment-nic", path + ("nic",),
+                            f"node group `{gname}`: hardware `{g.hardware}` has no {role} NIC `{a.nic}`",
+                            f"name a NIC of the hardware whose role is {role} (its NICs: {names})")
+                continue
+            if a.ipv4_start is not None:
+                if subnet is None:
+                    yield error("attachment-ip", path + ("ipv4_start",),
+                                f"node group `{gname}` gives {role} addresses on `{a.network}`, which has no subnet",
+                                f"set network.fabrics.{a.network}.subnet")
+                    continue
+                last = int(a.ipv4_start) + count - 1
+                if a.ipv4_start not in subnet or last > int(subnet.broadcast_address) - 1 \
+                        or a.ipv4_start == subnet.network_address:
+                    yield error("attachment-ip", path + ("ipv4_start",),
+                                f"node group `{gname}`: {count} {role} address(es) from {a.ipv4_start} do not fit "
+                                f"in {subnet}", "start the range inside the subnet, with room for every host")
