@@ -140,3 +140,31 @@ def test_gb200_attachments_and_the_bmc_network(tmp_path):
         t = subprocess.run(["dnsmasq", "--test", "-C", str(path)], capture_output=True, text=True, timeout=60)
         assert t.returncode == 0 and "syntax check OK" in t.stderr + t.stdout, t.stderr
     assert "inventory/attachments.csv" not in build_tree(validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY))[0]
+
+
+def test_rail_cores_without_spines_and_block_on_an_old_slurm(rail_lab, matrix, tmp_path):
+    topo = rail_lab["network"]["fabrics"]["ib0"]["topology"]
+    topo.pop("spines")
+    topo["cores"] = "core01"
+    codes = [(f.code, f.path[-1]) for f in _validate(rail_lab, tmp_path).errors]
+    assert ("rail-no-spine", "cores") in codes and ("rail-no-spine", "scalable_units") in codes
+    topo.pop("cores")
+    topo["spines"] = "spine01"
+    # a set on Slurm 22.05 (no topology/block): rail units as blocks are refused at `slurm`, as a tree not
+    import dataclasses
+    from datetime import date
+
+    from clusterdef.validate.registry import Context, run_checks
+
+    vs = matrix.sets["2026.07-r580"]
+    old = vs.model_copy(update={"name": "old-2205", "components": vs.components.model_copy(update={"slurm": "22.05.8"})})
+    m = dataclasses.replace(matrix, sets={**matrix.sets, "old-2205": old})
+    rail_lab["cluster"]["matrix"] = "old-2205"
+
+    def unsupported():
+        return [f.path for f in run_checks(Context(Definition.model_validate(rail_lab), m, date(2026, 11, 30)))
+                if f.code == "slurm-topology-unsupported"]
+
+    assert unsupported() == []
+    topo["slurm"] = "block"
+    assert unsupported() == [("network", "fabrics", "ib0", "topology", "slurm")]

@@ -35,6 +35,10 @@ def rail_topology(ctx: Context) -> Iterable[Finding]:
                         f"fabric `{fname}` has {len(topo.scalable_units)} scalable units and no spines: each unit "
                         "is an island, and no job can span two of them",
                         "list the spine switches every rail leaf is cabled to: `spines: \"spine[01-16]\"`")
+        if topo.cores and not topo.spines:
+            yield error("rail-no-spine", base + ("cores",),
+                        f"fabric `{fname}` has cores and no spines: the cores are cabled to nothing",
+                        "list the spines between the rail leaves and the cores")
         # switch names: rail leaves, spines and cores are switches of one fabric, never hosts
         spines = hostlist.names(topo.spines) if topo.spines else ()
         cores = hostlist.names(topo.cores) if topo.cores else ()
