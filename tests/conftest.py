@@ -53,3 +53,20 @@ def dump_yaml(data, path: Path) -> Path:
     with open(path, "w") as fh:
         y.dump(data, fh)
     return path
+
+
+def as_rail(data: dict) -> dict:
+    """The lab's fabric `ib0` as a rail-optimised fabric of two scalable units (8 rails: every lab
+    node has 8 compute InfiniBand ports), rail leaves under two spines. The canary group `train`
+    spans both units."""
+    data = copy.deepcopy(data)
+    leaves = data["network"]["fabrics"]["ib0"]["topology"]["switches"]
+    data["network"]["fabrics"]["ib0"]["topology"] = {
+        "kind": "rail", "rails": 8, "spines": "spine[01-02]",
+        "scalable_units": {"su1": {"nodes": leaves["leaf01"]["nodes"]}, "su2": {"nodes": leaves["leaf02"]["nodes"]}}}
+    return data
+
+
+@pytest.fixture
+def rail_lab(lab) -> dict:
+    return as_rail(lab)

@@ -41,7 +41,9 @@ def test_node_twice_names_the_switch_it_is_already_under(matrix, tmp_path):
     assert text != LAB
     (f,) = [f for f in _validate(text, tmp_path, matrix).findings if f.code == "topology-node-twice"]
     assert f.message == "switch `leaf02` lists gpu002, already attached to switch `leaf01` in this fabric"
-    assert "rail" in f.hint and "network.fabrics" in f.hint
+    # the hint names both switches and points at the rail-optimised kind
+    assert "`leaf01`" in f.hint and "`leaf02`" in f.hint
+    assert "kind: rail" in f.hint and "docs/fabric.md" in f.hint
 
 
 @pytest.mark.parametrize("key, where, field", [

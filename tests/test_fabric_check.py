@@ -35,6 +35,7 @@ def _lab_without_secure() -> Path:
     data = YAML(typ="safe").load((REPO / "clusters" / "lab.yaml").read_text())
     del data["nodes"]["secure"], data["slurm"]["partitions"]["secure"], data["tenants"]["secure"]
     data["filesystems"]["scratch"]["node_groups"].remove("secure")
+    data.get("identity", {}).get("tenant_groups", {}).pop("secure", None)
     for sw in data["network"]["fabrics"]["ib0"]["topology"]["switches"].values():
         if "nodes" in sw:
             sw["nodes"] = ",".join(p for p in sw["nodes"].split(",") if not p.startswith("sgpu"))
@@ -270,3 +271,87 @@ def test_cli_bad_input(tmp_path):
     assert r.returncode == 2 and "ibnetdiscover-invalid" in r.stderr and "Traceback" not in r.stderr
     r = cli("fabric", "check", str(LAB), "--ibnetdiscover", str(FIX / "lab-clean.txt"), "--fabric", "nope")
     assert r.returncode == 2 and "no fabric 'nope'" in r.stderr
+
+
+# ------------------------------------------------------------------ rail-optimised scalable units
+
+RAIL_FAULTS = ibsim.Faults(swap=((("gpu001", 1), ("gpu001", 2)),), drop=(("gpu003", 5),),
+                           degrade=(ibsim.Degrade(("kgpu01", 3), width=1),))
+RAIL_EXPECTED = [("wrong-rail", "gpu001", 1), ("wrong-rail", "gpu001", 2), ("missing-link", "gpu003", 5),
+                 ("degraded-link", "kgpu01", 3)]
+
+
+@pytest.fixture(scope="module")
+def rail_def(tmp_path_factory):
+    """The lab as two rail-optimised scalable units of 8 rails under two spines (conftest.as_rail)."""
+    from ruamel.yaml import YAML
+
+    from conftest import as_rail, dump_yaml
+
+    data = as_rail(YAML(typ="safe").load((REPO / "clusters" / "lab.yaml").read_text()))
+    path = dump_yaml(data, tmp_path_factory.mktemp("rail") / "rail.yaml")
+    r = validate_file(path)
+    assert r.ok, [(f.code, f.message) for f in r.findings]
+    return path, r.definition
+
+
+def test_rail_layout(rail_def):
+    _, d = rail_def
+    lay = layout(d, "ib0")
+    assert lay.kind == "rail" and len(lay.switches) == 2 * 8 + 2
+    assert lay.hosts["gpu003"].leaf_of(5) == "su2-rail5" and lay.hosts["sgpu01"].leaf_of(8) == "su1-rail8"
+    assert ("su2-rail8", "spine02") in lay.uplinks and len(lay.uplinks) == 16 * 2
+    text = ibsim.net_file(d, "ib0")
+    # rail leaf: its unit's hosts on port i of each, then the two spines
+    assert 'Switch\t5 "su1-rail3"\n[1]\t"gpu001"[3]\t\t# lid 0 8xHDR\n[2]\t"gpu002"[3]' in text
+    assert 'Switch\t17 "spine01"' in text and 'Switch\t16 "spine02"' in text  # 16 leaves (+ the SM on spine01)
+
+
+def test_rail_proof_clean_and_faults(rail_def, tmp_path):
+    """2 units x 8 rails in ibsim: clean as rendered; a rail swap inside one node (HCA 1 and 2 on each
+    other's rail leaf), one missing cable and one degraded link are reported exactly."""
+    need_ibsim()
+    path, d = rail_def
+    sm = ibsim.sm_hca(d, "ib0")
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "faults").mkdir()
+    clean = tmp_path / "clean.txt"
+    clean.write_text(discover(ibsim.net_file(d, "ib0"), tmp_path / "clean", sm))
+    r = cli("fabric", "check", str(path), "--ibnetdiscover", str(clean), "-f", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["issues"] == [] and doc["links_checked"] == 8 * 8 + 16 * 2
+
+    bad = tmp_path / "faults.txt"
+    bad.write_text(discover(ibsim.net_file(d, "ib0", RAIL_FAULTS), tmp_path / "faults", sm))
+    drain = tmp_path / "drain.sh"
+    r = cli("fabric", "check", str(path), "--ibnetdiscover", str(bad), "--drain", str(drain), "-f", "json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    issues = json.loads(r.stdout)["issues"]
+    assert [(i["kind"], i["node"], i["port"]) for i in issues] == RAIL_EXPECTED
+    assert issues[0]["expected"] == "su1-rail1" and issues[0]["actual"].startswith("su1-rail2 port ")
+    assert issues[1]["expected"] == "su1-rail2" and issues[1]["actual"].startswith("su1-rail1 port ")
+    assert issues[2]["expected"] == "cable to su2-rail5"
+    assert drain.read_text().splitlines() == [
+        "scontrol update NodeName=gpu001 State=DRAIN 'Reason=clusterdef fabric: wrong-rail'",
+        "scontrol update NodeName=gpu003 State=DRAIN 'Reason=clusterdef fabric: missing-link'",
+        "kubectl taint nodes kgpu01 clusterdef.dev/fabric=degraded-link:NoSchedule --overwrite",
+    ]
+
+
+def test_rail_swap_across_units_is_wrong_leaf(rail_def):
+    """The same rail in another unit is the wrong leaf, not the wrong rail (pure: the net file as
+    ibnetdiscover would see it is not needed to classify)."""
+    _, d = rail_def
+    lay = layout(d, "ib0")
+    topo = fc.Topology()
+    guid = {n: i + 1 for i, n in enumerate(sorted(lay.names))}
+    for n in lay.names:
+        topo.nodes[guid[n]] = fc.Node("Switch" if n in lay.switches else "Ca", guid[n], 64, n, 0)
+    net = ibsim.inject(ibsim.build(d, "ib0"), ibsim.Faults(swap=((("gpu001", 4), ("gpu003", 4)),)))
+    for link in net.links:
+        for a, b in ((link.a, link.b), (link.b, link.a)):
+            topo.links[fc.Port(guid[a[0]], a[1])] = (fc.Port(guid[b[0]], b[1]), link.width, link.speed)
+    report = fc.compare(lay, topo)
+    assert [(i.kind, i.node, i.port, i.expected) for i in report.issues] == [
+        ("wrong-leaf", "gpu001", 4, "su1-rail4"), ("wrong-leaf", "gpu003", 4, "su2-rail4")]

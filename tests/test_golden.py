@@ -51,3 +51,14 @@ def test_golden_tree(example):
     want = on_disk(root) if root.is_dir() else {}
     assert want, f"no golden tree for {example.name}: run scripts/refresh-golden"
     assert want == got, "rendered tree differs from golden (scripts/refresh-golden to accept):\n" + readable_diff(want, got)
+
+
+def test_gb200_golden_has_the_nvlink_domains():
+    """The GB200 example's golden tree (clusters/gb200.yaml): one Slurm block per NVL72 rack with valid
+    BlockSizes, a ComputeDomain for the Kubernetes tenant, the rail fabric's Kueue levels."""
+    root = GOLDEN / "gb200"
+    assert (root / "slurm" / "topology.conf").read_text().splitlines()[2:] == [
+        "BlockName=rack01 Nodes=gb[001-018]", "BlockName=rack02 Nodes=gb[019-036]", "BlockSizes=18,36"]
+    assert "TopologyPlugin=topology/block" in (root / "slurm" / "slurm.conf").read_text()
+    assert "kind: ComputeDomain" in (root / "kubernetes" / "nvidia-dra" / "computedomains.yaml").read_text()
+    assert "nodeLabel: clusterdef.dev/rack" in (root / "kubernetes" / "kueue" / "topologies.yaml").read_text()

@@ -508,6 +508,7 @@ def test_reference_copies_match_shared():
     pairs = [(REF / "gpu-operator" / "nvidia.com_clusterpolicies-v26.7.0.json",
               SHARED / "gpu-operator" / "nvidia.com_clusterpolicies-v26.7.0.yaml")]
     pairs += [(p, SHARED / "kueue" / "crds-v0.19.2" / (p.stem + ".yaml")) for p in KUEUE_CRDS.values()]
+    pairs += [(p, SHARED / "nvidia-dra" / (p.stem + ".yaml")) for p in CD_CRDS]
     for copy_path, original in pairs:
         assert json.loads(copy_path.read_text()) == reduce_crd(yaml_safe.load(original.read_text())), copy_path
     for p in REF.rglob("*"):
@@ -840,3 +841,38 @@ def test_opensm_puts_the_kubernetes_node_in_the_nads_pkey(lab_data, tmp_path):
         assert all(t == {"0x7fff"} for h in ("kgpu01", "kgpu02", "gpu001") for t in tables[h])
     finally:
         sim.close()
+# ---------------------------------------------------------------- NVLink domains (GB200)
+
+CD_CRDS = sorted((REF / "nvidia-dra").glob("resource.nvidia.com_computedomains-*.json"))
+
+
+def test_compute_domains_validate_against_crd():
+    """clusters/gb200.yaml: one ComputeDomain (IMEX) per tenant reaching NVLink groups, strict against the
+    DRA driver's CRD (v0.4.0 and the old chart's v25.12.0, which requires numNodes); the lab has none."""
+    assert len(CD_CRDS) == 2
+    gb = k8s.plan(load(CLUSTERS / "gb200.yaml"))
+    (cd,) = gb.compute_domains
+    assert cd["metadata"] == {"name": "nvl72", "namespace": "llm", "labels": {"clusterdef.dev/tenant": "llm"}}
+    assert cd["spec"] == {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "nvl72-imex-channel"},
+                                                     "allocationMode": "Single"}}
+    for path in CD_CRDS:
+        validator = crd_validator(path)
+        assert errors_of(validator, cd) == [], path.name
+        bad = copy.deepcopy(cd)
+        bad["spec"]["channel"]["resourceClaimTemplates"] = bad["spec"]["channel"].pop("resourceClaimTemplate")
+        assert errors_of(validator, bad), path.name  # strict: a misspelt field fails
+    assert k8s.plan(load(CLUSTERS / "lab.yaml")).compute_domains == []
+    tree = k8s.render(load(CLUSTERS / "gb200.yaml"))
+    assert "kind: ComputeDomain" in tree["kubernetes/nvidia-dra/computedomains.yaml"]
+
+
+def test_gb200_kueue_rack_is_the_nvlink_domain():
+    """On the rail fabric, the Kueue levels are block (scalable unit), rack, host; a group in NVLink
+    domains is labelled with its domain as the rack, so a job required on one rack stays in one NVL72."""
+    gb = k8s.plan(load(CLUSTERS / "gb200.yaml"))
+    (topo,) = [o for o in gb.kueue_objects if o["kind"] == "Topology"]
+    assert [lv["nodeLabel"] for lv in topo["spec"]["levels"]] == [
+        "clusterdef.dev/fabric-block", "clusterdef.dev/rack", "kubernetes.io/hostname"]
+    assert gb.nodes["topology"]["ib0"]["nodes"] == [
+        {"group": "mnnvl-r03", "hosts": "gb[037-054]",
+         "labels": {"clusterdef.dev/fabric-block": "su1", "clusterdef.dev/rack": "rack03"}}]

@@ -14,7 +14,7 @@ from clusterdef.model import Definition
 from clusterdef.render import slurm as slurm_target
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
-from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
+from conftest import CLUSTERS, MATRICES, TODAY, as_rail, dump_yaml
 from slurm_helpers import Controller, Munge, Workdir, build_for, fake_gpu_slurmds
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slurm_live, pytest.mark.slow]
@@ -117,16 +117,97 @@ def check_against(ctl: Controller, d: Definition, tree: dict[str, str]) -> None:
     shown = ctl.scontrol("show", "topology")
     if topo is None:
         return
-    rendered = {ln.split()[0].split("=")[1] for ln in topo.splitlines() if ln and not ln.startswith("#")
-                and ln.split("=")[0] in ("SwitchName", "BlockName")}
-    seen = {parse["SwitchName"] if "SwitchName" in parse else parse["BlockName"]
-            for parse in (dict(kv.split("=", 1) for kv in ln.split() if "=" in kv) for ln in shown.splitlines())
-            if "SwitchName" in parse or "BlockName" in parse}
-    assert rendered and rendered <= seen, (rendered - seen, shown[:2000])
-    # Every Slurm node is under some leaf switch or block, as the definition places them.
-    leaves = [ln for ln in shown.splitlines() if "Level=0" in ln or ln.startswith("BlockName")]
-    under = hostlist.union(dict(kv.split("=", 1) for kv in ln.split() if "=" in kv)["Nodes"] for ln in leaves)
-    assert len(under) == len(want["nodes"])
+    assert shown_topology(shown) == expected_topology(d), shown[:3000]
+
+
+def expected_topology(d: Definition) -> dict:
+    """What `scontrol show topology` must show, from the definition alone (not the rendered file):
+    tree: switch -> (Level, every Slurm node below it, child switches), keeping only the switches on
+    a path to Slurm nodes; rail: the scalable units as level-0 switches, spines above them, cores
+    above the spines; block (and rail as blocks): block -> ("block", its Slurm nodes, BlockSize) and
+    each aggregated block -> ("aggregated", its nodes, BlockSize)."""
+    ours = hostlist.union(g.hosts for g in d.groups_of("slurm").values())
+    g = next(g for g in d.groups_of("slurm").values() if g.placement)
+    topo = d.network.fabrics[g.placement.slurm_fabric].topology
+    if topo.slurm_plugin == "block":
+        blocks = [(n, hostlist.parse(x).intersection(ours)) for n, x in topo.units()]
+        blocks = [(n, m) for n, m in blocks if m]
+        base = topo.block_sizes[0] if topo.block_sizes else len(blocks[0][1])
+        out = {n: ("block", str(m), base) for n, m in blocks}
+        # aggregated blocks as Slurm's block_record_validate() forms them: levels 2^k (k from
+        # BlockSizes, else 0..4) up to the first that covers every block; consecutive runs of 2^k
+        # blocks, a short tail run kept only where the level below cannot hold it
+        mults = sorted({size // base for size in topo.block_sizes} or {1, 2, 4, 8, 16})
+        levels = []
+        for mult in mults:
+            levels.append(mult)
+            if mult >= len(blocks):
+                break
+        for j in range(1, len(levels)):
+            run: list[int] | None = None
+            runs = []
+            for i in range(len(blocks)):
+                if i % levels[j] == 0:
+                    left = len(blocks) - i
+                    run = None if levels[j] > left and levels[j - 1] >= left else [i]
+                    if run is not None:
+                        runs.append(run)
+                elif run is not None:
+                    run.append(i)
+            for r in runs:
+                name = hostlist.fold([blocks[i][0] for i in r])
+                out[name] = ("aggregated", str(hostlist.union(str(blocks[i][1]) for i in r)), base * levels[j])
+        return out
+    children: dict[str, list[str]] = {}
+    nodes: dict[str, object] = {}
+    if topo.kind == "rail":
+        units = [n for n, nodes_ in topo.units() if hostlist.parse(nodes_).intersection(ours)]
+        nodes.update({n: hostlist.parse(x).intersection(ours) for n, x in topo.units() if n in units})
+        spines = hostlist.names(topo.spines) if topo.spines else ()
+        children.update({s: units for s in spines})
+        children.update({c: list(spines) for c in (hostlist.names(topo.cores) if topo.cores else ())})
+    else:
+        for name, sw in topo.switches.items():
+            if sw.nodes:
+                nodes[name] = hostlist.parse(sw.nodes).intersection(ours)
+            if sw.switches:
+                children[name] = list(hostlist.names(sw.switches))
+    memo: dict[str, tuple] = {}
+
+    def walk(name: str):
+        if name not in memo:
+            if name in children:
+                kids = [(k, walk(k)) for k in children[name]]
+                kids = [(k, v) for k, v in kids if v]
+                memo[name] = (1 + max(v[0] for _, v in kids), hostlist.union(str(v[1]) for _, v in kids),
+                              hostlist.fold([k for k, _ in kids])) if kids else None
+            else:
+                memo[name] = (0, nodes[name], None) if nodes.get(name) else None
+        return memo[name]
+
+    out = {}
+    for name in list(nodes) + list(children):
+        v = walk(name)
+        if v:
+            out[name] = (v[0], str(v[1]), v[2])
+    return out
+
+
+def shown_topology(shown: str) -> dict:
+    """`scontrol show topology` as expected_topology has it, hostlists folded the same way."""
+    out = {}
+    for ln in shown.splitlines():
+        rec = dict(kv.split("=", 1) for kv in ln.split() if "=" in kv)
+        if "SwitchName" in rec:
+            kids = rec.get("Switches", "(null)")
+            out[rec["SwitchName"]] = (int(rec["Level"]), str(hostlist.parse(rec["Nodes"])),
+                                      None if kids in ("(null)", "") else hostlist.fold(hostlist.names(kids)))
+        elif "BlockName" in rec:
+            out[rec["BlockName"]] = ("block", str(hostlist.parse(rec["Nodes"])), int(rec["BlockSize"]))
+        elif "AggregatedBlock" in rec:
+            name = hostlist.fold(hostlist.names(rec["AggregatedBlock"]))
+            out[name] = ("aggregated", str(hostlist.parse(rec["Nodes"])), int(rec["BlockSize"]))
+    return out
 
 
 @pytest.mark.parametrize("set_name", SETS)
@@ -177,6 +258,77 @@ def test_block_topology(set_name, lab, matrix, controller):
     shown = ctl.scontrol("show", "topology")
     assert "BlockName=su1" in shown and "BlockName=su2" in shown, shown
     check_against(ctl, d, tree)
+
+
+def test_gb200_nvlink_blocks(matrix, controller):
+    """clusters/gb200.yaml: Slurm's topology/block has one block per NVL72 rack (18 trays) with the
+    Slurm racks aggregated into one block of 36 (BlockSizes=18,36), on real slurmctld."""
+    import ruamel.yaml
+
+    data = ruamel.yaml.YAML(typ="safe").load((CLUSTERS / "gb200.yaml").read_text())
+    assert validate_file(CLUSTERS / "gb200.yaml", MATRICES, TODAY).ok
+    d, tree = render(data, matrix)
+    ctl = controller(build_for(matrix.sets[d.cluster.matrix].slurm_major))
+    ctl.write(tree)
+    ctl.start()
+    assert expected_topology(d) == {"rack01": ("block", "gb[001-018]", 18), "rack02": ("block", "gb[019-036]", 18),
+                                    "rack[01-02]": ("aggregated", "gb[001-036]", 36)}
+    check_against(ctl, d, tree)
+    assert "fatal" not in ctl.log().lower()
+
+
+@pytest.mark.parametrize("major, sizes, blocks, code, fatal", [
+    ("25.11", [3, 9], None, "block-sizes-invalid", "Invalid BlockSizes"),
+    ("24.11", [4], None, "block-too-small", "children count lower than bblock_node_cnt"),
+    ("25.11", None, {"su1": {"nodes": "gpu[001-002]"}, "su2": {"nodes": "gpu[003-004],kgpu[01-02],sgpu[01-02]"}},
+     "block-too-small", None),  # no BlockSizes: the first block's 2 nodes are the base, fine
+], ids=["not-doubling", "block-below-base", "first-block-is-base"])
+def test_block_sizes_checks_match_slurmctld(major, sizes, blocks, code, fatal, lab, matrix, controller, tmp_path):
+    """What slurm-block-sizes refuses is what slurmctld refuses: it stops with the fatal message.
+    (A block below the base size is fatal for 24.11; 26.05 starts and shows it with a BlockSize it
+    cannot hold, so the check stays an error for every major.)"""
+    data = with_set(lab, "2026.07-r580", matrix)
+    topo = {"kind": "block", "blocks": blocks or {
+        "su1": {"nodes": "gpu[001-002],sgpu01"}, "su2": {"nodes": "gpu[003-004],kgpu[01-02],sgpu02"}}}
+    if sizes:
+        topo["block_sizes"] = sizes
+    data["network"]["fabrics"]["ib0"]["topology"] = topo
+    result = validate_file(dump_yaml(data, tmp_path / "def.yaml"), MATRICES, TODAY)
+    codes = {f.code for f in result.errors}
+    d, tree = render(data, matrix)
+    ctl = controller(build_for(major))
+    ctl.write(tree)
+    if fatal is None:
+        assert code not in codes, codes
+        ctl.start()
+        check_against(ctl, d, tree)
+        return
+    assert code in codes, codes
+    with pytest.raises(AssertionError):
+        ctl.start(timeout=20)
+    assert fatal in ctl.log() + (ctl.work.host / "slurmctld.out").read_text(errors="replace")
+
+
+@pytest.mark.parametrize("plugin", ["tree", "block"])
+def test_rail_topology(plugin, lab, matrix, controller):
+    """The lab as two rail-optimised scalable units (conftest.as_rail): Slurm sees each unit as one
+    leaf switch under both spines (tree), or as one block (block); never the 16 rail leaves."""
+    data = as_rail(with_set(lab, "2026.07-r580", matrix))
+    if plugin == "block":
+        data["network"]["fabrics"]["ib0"]["topology"].update(slurm="block", block_sizes=[3, 6])
+    d, tree = render(data, matrix)
+    assert "rail" not in tree["slurm/topology.conf"].split("\n", 2)[2]
+    assert f"TopologyPlugin=topology/{plugin}" in tree["slurm/slurm.conf"]
+    ctl = controller(build_for(matrix.sets["2026.07-r580"].slurm_major))
+    ctl.write(tree)
+    ctl.start()
+    want = expected_topology(d)
+    if plugin == "tree":
+        assert want["spine02"] == (1, "gpu[001-004],sgpu[01-02]", "su[1-2]") and want["su1"][0] == 0
+    else:
+        assert want["su[1-2]"] == ("aggregated", "gpu[001-004],sgpu[01-02]", 6)
+    check_against(ctl, d, tree)
+    assert "topology: warning" not in ctl.log().lower() and "multiple leaf switches" not in ctl.log().lower()
 
 
 def _probes(folder, values: dict[str, list[str]]):

@@ -3,6 +3,8 @@ against the cabling the definition declares (fabric.layout).
 
 Reported, one `Issue` each:
   wrong-leaf       a host port cabled to a switch other than its leaf
+  wrong-rail       rail-optimised fabric: a host port cabled to a rail leaf of another rail (HCA i
+                   belongs on rail leaf i of its scalable unit)
   missing-link     a host port, or a declared leaf/spine cable, that is not in the fabric
   degraded-link    a link below its rated width (4x) or rate (the NIC's speed_gbps; inter-switch
                    links: the fastest host port of the fabric)
@@ -30,7 +32,8 @@ from ..quoting import prom_label, shell
 from .layout import LANE_GBPS, RATED_WIDTH, WIDTHS, Layout, link_gbps
 
 TAINT = "clusterdef.dev/fabric"
-KINDS = ("wrong-leaf", "missing-link", "degraded-link", "unexpected-link", "unknown-node", "duplicate-node")
+KINDS = ("wrong-leaf", "wrong-rail", "missing-link", "degraded-link", "unexpected-link", "unknown-node",
+         "duplicate-node")
 MAX_NODES = 1 << 20
 MAX_LINE = 4096
 
@@ -237,7 +240,7 @@ def compare(lay: Layout, topo: Topology) -> Report:
         for p in range(1, host.ports + 1):
             link = topo.links.get(Port(node.guid, p)) if node else None
             if link is None:
-                issues.append(Issue("missing-link", h, p, f"cable to {host.leaf}",
+                issues.append(Issue("missing-link", h, p, f"cable to {host.leaf_of(p)}",
                                     "no link" if node else "host not in the fabric",
                                     f"{node.guid:#018x}" if node else ""))
                 bad_hosts[h] = host.control_plane
@@ -245,8 +248,11 @@ def compare(lay: Layout, topo: Topology) -> Report:
             checked += 1
             peer, width, speed = link
             got = name_of.get(peer.guid)
-            if got != host.leaf:
-                issues.append(Issue("wrong-leaf", h, p, host.leaf, f"{peer_name(peer)} port {peer.port}",
+            want = host.leaf_of(p)
+            if got != want:
+                rails = lay.rail_of or {}
+                kind = "wrong-rail" if got in rails and rails[got][1] != rails[want][1] else "wrong-leaf"
+                issues.append(Issue(kind, h, p, want, f"{peer_name(peer)} port {peer.port}",
                                     f"{node.guid:#018x}"))
                 bad_hosts[h] = host.control_plane
             if _below(width, speed, host.rated_gbps):

@@ -101,11 +101,16 @@ def build(definition: Definition, fabric_name: str, max_speed: str = IBSIM_MAX_S
     net.ports[lay.sm] = 1
     for s in lay.switches:
         net.kinds[s] = "Switch"
-    for leaf, members in lay.leaves.items():
-        for h in members:
-            host = lay.hosts[h]
+    if lay.kind == "rail":  # unit by unit, host by host, port i to rail leaf i
+        for h, host in lay.hosts.items():
             for p in range(1, host.ports + 1):
-                cable(h, p, leaf, host.rated_gbps)
+                cable(h, p, host.leaf_of(p), host.rated_gbps)
+    else:
+        for leaf, members in lay.leaves.items():
+            for h in members:
+                host = lay.hosts[h]
+                for p in range(1, host.ports + 1):
+                    cable(h, p, leaf, host.rated_gbps)
     children = {}
     for child, parent in lay.uplinks:
         children.setdefault(parent, []).append(child)

@@ -5,6 +5,8 @@ Tree topology: switches with `nodes` are leaves (every compute InfiniBand port o
 its leaf), `switches` lists the switches under a spine (one cable per child/parent pair).
 Block topology (scalable units): one switch per block, named after the block, cabled to one core
 switch named `<fabric>-core`; the block's hosts are cabled to the block's switch.
+Rail topology (rail-optimised scalable units): unit U has rail leaves `U-rail1`..`U-railR`; port i
+of each host of U is cabled to `U-rail<i>`; every rail leaf to every spine, every spine to every core.
 
 A host's ports are its hardware's NICs with kind `infiniband` and role `compute`, `count` ports
 each, numbered 1..N in NIC order; their rated width is 4x (every ConnectX/InfiniBand HCA port) and
@@ -31,9 +33,13 @@ class Host:
     name: str
     group: str
     control_plane: str
-    leaf: str
+    leaf: str  # the leaf of port 1 (tree, block: of every port)
     ports: int
     rated_gbps: int
+    rails: tuple[str, ...] = ()  # rail topology: the leaf of port i is rails[i - 1]
+
+    def leaf_of(self, port: int) -> str:
+        return self.rails[port - 1] if self.rails else self.leaf
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class Layout:
     uplinks: tuple[tuple[str, str], ...]  # (child, parent), one cable each
     sm: str  # the subnet manager host's HCA
     trunk_gbps: int
+    rail_of: dict[str, tuple[str, int]] | None = None  # rail topology: rail leaf -> (unit, rail)
 
     @property
     def names(self) -> set[str]:
@@ -101,6 +108,8 @@ def layout(definition: Definition, fabric_name: str, sm: str | None = None) -> L
         for sname, sw in topo.switches.items():
             if sw.switches:
                 uplinks.extend((child, sname) for child in hostlist.names(sw.switches))
+    elif topo.kind == "rail":
+        return _rail_layout(definition, fabric_name, topo, ports, sm)
     else:
         core = f"{fabric_name}-core"[:63]
         switches = tuple(topo.blocks) + (core,)
@@ -125,6 +134,40 @@ def layout(definition: Definition, fabric_name: str, sm: str | None = None) -> L
         raise FabricError(f"fabric {fabric_name} cables unknown switches: {', '.join(sorted(unknown))}")
     trunk = max((h.rated_gbps for h in hosts.values()), default=100)
     return Layout(fabric_name, topo.kind, hosts, switches, leaves, tuple(uplinks), sm, trunk)
+
+
+def _rail_layout(definition: Definition, fabric_name: str, topo, ports, sm: str | None) -> Layout:
+    spines = hostlist.names(topo.spines) if topo.spines else ()
+    cores = hostlist.names(topo.cores) if topo.cores else ()
+    rail_of: dict[str, tuple[str, int]] = {}
+    leaves: dict[str, tuple[str, ...]] = {}
+    hosts: dict[str, Host] = {}
+    for unit, su in topo.scalable_units.items():
+        members = tuple(h for h in hostlist.names(su.nodes) if h in ports)
+        rails = tuple(topo.rail_leaf(unit, r) for r in range(1, topo.rails + 1))
+        for r, leaf in enumerate(rails, 1):
+            rail_of[leaf] = (unit, r)
+            leaves[leaf] = members
+        for h in members:
+            if h in hosts:
+                raise FabricError(f"host {h} is in two scalable units ({hosts[h].leaf.rsplit('-rail', 1)[0]} "
+                                  f"and {unit})")
+            g, cp, n, rated = ports[h]
+            if n != topo.rails:
+                raise FabricError(f"host {h} has {n} compute InfiniBand port(s) on a {topo.rails}-rail fabric")
+            hosts[h] = Host(h, g, cp, rails[0], n, rated, rails)
+    switches = tuple(rail_of) + spines + cores
+    if len(set(switches)) != len(switches):
+        raise FabricError(f"fabric {fabric_name} names a switch twice")
+    uplinks = tuple((leaf, s) for leaf in rail_of for s in spines) + tuple((s, c) for s in spines for c in cores)
+    sm = sm or f"sm-{fabric_name}"[:63]
+    taken = set(hosts) & set(switches)
+    if taken:
+        raise FabricError(f"{', '.join(sorted(taken))} names both a host and a switch of fabric {fabric_name}")
+    if sm in hosts or sm in switches:
+        raise FabricError(f"the subnet manager HCA name {sm!r} is a host or switch of fabric {fabric_name}")
+    trunk = max((h.rated_gbps for h in hosts.values()), default=100)
+    return Layout(fabric_name, "rail", hosts, switches, leaves, uplinks, sm, trunk, rail_of)
 
 
 # Gb/s per lane of each InfiniBand speed as ibnetdiscover names it (the signalling rates rounded

@@ -40,6 +40,17 @@ class TreeTopology(Model):
     kind: Literal["tree"]
     switches: dict[Name, Switch]
 
+    @property
+    def slurm_plugin(self) -> str:
+        return "tree"
+
+    def units(self) -> list[tuple[str, str]]:
+        """(leaf switch, its nodes) in definition order: the lowest level a node is placed on."""
+        return [(n, sw.nodes) for n, sw in self.switches.items() if sw.nodes]
+
+
+BlockSizes = Annotated[tuple[Annotated[int, Field(ge=1, le=131072)], ...], Field(max_length=16)]
+
 
 class Block(Model):
     nodes: Hostlist
@@ -48,19 +59,75 @@ class Block(Model):
 class BlockTopology(Model):
     kind: Literal["block"]
     """Scalable units (Slurm topology/block, NVL domains)."""
-    block_sizes: tuple[Annotated[int, Field(ge=1, le=131072)], ...] = Field(default=(), max_length=16)
+    block_sizes: BlockSizes = ()
     blocks: dict[Name, Block]
 
+    @property
+    def slurm_plugin(self) -> str:
+        return "block"
 
-Topology = Annotated[Union[TreeTopology, BlockTopology], Field(discriminator="kind")]
+    def units(self) -> list[tuple[str, str]]:
+        return [(n, b.nodes) for n, b in self.blocks.items()]
+
+
+class ScalableUnit(Model):
+    nodes: Hostlist
+    """The unit's nodes; node k's compute InfiniBand/RoCE port i is cabled to the unit's rail leaf i."""
+
+
+class RailTopology(Model):
+    kind: Literal["rail"]
+    """Rail-optimised scalable units (DGX SuperPOD style): in each unit, HCA i of every node is cabled
+    to rail leaf i of that unit (`<unit>-rail<i>`), every rail leaf to every spine, every spine to
+    every core. Schedulers see the unit as the lowest switch (Slurm, Kueue): see docs/fabric.md."""
+    rails: int = Field(ge=1, le=64)
+    """Rails per scalable unit: the number of compute fabric ports of each node."""
+    scalable_units: dict[Name, ScalableUnit] = Field(min_length=1, max_length=4096)
+    spines: Hostlist | None = None
+    """Spine switches; each rail leaf of each unit is cabled to every one of them."""
+    cores: Hostlist | None = None
+    """Core switches above the spines (larger fabrics); each spine is cabled to every one of them."""
+    slurm: Literal["tree", "block"] = "tree"
+    """Slurm plugin: topology/tree (units as leaf switches under the spines and cores) or
+    topology/block (one block per unit)."""
+    block_sizes: BlockSizes = ()
+    """BlockSizes when `slurm: block`."""
+
+    @property
+    def slurm_plugin(self) -> str:
+        return self.slurm
+
+    def units(self) -> list[tuple[str, str]]:
+        return [(n, u.nodes) for n, u in self.scalable_units.items()]
+
+    @staticmethod
+    def rail_leaf(unit: str, rail: int) -> str:
+        """The name of rail leaf `rail` (1..rails) of `unit`."""
+        return f"{unit}-rail{rail}"
+
+
+Topology = Annotated[Union[TreeTopology, BlockTopology, RailTopology], Field(discriminator="kind")]
 
 
 class Fabric(Model):
-    kind: Literal["infiniband", "roce", "ethernet"]
+    kind: Literal["infiniband", "roce", "ethernet", "nvlink"]
+    """`nvlink`: NVLink domains (GB200/GB300 NVL72 racks), a block topology with one block per domain."""
     rdma: bool = True
     topology: Topology
+    subnet: IPv4Network | None = None
+    """IP subnet of the nodes' interfaces on this fabric (IPoIB or RoCE), for node group attachments
+    that give addresses (`attachments.<role>.ipv4_start`)."""
+
+
+class Management(Model):
+    """The out-of-band (BMC) network: a subnet of its own, never served by the provisioning dnsmasq."""
+
+    subnet: IPv4Network
+    gateway: IPv4Address | None = None
 
 
 class Network(Model):
     provisioning: Provisioning
+    management: Management | None = None
+    """The BMC network; node groups attach to it with `attachments.management`."""
     fabrics: dict[Name, Fabric] = {}

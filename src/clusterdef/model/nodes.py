@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, StringConstraints
 
 from .base import Hostlist, Model, Name
-from .types import LabelKey, LabelValue, PortGuids, RelPath
+from .types import InterfaceName, LabelKey, LabelValue, PortGuids, RelPath
 
 MacAddress = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")]
 
@@ -47,6 +47,30 @@ class Placement(Model):
     fabric: Name
     """Name of the fabric (network.fabrics) the group's compute NICs attach to."""
     rack: Name | Literal[""] = ""
+    nvlink: Name | None = None
+    """A fabric of kind `nvlink` whose blocks are the group's NVLink domains (GB200/GB300 NVL72
+    racks). Slurm's topology then is that fabric's topology/block, one block per domain."""
+
+    @property
+    def slurm_fabric(self) -> str:
+        """The fabric Slurm's topology describes for this group: its NVLink domains when it has them
+        (a multi-node NVLink job must stay in one domain), else its compute fabric."""
+        return self.nvlink or self.fabric
+
+
+AttachmentRole = Literal["compute", "storage", "management", "provisioning"]
+
+
+class Attachment(Model):
+    network: Name
+    """compute, storage: a fabric of network.fabrics; provisioning: `provisioning`; management (the
+    BMC, out of band): `management` (network.management)."""
+    nic: InterfaceName
+    """The hardware NIC (its `name`) that serves the attachment; its `role` is the attachment's role."""
+    ipv4_start: IPv4Address | None = None
+    """Address of the first host on that network (the rest follow in hostlist order): the fabric's
+    `subnet` (IPoIB/RoCE) or the management subnet (the BMCs). Provisioning addresses stay in
+    `addressing`."""
 
 
 class Taint(Model):
@@ -64,3 +88,7 @@ class NodeGroup(Model):
     placement: Placement | None = None
     labels: dict[LabelKey, LabelValue] = {}
     taints: tuple[Taint, ...] = Field(default=(), max_length=64)
+    attachments: dict[AttachmentRole, Attachment] = {}
+    """The networks the group is on, by role, with the NIC that serves each: compute (the fabric of
+    `placement`), storage (a storage fabric: IPoIB or RoCE), management (the BMC network),
+    provisioning (the PXE network)."""

@@ -1,5 +1,6 @@
-"""Rollout planning: layer order, canary pool across leaf switches (or blocks), validation
-gates, topology-aligned waves with drain, and the rollback target exercised on the canary."""
+"""Rollout planning: layer order, canary pool across leaf switches (or blocks, or the scalable units
+of a rail-optimised fabric), validation gates, topology-aligned waves with drain (whole leaves,
+blocks or units per wave), and the rollback target exercised on the canary."""
 
 from __future__ import annotations
 
@@ -34,12 +35,10 @@ def leaves(definition: Definition, group: str) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
     placed: set[str] = set()
     if fabric is not None:
-        topo = fabric.topology
-        items = topo.switches.items() if topo.kind == "tree" else topo.blocks.items()
         mine = set(members)
-        for name, m in items:
-            if m.nodes:
-                hosts = [h for h in hostlist.names(m.nodes) if h in mine and h not in placed]
+        for name, nodes in fabric.topology.units():  # leaves, blocks, or scalable units (rail)
+            if nodes:
+                hosts = [h for h in hostlist.names(nodes) if h in mine and h not in placed]
                 if hosts:
                     out.append((name, hosts))
                     placed.update(hosts)
@@ -61,8 +60,13 @@ def choose_canary(definition: Definition, affected_groups: list[str]) -> tuple[s
         group = (slurm or candidates)[0]
     by_leaf = [(name, hosts) for name, hosts in leaves(definition, group) if name != "-"] or \
         leaves(definition, group)
-    if len([n for n, _ in by_leaf if n != "-"]) < policy.min_leaf_switches:
-        warnings.append(f"canary group {group} spans {len(by_leaf)} leaf switch(es), fewer than "
+    placed = [n for n, _ in by_leaf if n != "-"]
+    if len(placed) < policy.min_leaf_switches:
+        g = definition.nodes[group]
+        fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
+        unit = {"rail": "scalable unit(s)", "block": "block(s)"}.get(fabric.topology.kind if fabric else "",
+                                                                      "leaf switch(es)")
+        warnings.append(f"canary group {group} is on {len(placed)} {unit}, fewer than "
                         f"upgrade.canary.min_leaf_switches={policy.min_leaf_switches}: the collective test "
                         "will not cross the fabric")
     use = by_leaf[:max(policy.min_leaf_switches, 1)]

@@ -13,15 +13,13 @@ COLUMNS = ["host", "group", "control_plane", "hardware", "image", "ipv4", "mac",
 
 
 def switch_of(resolved: Resolved) -> dict[str, dict[str, str]]:
-    """fabric -> host -> leaf switch or block name."""
+    """fabric -> host -> leaf switch, block or scalable unit name."""
     out: dict[str, dict[str, str]] = {}
     for fname, fabric in resolved.definition.network.fabrics.items():
-        topo = fabric.topology
-        members = topo.switches.items() if topo.kind == "tree" else topo.blocks.items()
         where: dict[str, str] = {}
-        for name, m in members:
-            if m.nodes:
-                for host in hostlist.names(m.nodes):
+        for name, nodes in fabric.topology.units():
+            if nodes:
+                for host in hostlist.names(nodes):
                     where[host] = name
         out[fname] = where
     return out
@@ -42,4 +40,43 @@ def render(resolved: Resolved) -> dict[str, str]:
             writer.writerow([node.name, gname, g.control_plane, g.hardware, g.image, node.ipv4, node.mac,
                              fabric, where.get(node.name, "")])
             hosts.append(f"{node.ipv4}\t{node.name}.{domain} {node.name}")
-    return {"inventory/nodes.csv": buf.getvalue(), "inventory/hosts": "\n".join(hosts) + "\n"}
+    out = {"inventory/nodes.csv": buf.getvalue(), "inventory/hosts": "\n".join(hosts) + "\n"}
+    attached = attachments(resolved)
+    if attached is not None:
+        out["inventory/attachments.csv"] = attached
+    return out
+
+
+ATTACHMENT_COLUMNS = ["host", "group", "role", "network", "kind", "nic", "ports", "ipv4", "subnet"]
+
+
+def attachments(resolved: Resolved) -> str | None:
+    """One row per host and attachment (node groups' `attachments`): the network, the NIC serving it
+    (its interface names: `count` ports are name0..name<N-1>), and the host's address there with the
+    subnet. The BMC rows are what out-of-band tooling (Redfish, ipmitool) reads; none of them is ever
+    in the provisioning dnsmasq. None when no group declares attachments."""
+    d = resolved.definition
+    if not any(g.attachments for g in d.nodes.values()):
+        return None
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(ATTACHMENT_COLUMNS)
+    for gname, g in d.nodes.items():
+        hw = d.hardware[g.hardware]
+        for role, a in g.attachments.items():
+            nic = next(n for n in hw.nics if n.name == a.nic)
+            ports = " ".join([nic.name] if nic.count == 1 else [f"{nic.name}{i}" for i in range(nic.count)])
+            if role == "provisioning":
+                subnet = d.network.provisioning.subnet
+            elif role == "management":
+                subnet = d.network.management.subnet
+            else:
+                subnet = d.network.fabrics[a.network].subnet
+            for i, host in enumerate(hostlist.names(g.hosts)):
+                if role == "provisioning":
+                    ip = str(g.addressing.ipv4_start + i)
+                else:
+                    ip = str(a.ipv4_start + i) if a.ipv4_start is not None else ""
+                writer.writerow([host, gname, role, a.network, nic.kind, nic.name, ports, ip,
+                                 str(subnet) if subnet else ""])
+    return buf.getvalue()

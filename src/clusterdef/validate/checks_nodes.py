@@ -164,6 +164,11 @@ def topology(ctx: Context) -> Iterable[Finding]:
                                 f"switch `{sname}` has neither nodes nor switches",
                                 "give a leaf its `nodes` or a spine its `switches`")
             yield from _switch_tree(topo.switches, base)
+        elif topo.kind == "rail":
+            for uname, unit in topo.scalable_units.items():
+                yield from _attach(hostlist.parse(unit.nodes), attached, known,
+                                   base + ("scalable_units", uname, "nodes"), f"scalable unit `{uname}`",
+                                   rail=True)
         else:
             for bname, block in topo.blocks.items():
                 yield from _attach(hostlist.parse(block.nodes), attached, known,
@@ -187,7 +192,8 @@ def _switch_tree(switches: dict, base: tuple) -> Iterable[Finding]:
                     "list child switches only below their parent: remove the child that leads back up")
 
 
-def _attach(nodes: NodeSet, attached: dict[str, str], known: NodeSet, path, what: str) -> Iterable[Finding]:
+def _attach(nodes: NodeSet, attached: dict[str, str], known: NodeSet, path, what: str,
+            rail: bool = False) -> Iterable[Finding]:
     """`attached` maps each host already placed in this fabric to the switch or block holding it: one
     lookup per host, so a fabric of thousands of leaves stays linear."""
     unknown = nodes.difference(known)
@@ -202,9 +208,14 @@ def _attach(nodes: NodeSet, attached: dict[str, str], known: NodeSet, path, what
         else:
             twice.setdefault(other, []).append(host)
     for other, hosts in twice.items():
+        if rail:
+            hint = (f"a node is in one scalable unit: list {hostlist.fold(hosts)} under {other} or {what}, "
+                    "not both (its rails are the unit's rail leaves, not more units)")
+        else:
+            hint = (f"a node hangs off one leaf switch or block per fabric: list {hostlist.fold(hosts)} under "
+                    f"{other} or {what}, not both. If each node's HCA i is cabled to rail leaf i "
+                    "(a rail-optimised fabric, as in a DGX SuperPOD scalable unit), describe the fabric as "
+                    "`topology: {kind: rail, rails: 8, scalable_units: {su1: {nodes: ...}}, spines: ...}` "
+                    "(docs/fabric.md)")
         yield error("topology-node-twice", path,
-                    f"{what} lists {hostlist.fold(hosts)}, already attached to {other} in this fabric",
-                    "a node hangs off one leaf switch or block per fabric: list it under one of them. A "
-                    "rail-optimised fabric (each GPU's NIC on the leaf of its rail) is not a tree with nodes "
-                    "under several leaves; describe each rail as a fabric of its own under network.fabrics "
-                    "(the tree and block kinds have no rail-optimised kind yet)")
+                    f"{what} lists {hostlist.fold(hosts)}, already attached to {other} in this fabric", hint)

@@ -122,12 +122,14 @@ def slurm_topology(ctx: Context) -> Iterable[Finding]:
     if d.slurm is None or major is None or keywords.for_major(major) is None:
         return
     kw = keywords.for_major(major)
-    fabrics = {g.placement.fabric for g in d.groups_of("slurm").values() if g.placement}
+    fabrics = {g.placement.slurm_fabric for g in d.groups_of("slurm").values() if g.placement}
     known = [f for f in d.network.fabrics if f in fabrics]
     for fname in known:
-        kind = d.network.fabrics[fname].topology.kind
+        topo = d.network.fabrics[fname].topology
+        kind = topo.slurm_plugin
         if not kw.supports_topology(kind):
-            yield error("slurm-topology-unsupported", ("network", "fabrics", fname, "topology", "kind"),
+            yield error("slurm-topology-unsupported",
+                        ("network", "fabrics", fname, "topology", "slurm" if topo.kind == "rail" else "kind"),
                         f"Slurm {major} (set {ctx.chosen_set.name}) has no topology/{kind} plugin",
                         "describe the fabric as a switch tree, or choose a set whose Slurm has topology/block "
                         "(23.11 or newer)")

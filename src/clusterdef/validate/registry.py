@@ -60,9 +60,7 @@ class Context:
         """Hosts attached to each fabric's leaf switches or blocks."""
         out = {}
         for name, fabric in self.definition.network.fabrics.items():
-            topo = fabric.topology
-            members = topo.switches.values() if topo.kind == "tree" else topo.blocks.values()
-            out[name] = hostlist.union(m.nodes for m in members if getattr(m, "nodes", None))
+            out[name] = hostlist.union(nodes for _, nodes in fabric.topology.units() if nodes)
         return out
 
     @cached_property

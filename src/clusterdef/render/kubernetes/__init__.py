@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...resolve import Resolved
-
-from . import admission, gpu_operator, identity, image_policy, kueue, network_operator, nodes, tenants
+from . import admission, gpu_operator, identity, image_policy, kueue, network_operator, nodes, nvidia_dra, tenants
 from .common import KUEUE_VERSION, NETWORK_OPERATOR_VERSION, dump, dump_all
 
 ROOT = "kubernetes"
@@ -34,6 +33,7 @@ class KubernetesPlan:
     cluster_admins: dict | None = None
     authentication_config: dict | None = None
     image_policy: list[dict] = field(default_factory=list)
+    compute_domains: list[dict] = field(default_factory=list)
 
 
 def plan(resolved: Resolved) -> KubernetesPlan | None:
@@ -57,6 +57,7 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         cluster_admins=identity.cluster_admin_binding(resolved),
         authentication_config=identity.authentication_config(resolved),
         image_policy=image_policy.objects(resolved),
+        compute_domains=nvidia_dra.compute_domains(resolved),
     )
 
 
@@ -107,6 +108,10 @@ def render(resolved: Resolved) -> dict[str, str]:
         out[f"{ROOT}/image-policy/policy.yaml"] = dump_all(
             p.image_policy, f"{made}\nsigstore policy-controller: tenants' images only from the allowed registries"
                             ", signed by the definition's keys")
+    if p.compute_domains:
+        out[f"{ROOT}/nvidia-dra/computedomains.yaml"] = dump_all(
+            p.compute_domains, f"{made}\nComputeDomains (NVIDIA DRA driver {nvidia_dra.DRA_DRIVER_VERSION}) for multi-node "
+                               "NVLink: pods claim <name>-imex-channel to share GPU memory within an NVLink domain")
     out[f"{ROOT}/nodes/labels-taints.yaml"] = dump(
         p.nodes, f"{made}\nNode labels and taints per node group (kubelet --node-labels / --register-with-taints)\n"
                  "and fabric topology labels of Kubernetes-owned nodes (Kueue Topology levels)")

@@ -20,6 +20,7 @@ L_DRIVER_POOL = f"{PREFIX}/driver-pool"
 L_TENANT = f"{PREFIX}/tenant"
 L_BLOCK = f"{PREFIX}/fabric-block"
 L_LEAF = f"{PREFIX}/fabric-leaf"
+L_RACK = f"{PREFIX}/rack"
 L_HOSTNAME = "kubernetes.io/hostname"
 L_NS_NAME = "kubernetes.io/metadata.name"
 

@@ -1,11 +1,16 @@
 """Fabric topology as node labels (block, leaf, hostname) and Kueue Topology levels, so that
-topology-aware placement keeps a gang on as few leaves and blocks as possible."""
+topology-aware placement keeps a gang on as few leaves and blocks as possible.
+
+Levels per topology kind: tree (block = the leaf's first spine, leaf, host), block (block, host),
+rail (block = the scalable unit, rack, host: the unit's rail leaves all hold the same nodes, so the
+unit is the lowest fabric level; the rack is the node's NVLink domain when its group has one, else the
+group's `placement.rack`, else the unit)."""
 
 from __future__ import annotations
 
 from ... import hostlist
 from ...resolve import Resolved
-from .common import KUEUE_API, L_BLOCK, L_HOSTNAME, L_LEAF, label_value
+from .common import KUEUE_API, L_BLOCK, L_HOSTNAME, L_LEAF, L_RACK, label_value
 
 
 def rdma_groups(resolved: Resolved) -> list[str]:
@@ -22,7 +27,7 @@ def rdma_groups(resolved: Resolved) -> list[str]:
 
 
 def levels(kind: str) -> list[str]:
-    return [L_BLOCK, L_LEAF, L_HOSTNAME] if kind == "tree" else [L_BLOCK, L_HOSTNAME]
+    return {"tree": [L_BLOCK, L_LEAF, L_HOSTNAME], "rail": [L_BLOCK, L_RACK, L_HOSTNAME]}.get(kind, [L_BLOCK, L_HOSTNAME])
 
 
 def fabric_of_groups(resolved: Resolved, groups) -> str | None:
@@ -73,12 +78,41 @@ def node_labels(resolved: Resolved, groups: list[str]) -> dict[str, dict]:
                     continue
                 block = min(parents.get(sname, [sname]))
                 entries.extend(_split(d, fgroups, here, {L_BLOCK: label_value(block), L_LEAF: label_value(sname)}))
+        elif topo.kind == "rail":
+            for uname, nodes in topo.units():
+                here = hostlist.parse(nodes).intersection(members)
+                for g in fgroups:
+                    part = here.intersection(hostlist.parse(d.nodes[g].hosts))
+                    for rack, hosts in _racks(d, g, part, uname):
+                        entries.append({"group": g, "hosts": str(hosts),
+                                        "labels": {L_BLOCK: label_value(uname), L_RACK: label_value(rack)}})
         else:
-            for bname, b in topo.blocks.items():
-                here = hostlist.parse(b.nodes).intersection(members)
+            for bname, nodes in topo.units():
+                here = hostlist.parse(nodes).intersection(members)
                 if here:
                     entries.extend(_split(d, fgroups, here, {L_BLOCK: label_value(bname)}))
         out[fname] = {"levels": levels(topo.kind), "nodes": entries}
+    return out
+
+
+def _racks(d, group: str, hosts, unit: str) -> list[tuple[str, object]]:
+    """(rack, hosts) of a group's hosts in one scalable unit: a group in NVLink domains takes each
+    domain (the NVL72 rack) as its rack, so that a Kueue job required on one rack stays in one NVLink
+    domain; otherwise the group's `placement.rack`, or the unit when it has none."""
+    if not hosts:
+        return []
+    p = d.nodes[group].placement
+    nv = d.network.fabrics.get(p.nvlink) if p.nvlink else None
+    if nv is None or nv.topology.kind != "block":
+        return [(p.rack or unit, hosts)]
+    out = []
+    for bname, nodes in nv.topology.units():
+        part = hosts.intersection(hostlist.parse(nodes))
+        if part:
+            out.append((bname, part))
+    rest = hosts.difference(hostlist.union(str(h) for _, h in out)) if out else hosts
+    if rest:
+        out.append((p.rack or unit, rest))
     return out
 
 

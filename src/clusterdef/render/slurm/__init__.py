@@ -85,8 +85,8 @@ def topology_of(resolved: Resolved):
     """(fabric name, fabric) carrying the Slurm node groups, or (None, None)."""
     d = resolved.definition
     for g in slurm_groups(resolved).values():
-        if g.placement and g.placement.fabric in d.network.fabrics:
-            return g.placement.fabric, d.network.fabrics[g.placement.fabric]
+        if g.placement and g.placement.slurm_fabric in d.network.fabrics:
+            return g.placement.slurm_fabric, d.network.fabrics[g.placement.slurm_fabric]
     return None, None
 
 
@@ -128,7 +128,7 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
     if has_gpus:
         params["GresTypes"] = "gpu"
     if fabric is not None:
-        plugin = fabric.topology.kind
+        plugin = fabric.topology.slurm_plugin
         if kw.supports_topology(plugin):
             params["TopologyPlugin"] = f"topology/{plugin}"
     p = s.priority
@@ -293,7 +293,7 @@ def cgroup_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
 
 def topology_conf(resolved: Resolved, kw: keywords.Keywords) -> str | None:
     fabric_name, fabric = topology_of(resolved)
-    if fabric is None or not kw.supports_topology(fabric.topology.kind):
+    if fabric is None or not kw.supports_topology(fabric.topology.slurm_plugin):
         return None
     ours = slurm_hosts(resolved)
     topo = fabric.topology
@@ -328,9 +328,24 @@ def topology_conf(resolved: Resolved, kw: keywords.Keywords) -> str | None:
                 # switch-cycle / switch-self refuse such a definition before rendering; never drop silently
                 raise ValueError(f"switches {', '.join(n for n, _ in pending)} of fabric {fabric_name} "
                                  "form a cycle; validate the definition first")
-    else:
-        for name, block in topo.blocks.items():
-            mine = hostlist.parse(block.nodes).intersection(ours)
+    elif topo.kind == "rail" and topo.slurm == "tree":
+        # A scalable unit is Slurm's leaf switch: its R rail leaves hold the same nodes, and Slurm's
+        # tree wants each node under one leaf (docs/fabric.md). Spines and cores above, each listing
+        # only the switches below it that lead to Slurm nodes.
+        units = []
+        for name, nodes in topo.units():
+            mine = hostlist.parse(nodes).intersection(ours)
+            if mine:
+                out.append(_line([("SwitchName", name), ("Nodes", mine)]) + "\n")
+                units.append(name)
+        spines = hostlist.names(topo.spines) if topo.spines and units else []
+        for spine in spines:
+            out.append(_line([("SwitchName", spine), ("Switches", hostlist.fold(units))]) + "\n")
+        for core in (hostlist.names(topo.cores) if topo.cores and spines else []):
+            out.append(_line([("SwitchName", core), ("Switches", hostlist.fold(spines))]) + "\n")
+    else:  # block, or rail units as blocks
+        for name, nodes in topo.units():
+            mine = hostlist.parse(nodes).intersection(ours)
             if mine:
                 out.append(_line([("BlockName", name), ("Nodes", mine)]) + "\n")
         if topo.block_sizes:

@@ -1,0 +1,63 @@
+"""ComputeDomains of the NVIDIA DRA driver (resource.nvidia.com/v1beta1) for multi-node NVLink.
+
+A ComputeDomain (IMEX under the hood) guarantees NVLink reachability between the pods in it and
+isolates them from every other pod. Each Kubernetes tenant whose Kueue queues reach node groups in
+NVLink domains (`placement.nvlink`) gets one ComputeDomain per NVLink fabric in its namespace, named
+after the fabric, with the ResourceClaimTemplate `<fabric>-imex-channel` that its pods claim
+(`resources.claims` + `resourceClaims[].resourceClaimTemplateName`). `numNodes: 0`: with the
+driver's default IMEXDaemonsWithDNSNames the IMEX daemons start on every node a pod lands on, and
+the CRD recommends 0 (the field is deprecated; v25.12's CRD still requires it, so it is written)."""
+
+from __future__ import annotations
+
+from ...resolve import Resolved
+from .common import L_TENANT
+
+API = "resource.nvidia.com/v1beta1"
+DRA_DRIVER_VERSION = "v0.4.0"
+"""The DRA driver release whose ComputeDomain CRD the objects are written for (also valid for v25.12.0)."""
+
+
+def nvlink_groups(resolved: Resolved) -> dict[str, str]:
+    """Kubernetes group -> its NVLink fabric, for groups placed in NVLink domains."""
+    d = resolved.definition
+    out = {}
+    for n, g in d.nodes.items():
+        if g.control_plane == "kubernetes" and g.placement and g.placement.nvlink:
+            f = d.network.fabrics.get(g.placement.nvlink)
+            if f is not None and f.kind == "nvlink":
+                out[n] = g.placement.nvlink
+    return out
+
+
+def channel_template(fabric: str) -> str:
+    return f"{fabric[:49]}-imex-channel"
+
+
+def compute_domains(resolved: Resolved) -> list[dict]:
+    d = resolved.definition
+    k = d.kubernetes
+    if k is None:
+        return []
+    groups = nvlink_groups(resolved)
+    if not groups:
+        return []
+    out = []
+    for tname, t in d.tenants.items():
+        if not t.kubernetes:
+            continue
+        fabrics: list[str] = []
+        for q in t.kubernetes.queues:
+            queue = k.kueue.queues.get(q)
+            flavor = k.kueue.flavors.get(queue.flavor) if queue else None
+            for g in (flavor.node_groups if flavor else ()):
+                if g in groups and groups[g] not in fabrics:
+                    fabrics.append(groups[g])
+        for f in fabrics:
+            out.append({
+                "apiVersion": API, "kind": "ComputeDomain",
+                "metadata": {"name": f, "namespace": t.kubernetes.namespace, "labels": {L_TENANT: tname}},
+                "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": channel_template(f)},
+                                                    "allocationMode": "Single"}},
+            })
+    return out

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Build image grace-node 2026.07.1 (cluster gb200, set 2026.07-r580) and its PXE artefacts:
+#   grace-node-2026.07.1.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
+#   grace-node-2026.07.1.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
+# The provisioning server serves both under /images/. Rendered by clusterdef.
+#
+# Usage (root, mkosi 14 or later, cpio, zstd): sh build.sh [ARTEFACT_DIR]
+#   MKOSI_ARGS   extra mkosi arguments (e.g. --cache=DIR, or --package=!PKG to leave one out)
+#   KERNEL       a vmlinuz to use instead of the image's own (when the kernel package is left out)
+# Before a build with the NVIDIA stack, place NVIDIA's keyrings in mkosi.skeleton/usr/share/keyrings/:
+#   cuda-archive-keyring.gpg (from cuda-keyring 1.1-1) and nvidia-container-toolkit-keyring.gpg.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$here/artefacts}
+mkdir -p "$out"
+cd "$here"
+# shellcheck disable=SC2086
+mkosi --force ${MKOSI_ARGS:-} build
+root=$here/grace-node-2026.07.1
+[ -d "$root" ] || root=$here/mkosi.output/grace-node-2026.07.1
+kernel=${KERNEL:-$root/boot/vmlinuz-6.8.0-60-generic}
+cp "$kernel" "$out/grace-node-2026.07.1.vmlinuz.tmp" && mv "$out/grace-node-2026.07.1.vmlinuz.tmp" "$out/grace-node-2026.07.1.vmlinuz"
+ln -sfn usr/lib/systemd/systemd "$root/init"
+# Left out of the initrd: /boot (served separately) and apt's package lists and cache (a diskless
+# node is never updated in place; a change is a new image).
+(cd "$root" && find . \( -path ./boot -o -path ./var/lib/apt/lists -o -path ./var/cache/apt \) -prune -o -print \
+   | LC_ALL=C sort | cpio -o -H newc --quiet) \
+  | zstd -q -3 -T0 > "$out/grace-node-2026.07.1.initrd.tmp"
+mv "$out/grace-node-2026.07.1.initrd.tmp" "$out/grace-node-2026.07.1.initrd"
+echo "built $out/grace-node-2026.07.1.vmlinuz $out/grace-node-2026.07.1.initrd"
