@@ -271,7 +271,11 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
     # File names are the plan's own labels (the hashes above vouch for the contents); a candidate
     # target can only have a canary-only plan, so --allow-candidate is implied.
     old, new = replace(old, label=doc["from"]["file"]), replace(new, label=doc["to"]["file"])
-    derived = make_plan(old, new, allow_candidate=True)
+    try:
+        derived = make_plan(old, new, allow_candidate=True)
+    except PlanInputError as exc:
+        raise ApplyError(["the definitions no longer give a plan"], "fix them and plan again", exc.findings,
+                         exc.sources)
     forged = forgeries(doc, derived.doc)
     if derived.refused:
         forged.insert(0, "these definitions give a refused plan: " + "; ".join(p.message for p in derived.refusals))
