@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, StringConstraints
 
 from .base import Hostlist, Model, Name
-from .types import HostName, ImageVersion, LabelKey, LabelValue, PortGuids, RelPath
+from .types import HostName, ImageVersion, LabelKey, LabelValue, PortGuids, RelPath, RoleName
 
 MacAddress = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")]
 
@@ -71,6 +71,6 @@ class NodeGroup(Model):
     boot: dict[HostName, ImageVersion] = Field(default={}, max_length=4096)
     """Per-host boot pointers: host -> a version of the group's image (the current one or one in
     `images.<image>.published`). Hosts not listed boot the group's default, the current version."""
-    roles: tuple[Name, ...] = Field(default=(), max_length=32)
+    roles: tuple[RoleName, ...] = Field(default=(), max_length=32)
     """Extra roles from roles/ that playbooks/group-roles.yml applies to the group's hosts. A role that
     installs packages (knowledge/roles.yaml) is refused on a stateless group: put the packages in the image."""

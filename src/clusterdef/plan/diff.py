@@ -84,7 +84,7 @@ def classify(path: tuple, old: Definition, new: Definition) -> tuple[str, list[s
         if rest == "roles":
             return LIVE, hosts, "the group's extra roles: playbooks/group-roles.yml runs them on its hosts"
         if rest in ("image", "hardware", "control_plane", "provisioning"):
-            return REBOOT, hosts, "the node's image, hardware type, owner or provisioning mode changed: drain and reboot"
+            return REBOOT, hosts, "the image, hardware type, owner or provisioning mode changed: drain and reboot"
         if rest == "addressing":
             return LIVE, hosts, "provisioning addresses: reload DHCP/PXE; takes effect at the next boot"
         return LIVE, hosts, "labels, taints or placement: applied live"
