@@ -279,12 +279,13 @@ def test_check_mode_previews_a_canary_only_candidate_plan(tmp_path):
     r = apply(pf, log, "--check", "--forks", "7")
     assert r.exit_code == 0, r.output
     lines = log_lines(log)
-    assert [(x[0], x[2]) for x in lines] == [("prepare", "none"), ("upgrade", "wave_000"), ("gates", "wave_000"),
+    assert [(x[0], x[2]) for x in lines] == [("publish", "none"), ("prepare", "none"), ("upgrade", "wave_000"),
+                                             ("gates", "wave_000"),
                                              ("rollback", "wave_000"), ("gates", "wave_000"), ("reapply", "wave_000")]
     assert {x[4] for x in lines} == {"check=True"}  # ansible_check_mode was on in every run
     [rec] = records(tmp_path)
     assert rec["check"] is True and rec["status"] == "succeeded"
-    cmd = json.loads((Path(rec["runs"][1]["artifact_dir"]) / "command").read_text())["command"]
+    cmd = json.loads((Path(rec["runs"][2]["artifact_dir"]) / "command").read_text())["command"]
     assert "--check" in cmd and "--diff" in cmd
     assert cmd[cmd.index("--forks") + 1] == "7" and rec["forks"] == 7  # --forks reaches every ansible-playbook run
 
@@ -440,7 +441,7 @@ def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in state.iterdir()) == ["gpu003.driver"]  # check mode wrote nothing
     [rec] = records(tmp_path)
-    canary, gates = rec["runs"][1], rec["runs"][2]
+    canary, gates = rec["runs"][2], rec["runs"][3]  # after the image stage and prepare
     assert (canary["action"], canary["hosts"]) == ("upgrade", "gpu[001,003]")
     assert [(c["n"], c["task"], c["hosts"], c["count"]) for c in canary["changes"]] == [
         (1, "standin_driver : Install the driver packages", "gpu001", 1),
@@ -449,7 +450,7 @@ def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
     assert canary["change_groups"] == [{"hosts": "gpu001", "count": 1, "tasks": [1, 2]}]
     assert (canary["hosts_reached"], canary["hosts_changed"], canary["hosts_unchanged"]) == (2, 1, "gpu003")
     assert gates["changes"] == [] and gates["hosts_unchanged"] == "gpu[001,003]"
-    assert rec["runs"][5]["action"] == "reapply" and rec["runs"][5]["changes"] == canary["changes"]
+    assert rec["runs"][6]["action"] == "reapply" and rec["runs"][6]["changes"] == canary["changes"]
     out = r.output
     assert "would change: 2 tasks on 1 of 2 hosts" in out
     assert re.search(r"1\s+standin_driver : Install the driver packages\s+gpu001\s+1/2", out)
@@ -466,7 +467,7 @@ def test_real_run_shows_what_changed_and_reapply_is_idempotent(tmp_path):
     assert r.exit_code == 0, r.output
     assert (state / "gpu001.driver").read_text() == "driver 580.95.05\n"
     [rec] = records(tmp_path)
-    canary, reapply = rec["runs"][1], rec["runs"][5]
+    canary, reapply = rec["runs"][2], rec["runs"][6]  # after the image stage and prepare
     assert [(c["task"], c["hosts"]) for c in canary["changes"]] == [
         ("standin_driver : Install the driver packages", "gpu001"), ("standin_driver : Hold the driver packages",
                                                                      "gpu003")]
