@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from ruamel.yaml import YAML
 from typer.testing import CliRunner
 
@@ -148,3 +149,35 @@ def test_roles_data_matches_the_roles_tasks():
     for role in sorted(p for p in (ROOT / "roles").iterdir() if (p / "tasks").is_dir()):
         found[role.name] = any(pattern.search(t.read_text()) for t in (role / "tasks").rglob("*.yml"))
     assert {r: v["installs_packages"] for r, v in roles().items()} == found
+
+
+@pytest.mark.slow
+def test_boot_pointer_playbook_writes_removes_and_refuses(tmp_path):
+    """playbooks/boot-pointer.yml, run by ansible-playbook on localhost: writes a pointer, removes
+    one whose content is empty, and refuses a path outside the HTTP root's ipxe/ folder."""
+    import subprocess
+    import sys
+
+    pb = Path(sys.executable).parent / "ansible-playbook"
+    if not pb.exists():
+        pytest.skip("ansible-playbook is not installed")
+    root = tmp_path / "root"
+    (root / "ipxe/hosts").mkdir(parents=True)
+    (root / "ipxe/hosts/host-52-54-00-20-00-12.ipxe").write_text("old\n")
+
+    def run(pointers):
+        extra = {"clusterdef_boot_root": str(root), "clusterdef_boot_become": False,
+                 "clusterdef_boot_pointers": pointers, "ansible_python_interpreter": sys.executable}
+        (tmp_path / "vars.json").write_text(json.dumps(extra))
+        return subprocess.run([str(pb), "-i", "localhost,", "-c", "local", "-e", f"@{tmp_path / 'vars.json'}",
+                               str(ROOT / "playbooks" / "boot-pointer.yml")], capture_output=True, text=True,
+                              timeout=120)
+
+    r = run([{"host": "gpu001", "path": "ipxe/hosts/host-52-54-00-20-00-11.ipxe", "content": "#!ipxe\nchain x\n"},
+             {"host": "gpu002", "path": "ipxe/hosts/host-52-54-00-20-00-12.ipxe", "content": ""}])
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert (root / "ipxe/hosts/host-52-54-00-20-00-11.ipxe").read_text() == "#!ipxe\nchain x\n"
+    assert not (root / "ipxe/hosts/host-52-54-00-20-00-12.ipxe").exists()
+    r = run([{"host": "", "path": "ipxe/../../escaped.ipxe", "content": "x"}])
+    assert r.returncode != 0 and "refusing boot server path" in r.stdout
+    assert not (tmp_path / "escaped.ipxe").exists()
