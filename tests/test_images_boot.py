@@ -121,14 +121,22 @@ def test_published_builds_and_boot_pointers_render(tmp_path):
             "chain --replace --autofree http://10.20.0.2/ipxe/groups/train.ipxe") in tree["pxe/ipxe/boot.ipxe"]
 
 
-def test_inventory_separates_the_provisioning_modes():
-    result = validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY)
+def test_inventory_separates_the_provisioning_modes(tmp_path):
+    """prov_stateless / prov_stateful groups, and a group's extra roles in its group_vars (a role that
+    installs nothing is fine on the stateless group)."""
+    text = (CLUSTERS / "lab.yaml").read_text().replace(
+        "    provisioning: stateless", "    roles: [gpu_facts]\n    provisioning: stateless", 1)
+    (tmp_path / "lab.yaml").write_text(text)
+    result = validate_file(tmp_path / "lab.yaml", MATRICES, TODAY)
+    assert result.ok, [f.message for f in result.findings]
     from clusterdef.build import build_tree
 
     tree = build_tree(result, ["ansible"])[0]
     inv = YAML(typ="safe").load(tree["ansible/inventory/hosts.yml"])["all"]["children"]
     assert list(inv["prov_stateless"]["children"]) == ["group_train"]
     assert list(inv["prov_stateful"]["children"]) == ["group_infer", "group_secure"]
+    assert YAML(typ="safe").load(tree["ansible/group_vars/group_train.yml"]) == {"clusterdef_group_roles": ["gpu_facts"]}
+    assert "ansible/group_vars/group_infer.yml" not in tree
 
 
 def test_package_roles_never_run_on_stateless_nodes():
