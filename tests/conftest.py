@@ -70,3 +70,40 @@ def as_rail(data: dict) -> dict:
 @pytest.fixture
 def rail_lab(lab) -> dict:
     return as_rail(lab)
+# ---- definitions moved to another set: image identity (docs/provisioning.md, "Image identity")
+# An image version belongs to one set, so an example moved to another set gets its own image
+# version, and the definition it is planned towards keeps the running build on the boot server.
+IMAGE_VERSION = {"2025.10-r580": "2025.10.1", "2026.07-r580": "2026.07.1", "2026.11-r595-candidate": "2026.11.1"}
+
+
+def image_version(set_name: str) -> str:
+    return IMAGE_VERSION.get(set_name, f"{set_name}.1")
+
+
+def on_set_images(text: str, set_name: str) -> str:
+    """The example's image versions (all "2026.07.1") renamed for `set_name`."""
+    return text.replace('\n    version: "2026.07.1"\n', f'\n    version: "{image_version(set_name)}"\n')
+
+
+def keep_builds(text: str, tree: dict[str, str]) -> str:
+    """`text` with every image build of the rendered `tree` listed under `images.<image>.published`."""
+    import re
+
+    from clusterdef.plan.images import builds_of
+
+    for name, b in builds_of(tree).items():
+        text, n = re.subn(rf'(\n  {re.escape(name)}:\n    version: "[^"\n]*"\n)',
+                          lambda m, b=b: m.group(1) + f'    published: {{"{b.version}": {{set: {b.set}, '
+                                                      f'digest: {b.digest}}}}}\n', text, count=1)
+        assert n == 1, f"no image {name} in the definition"
+    return text
+
+
+def images_tree(path: Path, matrices: Path = MATRICES) -> dict[str, str]:
+    """The images target of a definition file (what keep_builds reads)."""
+    from clusterdef.build import build_tree
+    from clusterdef.validate.pipeline import validate_file
+
+    result = validate_file(path, matrices, TODAY)
+    assert result.ok, [f"{f.code} {f.message}" for f in result.errors]
+    return build_tree(result, ["images"])[0]

@@ -31,7 +31,7 @@ from clusterdef import runner as run_mod
 from clusterdef.cli import _print_changes, _short_hosts, app
 from clusterdef.plan import load_side
 from clusterdef.plan.apply import ApplyError, expand_pattern, inventory_waves, prepare, wave_groups
-from conftest import CLUSTERS, MATRICES, TODAY
+from conftest import CLUSTERS, MATRICES, TODAY, images_tree, keep_builds, on_set_images
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "apply" / "playbooks"
@@ -49,21 +49,29 @@ def need_ansible_runner() -> None:
         pytest.skip("ansible-runner or ansible-playbook is not installed")
 
 
-def lab(tmp: Path, set_name: str, name: str) -> Path:
+def lab(tmp: Path, set_name: str, name: str, keep: Path | None = None, stateless: bool = True) -> Path:
+    """The lab on `set_name`, its image versioned for the set; `keep`: a definition whose image
+    builds the boot server keeps (images.*.published); `stateless=False`: group train installed to
+    disk like the others (the in-place path these tests exercise)."""
     text = (CLUSTERS / "lab.yaml").read_text()
+    if not stateless:
+        text = text.replace("provisioning: stateless", "provisioning: stateful", 1)
     text = text.replace(f"matrix: {CURRENT}", f"matrix: {set_name}", 1)
+    text = on_set_images(text, set_name)
     if set_name == OLD:  # the older set pins no BlueField-3 firmware
         text = text.replace("firmware: [bmc, sbios, gpu_vbios, nvswitch, cx7, bf3]",
                             "firmware: [bmc, sbios, gpu_vbios, nvswitch, cx7]")
     if set_name == CANDIDATE:
         text = text.replace(f"rollback: {{target: {OLD}}}", f"rollback: {{target: {CURRENT}}}", 1)
+    if keep is not None:
+        text = keep_builds(text, images_tree(keep))
     out = tmp / name
     out.write_text(text)
     return out
 
 
-def make_plan(tmp: Path, a: str = OLD, b: str = CURRENT, *extra: str) -> Path:
-    lab(tmp, a, "old.yaml"), lab(tmp, b, "new.yaml")
+def make_plan(tmp: Path, a: str = OLD, b: str = CURRENT, *extra: str, stateless: bool = False) -> Path:
+    lab(tmp, b, "new.yaml", keep=lab(tmp, a, "old.yaml", stateless=stateless), stateless=stateless)
     pf = tmp / "lab.plan.json"
     r = runner.invoke(app, ["plan", "--from", str(tmp / "old.yaml"), "--to", str(tmp / "new.yaml"), "-m",
                             str(MATRICES), "--today", DAY, "-f", "json", "--plan-file", str(pf), *extra])
@@ -122,25 +130,49 @@ def test_plan_stage_maps_to_wave_groups():
 
 
 def test_real_playbooks_map_including_the_control_plane(tmp_path):
-    pf = make_plan(tmp_path)
+    pf = make_plan(tmp_path, stateless=True)
     steps = prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks").steps
     ran = [(s.stage, s.action, s.wave, s.playbook.name if s.playbook else None) for s in steps]
-    assert ran[0] == ("prepare", "prepare", "", None) and steps[0].skipped
-    assert ran[1] == ("canary", "upgrade", "wave_000", "upgrade.yml")
-    assert ran[2] == ("canary", "gates", "wave_000", "enforce-baseline.yml")  # no gates.yml: node admission
-    assert [r[1] for r in ran if r[0] == "rollback drill"] == ["rollback", "gates", "reapply"]
-    # playbooks/control-plane.yml (slurmdbd, then slurm_controllers) runs cluster-wide, without a wave
-    assert ("control plane and cluster config", "control-plane", "", "control-plane.yml") in ran
+    assert ran[0] == ("image build and publish", "publish", "", "publish-image.yml")
+    assert ran[1] == ("prepare", "prepare", "", None) and steps[1].skipped
+    # the canary group train is stateless: the control plane goes first (its image brings slurmd), then
+    # reimage.yml points the canary at the new build and reboots it; nothing is installed in place
+    assert ran[2] == ("control plane and cluster config", "control-plane", "", "control-plane.yml")
+    assert ran[3] == ("canary", "upgrade", "wave_000", "reimage.yml")
+    assert ran[4] == ("canary", "gates", "wave_000", "enforce-baseline.yml")  # no gates.yml: node admission
+    assert [r[1:] for r in ran if r[0] == "rollback drill"] == [
+        ("rollback", "wave_000", "reimage.yml"), ("gates", "wave_000", "enforce-baseline.yml"),
+        ("reapply", "wave_000", "reimage.yml")]
     skipped = prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks", {"control-plane"}).steps
     assert [s.skipped for s in skipped if s.kind == "control-plane"] == ["skipped by --skip-stage"]
-    assert [r[2] for r in ran if r[1] == "upgrade"] == ["wave_000", "wave_001", "wave_002", "wave_003"]
-    assert steps[2].limit == "wave_000"  # enforce-baseline.yml targets all nodes: limit to the wave
-    # rollback.yml and the gates right after it hold the canary to the rollback set; nothing else does
+    # the stateful groups (infer, secure) keep the in-place path
+    assert [(r[2], r[3]) for r in ran if r[1] == "upgrade"] == [
+        ("wave_000", "reimage.yml"), ("wave_001", "reimage.yml"), ("wave_002", "upgrade.yml"),
+        ("wave_003", "upgrade.yml")]
+    assert ran[-1] == ("boot defaults", "boot-default", "", "boot-pointer.yml")
+    assert steps[4].limit == "wave_000"  # enforce-baseline.yml targets all nodes: limit to the wave
+    # the rollback step and the gates right after it hold the canary to the rollback set; nothing else does
     held_back = [(s.stage, s.action) for s in steps if s.extravars({})["clusterdef_rollback"]]
     assert held_back == [("rollback drill", "rollback"), ("rollback drill", "gates")]
     assert [s.to_json().get("rollback") for s in steps if s.stage == "rollback drill"] == [True, True, None]
-    assert steps[1].extravars({"x": "1"}) == {"x": "1", "clusterdef_wave": "wave_000", "clusterdef_stage": "canary",
-                                              "clusterdef_step": "upgrade", "clusterdef_rollback": False}
+    canary = steps[3].extravars({"x": "1"})
+    new_build = canary["clusterdef_boot_build"]
+    assert new_build.startswith("gpu-node-2026.07.1-2026.07-r580-")
+    assert {k: canary[k] for k in ("x", "clusterdef_wave", "clusterdef_stage", "clusterdef_step")} == {
+        "x": "1", "clusterdef_wave": "wave_000", "clusterdef_stage": "canary", "clusterdef_step": "upgrade"}
+    # one pointer per canary host, by MAC, chaining to the new build's script for the group
+    assert [(p["host"], p["path"]) for p in canary["clusterdef_boot_pointers"]] == [
+        ("gpu001", "ipxe/hosts/host-52-54-00-20-00-11.ipxe"), ("gpu003", "ipxe/hosts/host-52-54-00-20-00-13.ipxe")]
+    assert all(p["content"].rstrip().endswith(f"/ipxe/images/train/{new_build}.ipxe")
+               for p in canary["clusterdef_boot_pointers"])
+    back = steps[5].extravars({})["clusterdef_boot_build"]
+    assert back.startswith("gpu-node-2025.10.1-2025.10-r580-") and \
+        steps[7].extravars({})["clusterdef_boot_build"] == new_build
+    # the boot defaults: the new entry script and group defaults written, the pointers of train removed
+    files = {p["path"]: p["content"] for p in steps[-1].extravars({})["clusterdef_boot_pointers"]}
+    assert files["ipxe/groups/train.ipxe"].count(new_build) >= 2 and "ipxe/boot.ipxe" in files
+    assert sorted(p for p, c in files.items() if not c) == [
+        f"ipxe/hosts/host-52-54-00-20-00-1{i}.ipxe" for i in range(1, 5)]
 
 
 def test_stale_plan_is_refused_before_anything_runs(tmp_path):
@@ -175,19 +207,28 @@ def test_bad_apply_inputs(tmp_path):
 @pytest.mark.slow
 def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     need_ansible_runner()
-    pf = make_plan(tmp_path)
+    pf = make_plan(tmp_path, stateless=True)
     log = tmp_path / "apply.log"
     r = apply(pf, log)
     assert r.exit_code == 0, r.output
     got = [(step, stage, wave, hosts) for step, stage, wave, hosts, check in log_lines(log)]
+    # first the image: both builds (the new one and the rollback target's) are on the boot server
+    publish = got.pop(0)
+    assert publish[:3] == ("publish", "image build and publish", "none")
+    assert [a.rsplit("-", 1)[0] for a in publish[3].split(",")] == ["gpu-node-2025.10.1-2025.10-r580",
+                                                                   "gpu-node-2026.07.1-2026.07-r580"]
+    # last the group defaults: entry script, the three group defaults, train's four pointers removed
+    last = got.pop()
+    assert last == ("boot-default", "boot defaults", "none", "boot.ipxe,train.ipxe,infer.ipxe,secure.ipxe,"
+                         + ",".join(f"host-52-54-00-20-00-1{i}.ipxe" for i in range(1, 5)))
     assert got == [
         ("prepare", "prepare", "none", "localhost"),
+        ("control-plane", "control plane and cluster config", "none", "localhost"),
         ("upgrade", "canary", "wave_000", "gpu001,gpu003"),
         ("gates", "canary", "wave_000", "gpu001,gpu003"),
         ("rollback", "rollback drill", "wave_000", "gpu001,gpu003"),
         ("gates", "rollback drill", "wave_000", "gpu001,gpu003"),
         ("reapply", "rollback drill", "wave_000", "gpu001,gpu003"),
-        ("control-plane", "control plane and cluster config", "none", "localhost"),
         ("upgrade", "wave 1", "wave_001", "gpu002,gpu004"),
         ("gates", "wave 1", "wave_001", "gpu002,gpu004"),
         ("upgrade", "wave 2", "wave_002", "kgpu01,kgpu02"),
@@ -201,11 +242,11 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     assert rec["from_set"] == OLD and rec["to_set"] == CURRENT and rec["check"] is False
     runs = rec["runs"]
     assert [(x["stage"], x["action"], x["wave"]) for x in runs] == [(s, a, w if w != "none" else "")
-                                                                   for a, s, w, _ in got]
+                                                                   for a, s, w, _ in [publish, *got, last]]
     for x in runs:
         assert x["rc"] == 0 and x["status"] == "successful" and x["start"] <= x["end"]
         assert (Path(x["artifact_dir"]) / "stdout").is_file() and (Path(x["artifact_dir"]) / "rc").read_text() == "0"
-    assert runs[1]["hosts"] == "gpu[001,003]" and runs[1]["nodes"] == 2
+    assert runs[3]["hosts"] == "gpu[001,003]" and runs[3]["nodes"] == 2
     assert [x["start"] for x in runs] == sorted(x["start"] for x in runs)
 
 
@@ -225,7 +266,8 @@ def test_first_failing_wave_halts_the_rollout(tmp_path):
     last = rec["runs"][-1]
     assert last["rc"] != 0 and last["failed_hosts"] == ["gpu004"] and "injected failure" in last["failures"][0]
     assert [(x["stage"], x["action"]) for x in rec["not_run"]] == [("wave 1", "gates"), ("wave 2", "upgrade"),
-                                                                  ("wave 2", "gates"), ("wave 3", "upgrade"), ("wave 3", "gates")]
+                                                                  ("wave 2", "gates"), ("wave 3", "upgrade"), ("wave 3", "gates"),
+                                                                  ("boot defaults", "boot-default")]
     assert all(x["rc"] == 0 for x in rec["runs"][:-1])
 
 
@@ -237,12 +279,13 @@ def test_check_mode_previews_a_canary_only_candidate_plan(tmp_path):
     r = apply(pf, log, "--check", "--forks", "7")
     assert r.exit_code == 0, r.output
     lines = log_lines(log)
-    assert [(x[0], x[2]) for x in lines] == [("prepare", "none"), ("upgrade", "wave_000"), ("gates", "wave_000"),
+    assert [(x[0], x[2]) for x in lines] == [("publish", "none"), ("prepare", "none"), ("upgrade", "wave_000"),
+                                             ("gates", "wave_000"),
                                              ("rollback", "wave_000"), ("gates", "wave_000"), ("reapply", "wave_000")]
     assert {x[4] for x in lines} == {"check=True"}  # ansible_check_mode was on in every run
     [rec] = records(tmp_path)
     assert rec["check"] is True and rec["status"] == "succeeded"
-    cmd = json.loads((Path(rec["runs"][1]["artifact_dir"]) / "command").read_text())["command"]
+    cmd = json.loads((Path(rec["runs"][2]["artifact_dir"]) / "command").read_text())["command"]
     assert "--check" in cmd and "--diff" in cmd
     assert cmd[cmd.index("--forks") + 1] == "7" and rec["forks"] == 7  # --forks reaches every ansible-playbook run
 
@@ -398,7 +441,7 @@ def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in state.iterdir()) == ["gpu003.driver"]  # check mode wrote nothing
     [rec] = records(tmp_path)
-    canary, gates = rec["runs"][1], rec["runs"][2]
+    canary, gates = rec["runs"][2], rec["runs"][3]  # after the image stage and prepare
     assert (canary["action"], canary["hosts"]) == ("upgrade", "gpu[001,003]")
     assert [(c["n"], c["task"], c["hosts"], c["count"]) for c in canary["changes"]] == [
         (1, "standin_driver : Install the driver packages", "gpu001", 1),
@@ -407,7 +450,7 @@ def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
     assert canary["change_groups"] == [{"hosts": "gpu001", "count": 1, "tasks": [1, 2]}]
     assert (canary["hosts_reached"], canary["hosts_changed"], canary["hosts_unchanged"]) == (2, 1, "gpu003")
     assert gates["changes"] == [] and gates["hosts_unchanged"] == "gpu[001,003]"
-    assert rec["runs"][5]["action"] == "reapply" and rec["runs"][5]["changes"] == canary["changes"]
+    assert rec["runs"][6]["action"] == "reapply" and rec["runs"][6]["changes"] == canary["changes"]
     out = r.output
     assert "would change: 2 tasks on 1 of 2 hosts" in out
     assert re.search(r"1\s+standin_driver : Install the driver packages\s+gpu001\s+1/2", out)
@@ -424,7 +467,7 @@ def test_real_run_shows_what_changed_and_reapply_is_idempotent(tmp_path):
     assert r.exit_code == 0, r.output
     assert (state / "gpu001.driver").read_text() == "driver 580.95.05\n"
     [rec] = records(tmp_path)
-    canary, reapply = rec["runs"][1], rec["runs"][5]
+    canary, reapply = rec["runs"][2], rec["runs"][6]  # after the image stage and prepare
     assert [(c["task"], c["hosts"]) for c in canary["changes"]] == [
         ("standin_driver : Install the driver packages", "gpu001"), ("standin_driver : Hold the driver packages",
                                                                      "gpu003")]

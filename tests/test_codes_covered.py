@@ -32,6 +32,7 @@ CODE = re.compile(r"[a-z]+(-[a-z0-9]+)+")
 
 # code -> "file.py::test_function" that triggers it and names it
 TRIGGERED_ELSEWHERE = {
+    "image-rollback-not-kept": "test_images_boot.py::test_a_stateless_rollback_needs_its_build_kept",
     "secret-backend-unknown": "test_secrets.py::test_backend_unknown",
     "driver-pool-group-twice": "test_kubernetes_render.py::test_kubernetes_checks",
     "driver-pool-reserved-name": "test_kubernetes_render.py::test_kubernetes_checks",

@@ -51,7 +51,7 @@ def test_versions_come_from_the_set(example):
                                            f"container_toolkit={c.container_toolkit}"]
         conf = tree[f"images/{image}/mkosi.conf"]
         img = resolved.definition.images[image]
-        assert f"Output={artefact(image, img)}\n" in conf and f"ImageVersion={img.version}\n" in conf
+        assert f"Output={artefact(resolved, image)}\n" in conf and f"ImageVersion={img.version}\n" in conf
         assert f"linux-image-{img.kernel}" in conf
         assert c.driver not in conf, "versions belong in the pin file, not the package list"
 
@@ -223,7 +223,7 @@ def built_image(tmp_path_factory, lab_data):
                         f"sh build.sh {artefacts}"], cwd=src, env=env, capture_output=True, text=True, timeout=600)
     took = time.monotonic() - started
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
-    art = artefact("gpu-node", resolved.definition.images["gpu-node"])
+    art = artefact(resolved, "gpu-node")
     initrd = artefacts / f"{art}.initrd"
     assert initrd.stat().st_size < 120 * 2**20, f"image too large: {initrd.stat().st_size} bytes"
     shutil.rmtree(src / art, ignore_errors=True)

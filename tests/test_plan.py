@@ -20,7 +20,7 @@ from clusterdef.matrix.load import load_matrix
 from clusterdef.plan import FROM_SIDE_IGNORED, check_plan_file, load_side, make_plan
 from clusterdef.plan.formats import to_json, to_markdown, to_text
 from clusterdef.plan.transition import kubernetes_hop_problem, kubernetes_path, slurm_path
-from conftest import CLUSTERS, MATRICES, TODAY
+from conftest import CLUSTERS, MATRICES, TODAY, images_tree, keep_builds, on_set_images
 
 GOLDEN = Path(__file__).parent / "golden_plan"
 REFRESH = os.environ.get("CLUSTERDEF_REFRESH_GOLDEN") == "1"
@@ -28,27 +28,41 @@ OLD, CURRENT, CANDIDATE = "2025.10-r580", "2026.07-r580", "2026.11-r595-candidat
 runner = CliRunner()
 
 
-def variant(tmp: Path, example: str, set_name: str, rollback: str | None = None) -> Path:
-    """The example definition running `set_name` (same folder layout, so MAC inventories resolve)."""
+def _text(example: str, set_name: str, rollback: str | None = None) -> str:
     text = (CLUSTERS / f"{example}.yaml").read_text()
     text = text.replace(f"matrix: {CURRENT}", f"matrix: {set_name}", 1)
+    text = on_set_images(text, set_name)  # an image version belongs to one set
     if set_name in (OLD, "2024.06-test"):  # the older sets pin no BlueField-3 firmware: not tracked back then
         text = text.replace("firmware: [bmc, sbios, gpu_vbios, nvswitch, cx7, bf3]",
                             "firmware: [bmc, sbios, gpu_vbios, nvswitch, cx7]")
     if rollback:
         text = text.replace("rollback: {target: 2025.10-r580}", f"rollback: {{target: {rollback}}}", 1)
+    return text
+
+
+def variant(tmp: Path, example: str, set_name: str, rollback: str | None = None, keep="auto") -> Path:
+    """The example definition running `set_name` (same folder layout, so MAC inventories resolve).
+    `keep`: the rendered tree whose image builds the boot server keeps (`images.*.published`);
+    "auto" keeps the builds of the example on OLD (the examples' rollback target)."""
     for csv in CLUSTERS.glob("*.csv"):
         if not (tmp / csv.name).exists():
             shutil.copyfile(csv, tmp / csv.name)
+    text = _text(example, set_name, rollback)
+    if keep == "auto" and set_name != OLD:
+        base = tmp / f"{example}-{OLD}-kept.yaml"
+        base.write_text(_text(example, OLD))
+        keep = images_tree(base)
+    if isinstance(keep, dict):
+        text = keep_builds(text, keep)
     out = tmp / f"{example}-{set_name}.yaml"
     out.write_text(text)
     return out
 
 
 def plan_between(tmp: Path, example: str, a: str, b: str, allow_candidate: bool = False, matrices=MATRICES):
-    old = load_side(variant(tmp, example, a), matrices, TODAY, FROM_SIDE_IGNORED)
-    new = load_side(variant(tmp, example, b, rollback=a if b == CANDIDATE else None), matrices, TODAY,
-                    {"matrix-candidate"})
+    old = load_side(variant(tmp, example, a, keep=None), matrices, TODAY, FROM_SIDE_IGNORED)
+    new = load_side(variant(tmp, example, b, rollback=a if b == CANDIDATE else None, keep=old.tree), matrices,
+                    TODAY, {"matrix-candidate"})
     return make_plan(old, new, allow_candidate)
 
 
@@ -80,12 +94,15 @@ def test_lab_old_to_current_content(tmp_path):
     assert order == sorted(order, key=doc["rollout"]["layer_order"].index)
     ro = doc["rollout"]
     assert ro["canary"]["hosts"] == "gpu[001,003]"  # one node on each of leaf01 and leaf02
-    canary = ro["stages"][1]
-    assert canary["kind"] == "canary" and canary["switches"] == ["leaf01", "leaf02"]
+    canary = next(s for s in ro["stages"] if s["kind"] == "canary")
+    assert canary["switches"] == ["leaf01", "leaf02"]
     kinds = [s["kind"] for s in ro["stages"]]
-    assert kinds == ["prepare", "canary", "rollback-drill", "control-plane", "wave", "wave", "wave"]
+    # the image is built and published first; the canary group (train) is stateless, so its image
+    # brings the new slurmd and the control plane goes before it; the group defaults move last
+    assert kinds == ["image", "prepare", "control-plane", "canary", "rollback-drill", "wave", "wave", "wave",
+                     "boot-default"]
     assert ro["rollback"] == {"target": OLD, "exercised_on_canary": True}
-    cp = ro["stages"][3]["steps"]
+    cp = ro["stages"][2]["steps"]
     assert cp.index("slurmdbd -> 25.11.7 (first; database conversion, dump taken in prepare)") < \
         cp.index("slurmctld -> 25.11.7")
     waves = [s for s in ro["stages"] if s["kind"] == "wave"]
@@ -105,7 +122,7 @@ def test_estate_waves_follow_topology(tmp_path):
     doc = plan_between(tmp_path, "estate", OLD, CURRENT).doc
     ro = doc["rollout"]
     assert ro["canary"]["nodes"] == 8
-    assert len(ro["stages"][1]["switches"]) >= 2
+    assert len(next(s for s in ro["stages"] if s["kind"] == "canary")["switches"]) >= 2
     waves = [s for s in ro["stages"] if s["kind"] == "wave"]
     assert all(w["nodes"] <= 128 for w in waves)
     assert sum(w["nodes"] for w in waves) + 8 == sum(lc["nodes"] for lc in doc["set_change"]["layers"]
@@ -116,7 +133,11 @@ def test_estate_waves_follow_topology(tmp_path):
 def test_candidate_is_canary_only_and_steps_kubernetes(tmp_path):
     doc = plan_between(tmp_path, "lab", CURRENT, CANDIDATE, allow_candidate=True).doc
     assert doc["canary_only"] and doc["rollout"]["waves_withheld"] == 3
-    assert not [s for s in doc["rollout"]["stages"] if s["kind"] in ("wave", "control-plane")]
+    assert not [s for s in doc["rollout"]["stages"] if s["kind"] == "wave"]
+    # the stateless canary boots the candidate's slurmd: the control plane moves before it, with a warning
+    cp = next(s for s in doc["rollout"]["stages"] if s["kind"] == "control-plane")
+    assert cp["steps"][0].startswith("before the canary: its image gpu-node-2026.11.1-2026.11-r595-candidate-")
+    assert [w["code"] for w in doc["warnings"]].count("canary-needs-control-plane") == 1
     assert doc["compatibility"]["apiserver_path"] == ["1.35", "1.36.0"]  # 1.34 -> 1.36 passes 1.35
     assert doc["compatibility"]["kubelet_path"] == ["1.36.0"]  # kubelets only after the API server
 
@@ -178,7 +199,8 @@ def test_stepped_slurm_in_a_plan(tmp_path):
     (m / "sets" / f"{CANDIDATE}.yaml").write_text(text)
     p = plan_between(tmp_path, "lab", "2024.06-test", CANDIDATE, matrices=m)
     cp = next(s for s in p.doc["rollout"]["stages"] if s["kind"] == "control-plane")["steps"]
-    assert cp[:4] == ["slurmdbd -> 25.11.7 (first; database conversion, dump taken in prepare)",
+    assert cp[0].startswith("before the canary")
+    assert cp[1:5] == ["slurmdbd -> 25.11.7 (first; database conversion, dump taken in prepare)",
                       "slurmctld -> 25.11.7",
                       "slurmd -> 25.11.7 on every Slurm node (rolling restart, jobs keep running) before the next hop",
                       "slurmdbd -> 26.05.3 (first; database conversion, dump taken in prepare)"]

@@ -46,7 +46,8 @@ def test_untouched_plan_is_accepted_and_steps_come_from_the_definitions(tmp_path
     assert doc[HASH_FIELD] == plan_hash(doc)
     prep = prepare(pf, None, None, None, MATRICES, TODAY, FIXTURES)
     assert prep.doc == doc
-    assert [(s.stage, s.action) for s in prep.steps][:3] == [("prepare", "prepare"), ("canary", "upgrade"),
+    assert [(s.stage, s.action) for s in prep.steps][:4] == [("image build and publish", "publish"),
+                                                            ("prepare", "prepare"), ("canary", "upgrade"),
                                                             ("canary", "gates")]
 
 
@@ -120,7 +121,8 @@ def test_edited_plan_contents_are_refused(tmp_path, what, edit, expected):
     (lambda d: d["rollout"]["stages"][1].update(hosts=["gpu001"]),
      'not a valid plan file: rollout.stages[1].hosts: must be string, not ["gpu001"]'),
     (lambda d: d["rollout"]["stages"][1].update(kind="shell"),
-     'rollout.stages[1].kind: must be one of ["prepare", "canary", "rollback-drill", "control-plane", "wave"]'),
+     'rollout.stages[1].kind: must be one of ["image", "prepare", "canary", "rollback-drill", "control-plane", '
+     '"wave", "boot-..., not "shell"'),
     (lambda d: d.update(plan_format=2), "plan_format: unknown version 2 (this clusterdef reads 1)"),
     (lambda d: d["from"].update(definition_sha256="x"), "from.definition_sha256: must be a sha256"),
     (lambda d: d.update({"evil\x1b[31m": 1}), r'"evil\u001b[31m": unknown field'),

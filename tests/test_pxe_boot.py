@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from clusterdef.build import build_tree
-from clusterdef.render.pxe import kernel_cmdline
+from clusterdef.render.images import identities
+from clusterdef.render.pxe import builds, host_pointer, kernel_cmdline, pointer_path
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, ROOT, TODAY
@@ -76,11 +77,12 @@ def write(tree: dict[str, str], root: Path, prefix: str = "") -> Path:
     return root
 
 
-def busybox_initrd(dest: Path) -> Path:
-    """A gzip cpio with static busybox and an /init that prints the marker and /proc/cmdline."""
+def busybox_initrd(dest: Path, build: str = "") -> Path:
+    """A gzip cpio with static busybox and an /init that prints the marker and /proc/cmdline
+    (and `BUILD:<build>`, baked in, so a boot shows which artefact's initrd it loaded)."""
     need_tools("cpio")
     need("busybox-static", Path("/bin/busybox").exists())
-    root = dest.parent / "initrd-root"
+    root = dest.parent / f"initrd-root{('-' + build) if build else ''}"
     (root / "bin").mkdir(parents=True)
     (root / "proc").mkdir()
     (root / "dev").mkdir()
@@ -88,7 +90,8 @@ def busybox_initrd(dest: Path) -> Path:
     os.symlink("busybox", root / "bin/sh")
     init = root / "init"
     init.write_text("#!/bin/busybox sh\n/bin/busybox mount -t proc proc /proc\n"
-                    f"echo {MARKER}\necho \"CMDLINE:$(/bin/busybox cat /proc/cmdline)\"\n"
+                    f"echo {MARKER}\n" + (f"echo BUILD:{build}\n" if build else "") +
+                    "echo \"CMDLINE:$(/bin/busybox cat /proc/cmdline)\"\n"
                     "/bin/busybox poweroff -f\n")
     init.chmod(0o755)
     files = subprocess.run(["find", "."], cwd=root, capture_output=True, text=True, check=True).stdout
@@ -104,13 +107,11 @@ def busybox_initrd(dest: Path) -> Path:
 
 def http_root(tmp: Path, tree: dict[str, str], resolved, kernel: Path, initrd: Path) -> Path:
     """What the provisioning server serves: ipxe/ (rendered) and images/<image>-<version>.*"""
-    from clusterdef.render.images import artefact
-
     root = write(tree, tmp / "http", "pxe/")
     (root / "images").mkdir()
-    for name, img in resolved.definition.images.items():
-        shutil.copy(kernel, root / "images" / f"{artefact(name, img)}.vmlinuz")
-        shutil.copy(initrd, root / "images" / f"{artefact(name, img)}.initrd")
+    for ident in identities(resolved).values():
+        shutil.copy(kernel, root / "images" / f"{ident.artefact}.vmlinuz")
+        shutil.copy(initrd, root / "images" / f"{ident.artefact}.initrd")
     return root
 
 
@@ -236,7 +237,8 @@ def test_user_mode_uefi_boot_shows_the_rendered_cmdline(lab_boot):
     assert MARKER in text
     # Under UEFI iPXE hands the EFI stub its load options as "<image name> <arguments>", and the
     # kernel keeps that first word: /proc/cmdline is the kernel's file name, then exactly the line.
-    assert booted_cmdline(text) == f"gpu-node-2026.07.1.vmlinuz {want}", f"console:\n{text[-2000:]}"
+    art = identities(lab_boot[2])["gpu-node"].artefact
+    assert booted_cmdline(text) == f"{art}.vmlinuz {want}", f"console:\n{text[-2000:]}"
     print(f"UEFI user-mode boot to marker: {took:.1f} s")
 
 
@@ -281,3 +283,83 @@ def test_dnsmasq_in_netns_boots_the_right_group_by_mac(lab_boot):
     log = (tmp / "dnsmasq.log").read_text()
     assert f"DHCPACK(tap0) {node.ipv4} {node.mac} {node.name}" in log, log[-3000:]
     assert "http://" in log and "boot.ipxe" in log, "dnsmasq did not hand out the iPXE entry script"
+
+
+def _lab_versions(tmp: Path):
+    """The lab with image build v1 (2026.07.1), and the lab moved to v2 (2026.07.2) that keeps
+    v1 published: the boot server during a rollout holds both."""
+    from conftest import images_tree, keep_builds
+
+    v1_file = tmp / "lab-v1.yaml"
+    v1_file.write_text((CLUSTERS / "lab.yaml").read_text())
+    v2_text = (CLUSTERS / "lab.yaml").read_text().replace('\n    version: "2026.07.1"\n', '\n    version: "2026.07.2"\n')
+    v2_file = tmp / "lab-v2.yaml"
+    v2_file.write_text(keep_builds(v2_text, images_tree(v1_file)))
+    out = []
+    for f in (v1_file, v2_file):
+        result = validate_file(f, MATRICES, TODAY)
+        assert result.ok, [x.message for x in result.findings]
+        out.append((build_tree(result, ["pxe", "images"])[0], resolve(result.definition, result.matrix, CLUSTERS)))
+    return out
+
+
+@pytest.mark.slow
+def test_canary_pointer_and_rollback_switch_exactly_one_host(lab_boot):
+    """Two hosts of the stateless group `train` boot build v1 (the group default). The canary's
+    boot pointer sends gpu001 to v2 while gpu002 stays on v1; the rollback pointer sends gpu001
+    back to v1. The boot server is what a rollout leaves there: the running tree's entry and group
+    scripts (defaults on v1), the new tree's build scripts and both artefacts (each initrd prints its
+    build), and only the pointers written; both artefacts stay published throughout."""
+    tmp0, _, _, _ = lab_boot
+    tmp = tmp0 / "pointers"
+    tmp.mkdir()
+    kernel = cached_kernel()
+    (t1, r1), (t2, r2) = _lab_versions(tmp)
+    b1, b2 = identities(r1)["gpu-node"], identities(r2)["gpu-node"]
+    assert b1.artefact != b2.artefact and b1.version == "2026.07.1" and b2.version == "2026.07.2"
+    assert builds(r2, "gpu-node") == {"2026.07.2": b2, "2026.07.1": b1}
+    root = write({k: v for k, v in t1.items() if not k.startswith("pxe/ipxe/images/")}, tmp / "http", "pxe/")
+    write({k: v for k, v in t2.items() if k.startswith("pxe/ipxe/images/") or k == "pxe/published"},
+          root, "pxe/")
+    (root / "images").mkdir()
+    for b in (b1, b2):
+        shutil.copy(kernel, root / "images" / f"{b.artefact}.vmlinuz")
+        busybox_initrd(root / "images" / f"{b.artefact}.initrd", b.artefact)
+    published = (root / "published").read_text()
+    nodes = {n.name: n for n in r2.nodes("train")}
+    prov = r2.definition.network.provisioning
+    tftp = write({"boot.ipxe": t1["pxe/ipxe/boot.ipxe"]}, tmp / "tftp")
+
+    def boot_all(label: str, hosts: list[str]) -> dict[str, str]:
+        """Boot `hosts` at once (one VM each); host -> the BUILD line its initrd printed, after
+        checking the command line is exactly that build's for the group."""
+        out = {}
+        with serve(root) as port, contextlib.ExitStack() as stack:
+            vms = {}
+            for h in hosts:
+                console = tmp / f"console-{label}-{h}.log"
+                netdev = user_netdev(prov, nodes[h], tftp, port)
+                vms[h] = (console, stack.enter_context(running(
+                    qemu_command(console, nodes[h].mac, netdev, False, tmp, memory=256), tmp / f"qemu-{label}-{h}.log")))
+            for h, (console, vm) in vms.items():
+                text = wait_for(console, r"CMDLINE:.*\n", vm, timeout=240)
+                build = re.findall(r"^BUILD:(\S+)", text, re.M)
+                assert build, text[-2000:]
+                out[h] = build[-1]
+                want = b1 if build[-1] == b1.artefact else b2
+                assert booted_cmdline(text) == kernel_cmdline(r2, "train", want), text[-2000:]
+        for b in (b1, b2):  # both artefacts stay on the boot server and in its manifest
+            assert (root / "images" / f"{b.artefact}.initrd").is_file() and b.artefact in published
+        return out
+
+    def point(host: str, build) -> None:
+        n = nodes[host]
+        dest = root / pointer_path(n.mac)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(host_pointer(r2, host, "train", n.mac, build))
+
+    assert boot_all("v1", ["gpu001", "gpu002"]) == {"gpu001": b1.artefact, "gpu002": b1.artefact}
+    point("gpu001", b2)  # the canary
+    assert boot_all("canary", ["gpu001", "gpu002"]) == {"gpu001": b2.artefact, "gpu002": b1.artefact}
+    point("gpu001", b1)  # the rollback drill
+    assert boot_all("rollback", ["gpu001"]) == {"gpu001": b1.artefact}

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from clusterdef.render import pxe
+from clusterdef.render.images import identities
 from conftest import CLUSTERS, dump_yaml
 from test_images import render_file
 from test_pxe_boot import need_tools
@@ -75,14 +76,20 @@ def test_group_scripts_carry_the_versioned_image_and_cmdline(example):
     name, tree, resolved = example
     d = resolved.definition
     scripts = {k for k in tree if k.startswith("pxe/ipxe/groups/")}
-    assert scripts == {f"pxe/ipxe/groups/{g}.ipxe" for g in d.nodes}, "one script per group, none per host"
+    assert scripts == {f"pxe/ipxe/groups/{g}.ipxe" for g in d.nodes}, "one default per group, none per host"
+    assert not [k for k in tree if k.startswith("pxe/ipxe/hosts/")], "no boot pointers unless declared"
+    ids = identities(resolved)
     for g, grp in d.nodes.items():
         img = d.images[grp.image]
-        art = f"{grp.image}-{img.version}"
+        art = f"{grp.image}-{img.version}-{resolved.set.name}-{ids[grp.image].digest}"
+        assert art == ids[grp.image].artefact
+        # the build's own script (what a boot pointer chains to) boots exactly the same
+        build = tree[f"pxe/ipxe/images/{g}/{art}.ipxe"]
         script = tree[f"pxe/ipxe/groups/{g}.ipxe"]
         cmdline = pxe.kernel_cmdline(resolved, g)
         assert f"kernel http://{d.network.provisioning.server}/images/{art}.vmlinuz {cmdline}\n" in script
         assert f"initrd http://{d.network.provisioning.server}/images/{art}.initrd\n" in script
+        assert script.split("# Rendered by clusterdef")[1] == build.split("# Rendered by clusterdef")[1]
         assert cmdline.split() == [f"initrd={art}.initrd", *img.kernel_cmdline, f"clusterdef.image={art}",
                                    f"clusterdef.set={resolved.set.name}", f"clusterdef.group={g}",
                                    f"clusterdef.server=http://{d.network.provisioning.server}"]
@@ -91,7 +98,8 @@ def test_group_scripts_carry_the_versioned_image_and_cmdline(example):
 def test_estate_tree_stays_small():
     tree, resolved = render_file(CLUSTERS / "estate.yaml")
     pxe_files = [k for k in tree if k.startswith("pxe/")]
-    assert len(pxe_files) == 2 + len(resolved.definition.nodes)  # 32 groups, not 4,096 hosts
+    # entry script, dnsmasq.conf, manifest; per group its default and its build's script: 32 groups, not 4,096 hosts
+    assert len(pxe_files) == 3 + 2 * len(resolved.definition.nodes)
     assert sum(len(tree[k]) for k in pxe_files) < 600_000
 
 
@@ -100,10 +108,13 @@ def test_new_image_version_is_a_new_artefact(lab, tmp_path):
     lab["network"]["provisioning"]["http_port"] = 8080
     tree, resolved = render_file(dump_yaml(lab, tmp_path / "lab.yaml"))
     script = tree["pxe/ipxe/groups/train.ipxe"]
-    assert "http://10.20.0.2:8080/images/gpu-node-2026.07.2.vmlinuz initrd=gpu-node-2026.07.2.initrd" in script
+    art = identities(resolved)["gpu-node"].artefact
+    assert art.startswith("gpu-node-2026.07.2-2026.07-r580-")
+    assert f"http://10.20.0.2:8080/images/{art}.vmlinuz initrd={art}.initrd" in script
     assert "clusterdef.server=http://10.20.0.2:8080" in script
     assert "dhcp-boot=tag:ipxe,http://10.20.0.2:8080/ipxe/boot.ipxe" in tree["pxe/dnsmasq.conf"]
-    assert "Output=gpu-node-2026.07.2" in tree["images/gpu-node/mkosi.conf"]
+    assert f"Output={art}\n" in tree["images/gpu-node/mkosi.conf"]
+    assert f"artefact={art}\n" in tree["images/gpu-node/identity"]
 
 
 def test_discovering_group_boots_unknown_macs(lab, tmp_path):

@@ -323,11 +323,11 @@ def plan(
         new = load_side(to, matrices, day, {"matrix-candidate"})
         old = (base_side(base, to, matrices, day) if base is not None  # --base "" is refused there, not ignored
                else load_side(from_, matrices, day, FROM_SIDE_IGNORED))
+        p = make_plan(old, new, allow_candidate)  # image identity across the two sides: located errors
     except PlanInputError as exc:
         _print_findings(exc.findings, exc.sources)
         err.print("[red]no plan[/]: fix the definition errors above first")
         raise typer.Exit(EXIT_BAD)
-    p = make_plan(old, new, allow_candidate)
     if fmt is PlanFormat.json:
         sys.stdout.write(to_json(p.doc))
     elif fmt is PlanFormat.markdown:

@@ -7,7 +7,15 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model
-from .types import DebPackage, ImageVersion, KernelArg, KernelRelease, Release
+from .types import DebPackage, ImageDigest, ImageVersion, KernelArg, KernelRelease, Release, SetName
+
+
+class PublishedImage(Model):
+    """An earlier build of the image that the boot server keeps (a rollback target, a host pinned back)."""
+    set: SetName
+    """The validated set it was built for (an image version belongs to one set)."""
+    digest: ImageDigest
+    """Its content hash, as in its artefact name `<image>-<version>-<set>-<digest>`."""
 
 
 class Image(Model):
@@ -21,3 +29,7 @@ class Image(Model):
     """Debian package names (no versions: the image version pins the image as a whole)."""
     kernel_cmdline: tuple[KernelArg, ...] = Field(default=(), max_length=64)
     """One argument per item (`console=ttyS0,115200n8`); no spaces, quotes or `$`."""
+    published: dict[ImageVersion, PublishedImage] = Field(default={}, max_length=64)
+    """Earlier versions kept on the boot server, by version: at least the rollback target's build
+    (`clusterdef plan` refuses a rollout of a stateless group whose rollback image is not listed).
+    The current version is always published; its artefacts never overwrite these."""

@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, StringConstraints
 
 from .base import Hostlist, Model, Name
-from .types import InterfaceName, LabelKey, LabelValue, PortGuids, RelPath
+from .types import HostName, ImageVersion, InterfaceName, LabelKey, LabelValue, PortGuids, RelPath, RoleName
 
 MacAddress = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")]
 
@@ -92,3 +92,13 @@ class NodeGroup(Model):
     """The networks the group is on, by role, with the NIC that serves each: compute (the fabric of
     `placement`), storage (a storage fabric: IPoIB or RoCE), management (the BMC network),
     provisioning (the PXE network)."""
+    provisioning: Literal["stateless", "stateful"] = "stateful"
+    """`stateless`: the node runs the image it PXE-boots (diskless); an upgrade is a new image and a
+    reboot, roles never install packages on it, and rollback points the host back at the previous
+    image. `stateful`: installed to disk; upgrades install packages in place with the roles."""
+    boot: dict[HostName, ImageVersion] = Field(default={}, max_length=4096)
+    """Per-host boot pointers: host -> a version of the group's image (the current one or one in
+    `images.<image>.published`). Hosts not listed boot the group's default, the current version."""
+    roles: tuple[RoleName, ...] = Field(default=(), max_length=32)
+    """Extra roles from roles/ that playbooks/group-roles.yml applies to the group's hosts. A role that
+    installs packages (knowledge/roles.yaml) is refused on a stateless group: put the packages in the image."""

@@ -85,6 +85,11 @@ DebPackage = Annotated[str, _pattern(r"^[a-z0-9][a-z0-9+.-]{1,99}$", 100, "a Deb
 # A distribution release code name (bookworm, noble).
 Release = Annotated[str, _pattern(r"^[a-z][a-z0-9-]{0,31}$", 32, 'a release code name such as bookworm or noble')]
 ImageVersion = Annotated[str, _pattern(r"^[0-9A-Za-z][0-9A-Za-z._-]{0,63}$", 64, "use letters, digits, '.', '_' and '-' (2026.07.1)")]
+# An Ansible role folder name of roles/ (gpu_facts): lower-case letters, digits and '_'.
+RoleName = Annotated[str, _pattern(r"^[a-z][a-z0-9_]{0,62}$", 63, "a role name as in roles/: lower-case letters, digits and '_' (gpu_facts)")]
+# The content hash of an image build as artefact names carry it: the first 12 hex digits of the
+# sha256 of the rendered recipe (`clusterdef render -t images` prints it in images/<image>/identity).
+ImageDigest = Annotated[str, _pattern(r"^[0-9a-f]{12}$", 12, "12 lower-case hex digits, as in the artefact name (3f9a0c1d2e4b)")]
 # One kernel command-line argument: no whitespace (it would split), no quotes, no `$` (iPXE
 # expands ${...} on its command lines), no `#`, `;`, `&`, `|` or backslash.
 KernelArg = Annotated[str, _pattern(r"^[A-Za-z0-9_.,:=/@+%-]{1,255}$", 255, "one argument per item, without spaces, quotes, '$', ';' or '#' (console=ttyS0,115200n8)")]

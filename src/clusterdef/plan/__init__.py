@@ -24,6 +24,7 @@ from ..errors import DefinitionError, Finding, Severity
 from ..model import Definition
 from ..validate.pipeline import Result, validate_file
 from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_hash
+from .images import builds_of, identity_findings, image_diff, kept_builds
 from .rollout import Stage, choose_canary, gates, rollback_target, waves
 from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, LIVE, NONE, REBOOT, REFLASH, RESTART, SEVERITY,
                          Problem, transition)
@@ -235,6 +236,36 @@ def _layer_changes(old: Side, new: Side) -> list[dict]:
     return sorted(out, key=lambda lc: order.index(lc["layer"]))
 
 
+def _host_order(d: Definition):
+    order = {h: i for i, h in enumerate(h for g in d.nodes.values() for h in hostlist.names(g.hosts))}
+    return lambda h: order.get(h, 1 << 30)
+
+
+def _image_steps(image_changes: list[dict], old_builds: dict) -> list[str]:
+    """Build and publish every image whose build changes, first: nothing moves until the boot
+    server holds the new build beside the one it replaces."""
+    steps = []
+    for ic in image_changes:
+        to, frm = ic["to"], ic["from"]
+        what = f"{frm['version']} (set {frm['set']}) -> {to['version']} (set {to['set']})" if frm else \
+            f"{to['version']} (set {to['set']}, new)"
+        steps.append(f"build {to['artefact']}: image {ic['image']} {what}, `sh images/{ic['image']}/build.sh "
+                     "ARTEFACT_DIR`")
+        if ic["pins"]:
+            steps.append(f"image {ic['image']} pins: " + "; ".join(
+                f"{p['package']} {p['from'] or '(new)'} -> {p['to'] or '(dropped)'}" for p in ic["pins"]))
+        if ic["packages_added"] or ic["packages_removed"]:
+            steps.append(f"image {ic['image']} packages: " + ", ".join(
+                [f"+{p}" for p in ic["packages_added"]] + [f"-{p}" for p in ic["packages_removed"]]))
+        if ic["kernel"]["from"] != ic["kernel"]["to"]:
+            steps.append(f"image {ic['image']} kernel: {ic['kernel']['from'] or '(new)'} -> {ic['kernel']['to']}")
+        keep = f"; keep {frm['artefact']} (the running build)" if frm else ""
+        steps.append(f"publish {to['artefact']}.vmlinuz and .initrd under images/ and the new tree's "
+                     f"pxe/ipxe/images/ and pxe/published on the boot server{keep}; group defaults stay on the "
+                     "running build until the boot defaults stage")
+    return steps
+
+
 def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     d = new.definition
     matrix = new.result.matrix
@@ -260,6 +291,11 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
 
     layer_changes = _layer_changes(old, new) if t else []
     changes: list[Change] = model_changes(old.definition, d)
+    rb_set, rb_problems = rollback_target(d, matrix, old_set.name, new_set.name)
+    image_changes = image_diff(old.tree, new.tree, old.definition, d)
+    located = identity_findings(old, new, rb_set, {i["image"] for i in image_changes})
+    if located:
+        raise PlanInputError(located, {new.result.file: new.result.source} if new.result.source else {})
 
     # ---- nodes that need a node-level stage, by group, and the layers they take
     node_hosts: set[str] = set()
@@ -275,8 +311,38 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         if h in group_of:
             by_group.setdefault(group_of[h], set()).add(h)
 
-    def layer_steps(hosts: set[str], include_daemons: bool) -> list[str]:
+    new_builds, old_builds = builds_of(new.tree), builds_of(old.tree)
+    rebuilt = {i["image"] for i in image_changes}
+
+    def stage_group(hosts) -> str:
+        groups = {group_of.get(h) for h in hosts}
+        return next(iter(groups)) if len(groups) == 1 else ""
+
+    def reimaged(group: str) -> bool:
+        """A stateless group whose image gets a new build: its stages point hosts and reboot."""
+        return bool(group) and d.nodes[group].provisioning == "stateless" and d.nodes[group].image in rebuilt
+
+    def back_build(group: str):
+        """The build a stateless group's rollback boots: the running one when the rollback set is
+        the running set, else the published build of the rollback set."""
+        image = d.nodes[group].image
+        before = old_builds.get(image)
+        if before and before.set == rb_set:
+            return before
+        kept = [b for b in kept_builds(d, image, new_builds[image]).values() if b.set == rb_set]
+        return kept[0] if kept else None
+
+    def boot_steps(hosts: list[str], group: str, build, why: str) -> list[str]:
+        return [f"point {hostlist.fold(hosts)} at build {build.artefact} (boot pointers "
+                f"ipxe/hosts/host-MAC.ipxe; {why})",
+                f"reboot {hostlist.fold(hosts)}: they boot {build.artefact} (set {build.set}); nothing is "
+                "installed on the nodes"]
+
+    def layer_steps(hosts: set[str], include_daemons: bool, image_layers: bool = False) -> list[str]:
+        """The layers a stage applies in order; with `image_layers` (a stateless group) every layer
+        but firmware is carried by the image's new build, so it is one line, not a role run."""
         steps = []
+        carried: list[str] = []
         for layer, _ in LAYERS:
             parts = []
             for lc in layer_changes:
@@ -295,19 +361,25 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                 for c in changes:
                     if c.disruption == REFLASH and hosts.intersection(c.hosts):
                         parts.append(f"{c.dotted}: {c.old} -> {c.new}")
+            if parts and image_layers and layer != "firmware":
+                carried += parts
+                continue
             if parts:
                 how = {"firmware": "reflash, power-cycle", "driver": "reboot", "cuda-nccl": "reboot into the image",
                        "container-toolkit": "restart containerd", "kubernetes": "restart kubelet",
                        "slurm": "restart slurmd"}[layer]
                 steps.append(f"layer {layer}: " + "; ".join(parts) + f" ({how}, then health check)")
+        if carried:
+            steps.append("in the image: " + "; ".join(carried) + " (the new build carries them)")
         return steps
 
     stages: list[Stage] = []
-    rb_set, rb_problems = rollback_target(d, matrix, old_set.name, new_set.name)
     for p in rb_problems:
         warnings.append(Problem("rollback-target", p, "set upgrade.rollback.target to a validated set"))
     baseline = new_set.baseline
     gate_list = gates(d, has_slurm, has_k8s, baseline)
+    if image_changes:
+        stages.append(Stage("image build and publish", "image", steps=_image_steps(image_changes, old_builds)))
     stages.append(Stage("prepare", "prepare", steps=[
         f"snapshot: rendered tree {tree_hash(old.tree)[:12]}, slurmdbd database dump, etcd snapshot",
         "record versions: `clusterdef drift --facts ...` shows every node on "
@@ -316,18 +388,42 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     ]))
     affected_groups = sorted(by_group, key=list(d.nodes).index)
     canary_hosts: list[str] = []
+    canary_stages: list[Stage] = []
+    canary_group = ""
     if by_group:
         group, canary_hosts, switches, cw = choose_canary(d, affected_groups)
         warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
         pol = d.upgrade
-        stages.append(Stage("canary", "canary", canary_hosts, [
-            f"drain {hostlist.fold(canary_hosts)} (timeout {pol.drain.timeout_minutes} min)",
-            *layer_steps(set(canary_hosts), include_daemons=False)], gate_list, switches))
-        if pol.rollback.exercise_on_canary and rb_set:
-            stages.append(Stage("rollback drill", "rollback-drill", canary_hosts, [
-                f"roll the canary back to {rb_set} (same layers, reverse order)",
-                "run the gates on the rollback target",
-                f"re-apply {new_set.name} to the canary"], gate_list, switches))
+        canary_group = stage_group(canary_hosts)
+        if reimaged(canary_group):
+            build = new_builds[d.nodes[canary_group].image]
+            canary_stages.append(Stage("canary", "canary", canary_hosts, [
+                f"drain {hostlist.fold(canary_hosts)} (timeout {pol.drain.timeout_minutes} min)",
+                *layer_steps(set(canary_hosts), include_daemons=True, image_layers=True),
+                *boot_steps(canary_hosts, canary_group, build, "the rest of the group stays on its default")],
+                gate_list, switches, "stateless", {"to": build.artefact}))
+            back = back_build(canary_group)
+            if pol.rollback.exercise_on_canary and rb_set and back:
+                canary_stages.append(Stage("rollback drill", "rollback-drill", canary_hosts, [
+                    *boot_steps(canary_hosts, canary_group, back, f"back to the rollback target {rb_set}"),
+                    "run the gates on the rollback target",
+                    *boot_steps(canary_hosts, canary_group, build, f"forward to {new_set.name} again")],
+                    gate_list, switches, "stateless", {"to": build.artefact, "back": back.artefact}))
+        else:
+            canary_stages.append(Stage("canary", "canary", canary_hosts, [
+                f"drain {hostlist.fold(canary_hosts)} (timeout {pol.drain.timeout_minutes} min)",
+                *layer_steps(set(canary_hosts), include_daemons=False)], gate_list, switches,
+                d.nodes[canary_group].provisioning if canary_group else ""))
+            if pol.rollback.exercise_on_canary and rb_set:
+                canary_stages.append(Stage("rollback drill", "rollback-drill", canary_hosts, [
+                    f"roll the canary back to {rb_set} (same layers, reverse order)",
+                    "run the gates on the rollback target",
+                    f"re-apply {new_set.name} to the canary"], gate_list, switches,
+                    d.nodes[canary_group].provisioning if canary_group else ""))
+    # A stateless canary boots the new slurmd with its image: slurmctld must be upgraded first
+    # (slurmctld may be newer than slurmd, never older).
+    slurm_moves = any(lc["component"] == "slurm" for lc in layer_changes)
+    cp_first = reimaged(canary_group) and slurm_moves and d.nodes[canary_group].control_plane == "slurm"
     cp_steps: list[str] = []
     if t:
         for i, hop in enumerate(t.slurm):
@@ -345,28 +441,58 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     for c in changes:
         if c.disruption in (LIVE, RESTART):
             cp_steps.append(f"{c.disruption}: {c.dotted}" + (f" ({len(c.hosts)} nodes)" if c.hosts else ""))
-    if cp_steps and canary_hosts:
+    if cp_steps and canary_hosts and not reimaged(canary_group):
         daemons = [lc for lc in layer_changes if lc["component"] in ("slurm", "kubernetes")]
         for lc in daemons:
             mine = [h for h in canary_hosts if h in set(lc["_hosts"])]
             if mine:
                 cp_steps.append(f"{'slurmd' if lc['component'] == 'slurm' else 'kubelet'} -> {lc['to']} on the "
                                 f"canary {hostlist.fold(mine)}")
-    if cp_steps:
-        stages.append(Stage("control plane and cluster config", "control-plane", [], cp_steps,
-                            gate_list[2:] if canary_hosts else []))
+    cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
+                      gate_list[2:] if canary_hosts else [])] if cp_steps else []
+    if cp_first:
+        cp_stage[0].steps.insert(0, f"before the canary: its image {new_builds[d.nodes[canary_group].image].artefact} "
+                                 "carries the new slurmd, and slurmctld may not be older than slurmd")
+        stages += cp_stage + canary_stages
+    else:
+        stages += canary_stages + cp_stage
     wave_list = waves(d, by_group, set(canary_hosts))
     withheld = 0
     if canary_only:
         withheld = len(wave_list)
-        stages = [s for s in stages if s.kind != "control-plane"]
+        if cp_first:
+            warnings.append(Problem("canary-needs-control-plane", "the canary boots an image with the new slurmd, "
+                                    "so the control plane is upgraded before it even in a canary-only plan",
+                                    "review the control-plane stage: slurmctld and slurmdbd move to the candidate"))
+        else:
+            stages = [s for s in stages if s.kind != "control-plane"]
     else:
         for i, (hosts, switches) in enumerate(wave_list, 1):
-            stages.append(Stage(f"wave {i}", "wave", hosts, [
-                f"drain {hostlist.fold(hosts)} (timeout {d.upgrade.drain.timeout_minutes} min, "
-                f"grace {d.upgrade.drain.grace_seconds} s)",
-                *layer_steps(set(hosts), include_daemons=True),
-                "resume the nodes; halt the rollout here if any gate fails"], gate_list, switches))
+            g = stage_group(hosts)
+            drain = (f"drain {hostlist.fold(hosts)} (timeout {d.upgrade.drain.timeout_minutes} min, "
+                     f"grace {d.upgrade.drain.grace_seconds} s)")
+            if reimaged(g):
+                build = new_builds[d.nodes[g].image]
+                stages.append(Stage(f"wave {i}", "wave", hosts, [
+                    drain, *layer_steps(set(hosts), include_daemons=True, image_layers=True),
+                    *boot_steps(hosts, g, build, "only this wave's hosts"),
+                    "resume the nodes; halt the rollout here if any gate fails"], gate_list, switches,
+                    "stateless", {"to": build.artefact}))
+            else:
+                stages.append(Stage(f"wave {i}", "wave", hosts, [
+                    drain, *layer_steps(set(hosts), include_daemons=True),
+                    "resume the nodes; halt the rollout here if any gate fails"], gate_list, switches,
+                    d.nodes[g].provisioning if g else ""))
+        defaults = [g for g in d.nodes if d.nodes[g].image in rebuilt]
+        if defaults:
+            pointed = [h for g in defaults if reimaged(g) for h in by_group.get(g, ())]
+            steps = [f"switch the default boot of node group(s) {', '.join(defaults)} to the new build(s) "
+                     "(publish pxe/ipxe/groups/ and pxe/ipxe/boot.ipxe of the new tree)"]
+            if pointed:
+                steps.append(f"remove the boot pointers of {hostlist.fold(pointed)}: the default now boots the same "
+                             "build")
+            stages.append(Stage("boot defaults", "boot-default", sorted(pointed, key=_host_order(d)), steps, [],
+                                [], "", {"groups": ",".join(defaults)}))
 
     # ---- disruption summary
     summary: dict[str, dict] = {}
@@ -403,6 +529,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         },
         "compatibility": t.to_json() if t else None,
         "changes": [c.to_json() for c in changes],
+        "images": image_changes,
         "disruption": summary,
         "rollout": {
             "layer_order": [name for name, _ in LAYERS],

@@ -11,11 +11,18 @@ come from the re-derived plan, never from the file. Then each rollout stage beco
 
 | plan stage | steps (playbook in the playbooks folder) |
 |---|---|
+| image build and publish | `publish-image.yml` when present (new builds onto the boot server), else skipped |
 | prepare | `prepare.yml` when the folder has one, else recorded as skipped |
-| canary | `upgrade.yml` on the canary wave, then the gates |
-| rollback drill | `rollback.yml`, the gates, `upgrade.yml` again (re-apply the target) |
+| canary | `upgrade.yml` on the canary wave, then the gates; stateless: `reimage.yml` (point, reboot) |
+| rollback drill | `rollback.yml`, the gates, `upgrade.yml` again (re-apply the target); stateless: |
+| | `reimage.yml` pointing back at the rollback build, the gates, `reimage.yml` forward again |
 | control plane and cluster config | `control-plane.yml` (required unless `--skip-stage control-plane`) |
-| wave N | `upgrade.yml` on the wave, then the gates |
+| wave N | `upgrade.yml` on the wave, then the gates; stateless: `reimage.yml`, then the gates |
+| boot defaults | `boot-pointer.yml`: the new tree's group defaults and entry script, and the stages' pointers removed |
+
+Stateless steps carry `clusterdef_boot_pointers` (a list of `{host, path, content}` under the boot
+server's HTTP root; empty content removes the file) and `clusterdef_boot_build` (the artefact),
+both computed from the new definition (BootPointers), never read from the plan file.
 
 Gates are `gates.yml` (site specific: NCCL vs baseline, Slurm job, GPU pod) when present, else
 `enforce-baseline.yml` limited to the wave (health and drift through node_admission).
@@ -39,8 +46,8 @@ from . import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_fil
 from .planfile import forgeries, schema_problems, seal
 
 GATES = ("gates.yml", "enforce-baseline.yml")
-STAGE_KINDS = ("prepare", "canary", "rollback-drill", "control-plane", "wave")
-SKIPPABLE = ("prepare", "control-plane")
+STAGE_KINDS = ("image", "prepare", "canary", "rollback-drill", "control-plane", "wave", "boot-default")
+SKIPPABLE = ("image", "prepare", "control-plane")
 _RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::(\d+))?\]")
 
 
@@ -67,13 +74,14 @@ class Step:
     limit: str | None = None
     skipped: str = ""
     rollback: bool = False  # the step runs against the rollback set (rollback.yml and the gates after it)
+    vars: dict = field(default_factory=dict)  # extra vars of this step (boot pointers of a stateless stage)
 
     @property
     def label(self) -> str:
         return f"{self.stage}: {self.action}" + (f" {self.wave}" if self.wave else "")
 
     def extravars(self, extra: dict) -> dict:
-        return {**extra, "clusterdef_wave": self.wave or "none", "clusterdef_stage": self.stage,
+        return {**extra, **self.vars, "clusterdef_wave": self.wave or "none", "clusterdef_stage": self.stage,
                 "clusterdef_step": self.action, "clusterdef_rollback": self.rollback}
 
     def to_json(self) -> dict:
@@ -81,7 +89,8 @@ class Step:
                 "playbook": str(self.playbook) if self.playbook else None, "wave": self.wave,
                 "hosts": hostlist.fold(self.hosts) if self.hosts else "", "nodes": len(self.hosts),
                 "limit": self.limit, **({"skipped": self.skipped} if self.skipped else {}),
-                **({"rollback": True} if self.rollback else {})}
+                **({"rollback": True} if self.rollback else {}),
+                **({"boot_build": self.vars["clusterdef_boot_build"]} if "clusterdef_boot_build" in self.vars else {})}
 
 
 # --------------------------------------------------------------------------- the rendered inventory
@@ -143,27 +152,79 @@ def _playbook(playbooks: Path, *names: str) -> Path | None:
     return None
 
 
-def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: set[str] = frozenset()) -> list[Step]:
+class BootPointers:
+    """The files a stateless stage writes on the boot server (paths under its HTTP root): a boot
+    pointer per host to a build the new definition keeps, and at the end the group defaults."""
+
+    def __init__(self, new: Side):
+        from ..render import pxe
+        from ..resolve import resolve
+
+        d = new.definition
+        self.pxe = pxe
+        self.tree = new.tree
+        self.resolved = resolve(d, new.result.matrix, Path(new.result.file).parent)
+        self.group_of = {h: g for g, n in d.nodes.items() for h in hostlist.names(n.hosts)}
+        self.builds = {b.artefact: b for img in d.images for b in pxe.builds(self.resolved, img).values()}
+
+    def point(self, hosts: list[str], artefact: str) -> dict:
+        build = self.builds.get(artefact)
+        if build is None:
+            raise ApplyError([f"build {artefact} is not kept by the new definition"], "plan again")
+        files = []
+        for h in hosts:
+            g = self.group_of[h]
+            mac = self.resolved.macs.get(g, {}).get(h)
+            if not mac:
+                raise ApplyError([f"host {h} has no MAC: a boot pointer is found by MAC"], "list the group's MACs")
+            files.append({"host": h, "path": self.pxe.pointer_path(mac),
+                          "content": self.pxe.host_pointer(self.resolved, h, g, mac, build)})
+        return {"clusterdef_boot_build": artefact, "clusterdef_boot_pointers": files}
+
+    def defaults(self, groups: list[str], hosts: list[str]) -> dict:
+        files = [{"host": "", "path": rel[len("pxe/"):], "content": self.tree[rel]}
+                 for rel in ["pxe/ipxe/boot.ipxe", *(f"pxe/ipxe/groups/{g}.ipxe" for g in groups)]]
+        for h in hosts:  # pointers of the stateless stages, now the same as the default: removed
+            mac = self.resolved.macs.get(self.group_of[h], {}).get(h)
+            if mac:
+                files.append({"host": h, "path": self.pxe.pointer_path(mac), "content": ""})
+        return {"clusterdef_boot_pointers": files}
+
+    def publish(self) -> dict:
+        files = [{"host": "", "path": rel[len("pxe/"):], "content": text} for rel, text in sorted(self.tree.items())
+                 if rel.startswith("pxe/ipxe/images/") or rel == "pxe/published"]
+        return {"clusterdef_boot_pointers": files, "clusterdef_artefacts": sorted(self.builds)}
+
+
+def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: set[str] = frozenset(),
+                   boot: BootPointers | None = None) -> list[Step]:
     """The ordered steps of the plan's rollout. Raises ApplyError (nothing has run) when a
-    playbook a stage needs is missing or a stage's hosts are not in the inventory's waves."""
+    playbook a stage needs is missing or a stage's hosts are not in the inventory's waves.
+    Stateless stages run reimage.yml with the boot pointers `boot` writes (needed then)."""
     problems: list[str] = []
     steps: list[Step] = []
     upgrade, rollback = _playbook(playbooks, "upgrade.yml"), _playbook(playbooks, "rollback.yml")
+    reimage = _playbook(playbooks, "reimage.yml")
     gates = _playbook(playbooks, *GATES)
+
+    def pointers(stage: dict, hosts: list[str], key: str) -> dict:
+        if boot is None:
+            raise ApplyError([f"stage {stage['name']!r} is stateless and needs the boot pointers"])
+        return boot.point(hosts, stage["boot"][key])
 
     def need(pb: Path | None, name: str, stage: str) -> Path | None:
         if pb is None:
             problems.append(f"stage {stage!r} needs {name} in {playbooks}, which has none")
         return pb
 
-    def per_wave(stage: dict, *actions: tuple[str, Path | None, str]) -> None:
+    def per_wave(stage: dict, *actions: tuple) -> None:
         for group, hosts, limit in wave_groups(stage, waves):
             rolled_back = False  # the gates right after rollback.yml check the rollback set, not the target
-            for action, pb, pb_name in actions:
+            for action, pb, pb_name, *key in actions:
                 rolled_back = action == "rollback" or (rolled_back and action == "gates")
                 steps.append(Step(stage["name"], stage["kind"], action, need(pb, pb_name, stage["name"]), group,
                                   hosts, limit if action in ("upgrade", "reapply", "rollback") else (limit or group),
-                                  rollback=rolled_back))
+                                  rollback=rolled_back, vars=pointers(stage, hosts, key[0]) if key else {}))
 
     for stage in doc.get("rollout", {}).get("stages", []):
         kind, name = stage.get("kind"), stage.get("name", "?")
@@ -173,6 +234,23 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
         try:
             if kind in skip:
                 steps.append(Step(name, kind, kind, None, skipped="skipped by --skip-stage"))
+            elif kind == "image":
+                pb = _playbook(playbooks, "publish-image.yml")
+                steps.append(Step(name, kind, "publish", pb, skipped="" if pb else
+                                  "no publish-image.yml: build the image and copy its artefacts, pxe/ipxe/images/ and "
+                                  "pxe/published to the boot server by hand before the canary",
+                                  vars=boot.publish() if boot and pb else {}))
+            elif kind == "boot-default":
+                pb = need(_playbook(playbooks, "boot-pointer.yml"), "boot-pointer.yml", name)
+                groups = [g for g in stage.get("boot", {}).get("groups", "").split(",") if g]
+                hosts = list(hostlist.names(stage["hosts"])) if stage.get("hosts") else []
+                steps.append(Step(name, kind, "boot-default", pb,  # runs on the boot server, not on the hosts
+                                  vars=boot.defaults(groups, hosts) if boot else {}))
+            elif kind in ("canary", "wave") and stage.get("provisioning") == "stateless":
+                per_wave(stage, ("upgrade", reimage, "reimage.yml", "to"), ("gates", gates, " or ".join(GATES)))
+            elif kind == "rollback-drill" and stage.get("provisioning") == "stateless":
+                per_wave(stage, ("rollback", reimage, "reimage.yml", "back"), ("gates", gates, " or ".join(GATES)),
+                         ("reapply", reimage, "reimage.yml", "to"))
             elif kind == "prepare":
                 pb = _playbook(playbooks, "prepare.yml")
                 steps.append(Step(name, kind, "prepare", pb,
@@ -271,7 +349,11 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
     # File names are the plan's own labels (the hashes above vouch for the contents); a candidate
     # target can only have a canary-only plan, so --allow-candidate is implied.
     old, new = replace(old, label=doc["from"]["file"]), replace(new, label=doc["to"]["file"])
-    derived = make_plan(old, new, allow_candidate=True)
+    try:
+        derived = make_plan(old, new, allow_candidate=True)
+    except PlanInputError as exc:
+        raise ApplyError(["the definitions no longer give a plan"], "fix them and plan again", exc.findings,
+                         exc.sources)
     forged = forgeries(doc, derived.doc)
     if derived.refused:
         forged.insert(0, "these definitions give a refused plan: " + "; ".join(p.message for p in derived.refusals))
@@ -287,7 +369,9 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
         waves = inventory_waves(inventory["inventory/hosts.yml"])
     except (YAMLError, ValueError) as exc:
         raise ApplyError([f"the rendered inventory cannot be read: {exc}"])
-    return Prepared(doc, old, new, steps_for_plan(doc, waves, Path(playbooks), skip), inventory)
+    boot = BootPointers(new) if any(st.get("provisioning") == "stateless" or st.get("kind") in ("image", "boot-default")
+                                    for st in doc["rollout"]["stages"]) else None
+    return Prepared(doc, old, new, steps_for_plan(doc, waves, Path(playbooks), skip, boot), inventory)
 
 
 def find_playbooks(start: Path | None) -> Path | None:

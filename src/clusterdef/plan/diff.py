@@ -62,6 +62,8 @@ def classify(path: tuple, old: Definition, new: Definition) -> tuple[str, list[s
         if rest == "firmware" or rest == "platform":
             return REFLASH, hosts, "the firmware a node type carries changed: reflash and power-cycle its nodes"
         return RESTART, hosts, "node hardware facts feed slurm.conf/gres.conf: restart slurmctld and slurmd"
+    if head == "images" and rest == "published":
+        return NONE, [], "the boot server keeps another earlier build: nothing on the nodes changes"
     if head == "images":
         groups = {g for d in (old, new) for g, n in d.nodes.items() if n.image == sub}
         return REBOOT, _group_hosts(new, groups) or _group_hosts(old, groups), \
@@ -74,8 +76,15 @@ def classify(path: tuple, old: Definition, new: Definition) -> tuple[str, list[s
             return RESTART, sorted(o ^ n), "nodes added or removed: provision them and restart slurmctld " \
                 "(node list) or join/cordon them in Kubernetes"
         hosts = _group_hosts(new, [g])
-        if rest in ("image", "hardware", "control_plane"):
-            return REBOOT, hosts, "the node's image, hardware type or owner changed: drain and reboot"
+        if rest == "boot":
+            ob = old.nodes[g].boot if g in old.nodes else {}
+            nb = new.nodes[g].boot
+            return LIVE, sorted(h for h in set(ob) | set(nb) if ob.get(h) != nb.get(h)), \
+                "boot pointers: the hosts boot the build they point at from their next reboot"
+        if rest == "roles":
+            return LIVE, hosts, "the group's extra roles: playbooks/group-roles.yml runs them on its hosts"
+        if rest in ("image", "hardware", "control_plane", "provisioning"):
+            return REBOOT, hosts, "the image, hardware type, owner or provisioning mode changed: drain and reboot"
         if rest == "addressing":
             return LIVE, hosts, "provisioning addresses: reload DHCP/PXE; takes effect at the next boot"
         return LIVE, hosts, "labels, taints or placement: applied live"

@@ -13,6 +13,7 @@ from .transition import LIVE, NONE, REBOOT, REFLASH, RESTART
 COLOUR = {REFLASH: "red", REBOOT: "yellow", RESTART: "cyan", LIVE: "green", NONE: "dim"}
 ORDER = (REFLASH, REBOOT, RESTART, LIVE, NONE)
 MD_DIFF_LINES = 150  # per file in Markdown; the JSON plan keeps whole diffs
+MD_FILES = 40  # more files than this past the diff budget: they are counted per folder
 MD_DIFF_CHARS = 28000  # all diffs together, to stay inside a PR comment (65,536) with the rest of it
 
 
@@ -69,6 +70,25 @@ def to_markdown(doc: dict) -> str:
         out += [f"- ❌ {p['message']}" for p in comp["refusals"]]
         out += [f"- ⚠️ {p['message']}" for p in comp["warnings"]]
         out.append("")
+
+    if doc.get("images"):
+        out += ["### Images (built and published first)", "",
+                "| image | running build | new build | stateless groups |", "|---|---|---|---|"]
+        for ic in doc["images"]:
+            out.append(f"| {ic['image']} | {_md(ic['from']['artefact'] if ic['from'] else None)} | "
+                       f"{_md(ic['to']['artefact'])} | {', '.join(ic['stateless_groups']) or '-'} |")
+        out.append("")
+        for ic in doc["images"]:
+            rows = [(p["package"], p["from"], p["to"]) for p in ic["pins"]]
+            rows += [(p, None, "(installed)") for p in ic["packages_added"]]
+            rows += [(p, "(installed)", None) for p in ic["packages_removed"]]
+            if ic["kernel"]["from"] != ic["kernel"]["to"]:
+                rows.append(("kernel", ic["kernel"]["from"], ic["kernel"]["to"]))
+            if rows:
+                out += [f"<details><summary>Image {ic['image']}: {len(rows)} package change(s)</summary>", "",
+                        "| package | from | to |", "|---|---|---|"]
+                out += [f"| `{p}` | {_md(a)} | {_md(b)} |" for p, a, b in rows]
+                out += ["", "</details>", ""]
 
     out += ["### Disruption", ""]
     if doc["disruption"]:
@@ -137,11 +157,23 @@ def to_markdown(doc: dict) -> str:
     if not doc["files"]:
         out += ["No rendered file changes.", ""]
     budget = MD_DIFF_CHARS
+    unshown: list[dict] = []
+    spent, past = 0, 0  # files past the diff budget: more than MD_FILES are counted per folder, not listed
+    for fd in doc["files"]:
+        size = len("\n".join(fd["diff"].splitlines()[:MD_DIFF_LINES]))
+        if spent + size > MD_DIFF_CHARS:
+            past += 1
+        else:
+            spent += size
+    over = past > MD_FILES
     for fd in doc["files"]:
         lines = fd["diff"].splitlines()
         shown = lines[:MD_DIFF_LINES]
         body = "\n".join(shown)
         if len(body) > budget:
+            if over:
+                unshown.append(fd)  # listed below, by folder: the diff budget is spent
+                continue
             body, shown = "", []
         budget -= len(body)
         more = len(lines) - len(shown)
@@ -150,6 +182,17 @@ def to_markdown(doc: dict) -> str:
         if more:
             out.append(f"{more} more diff line(s) in the JSON plan (`--format json`).")
         out += ["", "</details>", ""]
+    if unshown:
+        folders: dict[str, list[dict]] = {}
+        for fd in unshown:
+            folders.setdefault(fd["path"].rsplit("/", 1)[0] if "/" in fd["path"] else ".", []).append(fd)
+        out += [f"{len(unshown)} more changed file(s), diffs in the JSON plan (`--format json`):", ""]
+        for folder, fds in folders.items():
+            status = ", ".join(f"{n} {st}" for st, n in sorted(
+                {st: sum(1 for x in fds if x["status"] == st) for st in {x["status"] for x in fds}}.items()))
+            out.append(f"- `{folder}/`: {status} (+{sum(x['added'] for x in fds)} "
+                       f"−{sum(x['removed'] for x in fds)})")
+        out.append("")
     out += [f"<sub>plan format {doc['plan_format']}, clusterdef {doc['clusterdef']}; definitions "
             f"{f['definition_sha256'][:12]} → {t['definition_sha256'][:12]}, trees {f['tree_sha256'][:12]} → "
             f"{t['tree_sha256'][:12]}</sub>", ""]
@@ -182,6 +225,10 @@ def to_text(doc: dict) -> str:
     comp = doc.get("compatibility")
     if comp:
         out += [f"  [green]ok[/] {e(c)}" for c in comp["checks"]]
+    for ic in doc.get("images", []):
+        frm = ic["from"]["artefact"] if ic["from"] else "(new)"
+        out.append(f"[bold]image[/] {e(ic['image'])}: {e(frm)} -> {e(ic['to']['artefact'])}")
+        out += [f"  {e(p['package'])}: {e(_val(p['from']))} -> {e(_val(p['to']))}" for p in ic["pins"]]
     if doc["changes"]:
         out.append("[bold]definition changes[/]")
         for ch in doc["changes"]:

@@ -25,22 +25,26 @@ _SIDE = {"type": "object", "additionalProperties": False,
          "required": ["file", "set", "status", "definition_sha256", "tree_sha256"],
          "properties": {"file": _STR, "set": _STR, "status": _STR, "definition_sha256": _SHA, "tree_sha256": _SHA}}
 _STAGE = {"type": "object", "additionalProperties": False,
-          "required": ["name", "kind", "nodes", "hosts", "switches", "steps", "gates"],
+          "required": ["name", "kind", "nodes", "hosts", "switches", "steps", "gates", "provisioning", "boot"],
           "properties": {"name": _STR, "nodes": _INT, "hosts": _STR, "switches": _STRS, "steps": _STRS,
-                         "gates": _STRS,
-                         "kind": {"enum": ["prepare", "canary", "rollback-drill", "control-plane", "wave"]}}}
+                         "gates": _STRS, "provisioning": {"enum": ["", "stateless", "stateful"]},
+                         "boot": {"type": "object", "additionalProperties": False,
+                                  "properties": {"to": _STR, "back": _STR, "groups": _STR}},
+                         "kind": {"enum": ["image", "prepare", "canary", "rollback-drill", "control-plane", "wave",
+                                           "boot-default"]}}}
 # The fields apply reads are typed exactly; the others only by kind (the comparison with the
 # re-derived plan checks their content).
 SCHEMA = {
     "type": "object", "additionalProperties": False,
     "required": ["plan_format", "clusterdef", "cluster", "from", "to", "refused", "refusals", "warnings",
-                 "canary_only", "set_change", "compatibility", "changes", "disruption", "rollout", "files",
+                 "canary_only", "set_change", "compatibility", "changes", "images", "disruption", "rollout", "files",
                  "kubernetes_objects", HASH_FIELD],
     "properties": {
         "plan_format": {"const": 1}, "clusterdef": _STR, "cluster": _STR, "from": _SIDE, "to": _SIDE,
         "refused": _BOOL, "refusals": _PROBLEMS, "warnings": _PROBLEMS, "canary_only": _BOOL,
         "set_change": {"type": "object"}, "compatibility": {"type": ["object", "null"]},
-        "changes": {"type": "array"}, "disruption": {"type": "object"}, "files": {"type": "array"},
+        "changes": {"type": "array"}, "images": {"type": "array"}, "disruption": {"type": "object"},
+        "files": {"type": "array"},
         "kubernetes_objects": {"type": "array"}, HASH_FIELD: _SHA,
         "rollout": {"type": "object", "additionalProperties": False,
                     "required": ["layer_order", "canary", "waves", "waves_withheld", "wave_size", "gates",

@@ -14,16 +14,18 @@ from ..model import Definition
 @dataclass
 class Stage:
     name: str
-    kind: str  # prepare | control-plane | canary | rollback-drill | wave
+    kind: str  # image | prepare | control-plane | canary | rollback-drill | wave | boot-default
     hosts: list[str] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
     gates: list[str] = field(default_factory=list)
     switches: list[str] = field(default_factory=list)
+    provisioning: str = ""  # the stage's node group's: stateless stages point hosts at a build and reboot
+    boot: dict = field(default_factory=dict)  # artefacts: to (the new build), back (rollback), groups (defaults)
 
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "nodes": len(self.hosts),
                 "hosts": hostlist.fold(self.hosts) if self.hosts else "", "switches": self.switches,
-                "steps": self.steps, "gates": self.gates}
+                "steps": self.steps, "gates": self.gates, "provisioning": self.provisioning, "boot": self.boot}
 
 
 def leaves(definition: Definition, group: str) -> list[tuple[str, list[str]]]:

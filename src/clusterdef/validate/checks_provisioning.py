@@ -59,3 +59,58 @@ def provisioning(ctx: Context) -> Iterable[Finding]:
                     f"node groups {', '.join(f'`{g}`' for g in discovering)} all discover their MACs: "
                     "an unknown node cannot be told which group to boot",
                     "let one group discover and list or inventory the MACs of the others")
+
+
+@check("images-boot")
+def images_boot(ctx: Context) -> Iterable[Finding]:
+    """Image identity and boot pointers: a published build never shares the current version; a
+    host's boot pointer names a build the boot server keeps; a stateless group runs no role that
+    installs packages."""
+    from ..knowledge.roles import installs_packages, roles
+
+    d = ctx.definition
+    for name, img in d.images.items():
+        for version, entry in img.published.items():
+            if version == img.version:
+                same = entry.set == d.cluster.matrix
+                yield error("image-version-reused", ("images", name, "published", version),
+                            f"image `{name}`: version {version} is the current build (set {d.cluster.matrix}) "
+                            f"and is also listed as published for set {entry.set}"
+                            + ("" if same else ": one image version would be two builds for two sets"),
+                            f"an image version belongs to one set: give the current build a new version "
+                            f"(images.{name}.version), or remove {version} from images.{name}.published"
+                            if not same else f"remove {version} from images.{name}.published: the current build "
+                            "is always published")
+    known_roles = roles()
+    for gname, g in d.nodes.items():
+        img = d.images.get(g.image)
+        members = set(ctx.group_nodes.get(gname, ()))
+        for host, version in g.boot.items():
+            where = ("nodes", gname, "boot", host)
+            if host not in members:
+                yield error("boot-pointer-host", where, f"node group `{gname}`: boot pointer for `{host}`, "
+                            f"which is not one of its hosts ({g.hosts})",
+                            "point a host of this group, or move the pointer to the group that has the host")
+            elif g.addressing.mac.source == "discover":
+                yield error("boot-pointer-host", where, f"node group `{gname}`: boot pointer for `{host}`, but "
+                            "the group discovers its MACs, and a pointer is found by the host's MAC",
+                            "list the group's MACs (addressing.mac: {source: list, ...}) or use an inventory")
+            elif img is not None and version != img.version and version not in img.published:
+                kept = [img.version, *img.published]
+                yield error("boot-pointer-unpublished", where,
+                            f"node group `{gname}`: host `{host}` points at image `{g.image}` version {version}, "
+                            "which the boot server does not keep",
+                            f"point it at a published build ({', '.join(kept)}), or add {version} with its set "
+                            f"and digest to images.{g.image}.published")
+        for i, role in enumerate(g.roles):
+            where = ("nodes", gname, "roles", i)
+            if role not in known_roles:
+                yield error("role-unknown", where, f"node group `{gname}`: there is no role `{role}`",
+                            f"roles: {', '.join(sorted(known_roles))}")
+            elif g.provisioning == "stateless" and installs_packages(role):
+                yield error("stateless-apt-role", where,
+                            f"node group `{gname}` is stateless, but role `{role}` installs packages with apt on "
+                            "its hosts: they would be lost at the next reboot, and the node would run something "
+                            f"other than its image `{g.image}`",
+                            f"put the packages in image `{g.image}` (images.{g.image}.packages) and drop the "
+                            "role, or make the group `provisioning: stateful`")

@@ -104,6 +104,12 @@ def inventory(resolved: Resolved) -> dict:
     tree: dict[str, dict] = {"nodes": {"children": groups}}
     for cp in sorted(cps):
         tree[f"cp_{cp}"] = children(cps[cp])
+    # provisioning mode: the playbooks install packages (driver, CUDA, toolkit roles) only on prov_stateful;
+    # prov_stateless nodes change by a new image and a reboot (reimage.yml)
+    for mode in ("stateful", "stateless"):
+        members = [f"group_{ident(g)}" for g, n in d.nodes.items() if n.provisioning == mode]
+        if members:
+            tree[f"prov_{mode}"] = children(members)
     for hw in sorted(hws):
         tree[f"hw_{ident(hw)}"] = children(hws[hw])
     if d.slurm:
@@ -192,6 +198,9 @@ def variables(resolved: Resolved) -> dict[str, dict]:
         out[f"cp_{cp}"] = {"node_drain_control_plane": cp, "node_admission_control_plane": cp,
                            "nvidia_driver_control_plane": cp, "firmware_control_plane": cp,
                            "container_toolkit_runtimes": list(RUNTIMES.get(cp, ()))}
+    for gname, g in d.nodes.items():
+        if g.roles:  # playbooks/group-roles.yml applies them (never one that installs packages on a stateless group)
+            out[f"group_{ident(gname)}"] = {"clusterdef_group_roles": list(g.roles)}
     used = {g.hardware for g in d.nodes.values()}
     for hname, hw in d.hardware.items():
         if hname not in used:

@@ -8,7 +8,11 @@ Layout (all under `images/<image>/`):
     mkosi.skeleton/etc/apt/...       NVIDIA apt sources and the version pins from the set
     mkosi.extra/usr/lib/clusterdef/  the first-boot baseline script and the versions it expects
     mkosi.extra/etc/systemd/system/  its unit, pulled in by multi-user.target
-    build.sh                         mkosi build, then the PXE artefacts <image>-<version>.vmlinuz/.initrd
+    build.sh                         mkosi build, then the PXE artefacts <artefact>.vmlinuz/.initrd
+    identity                         name, version, set, digest and artefact name of this build
+
+The artefact name is `<image>-<version>-<set>-<digest>` (ImageIdentity): the digest is the
+sha256 of the recipe, so no build overwrites another on the boot server.
 
 mkosi 14 syntax (Debian bookworm); the keys used are also valid for current mkosi. Versions
 come from `resolved.set.components` and `resolved.set.firmware`, never from the definition.
@@ -17,12 +21,13 @@ Pure: the base recipes (bases.yaml) and NVIDIA package names (nvidia.yaml) are p
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
 from ruamel.yaml import YAML
 
-from ...model.images import Image
 from ...resolve import Resolved
 from ...quoting import guarded_env
 
@@ -36,9 +41,56 @@ UNIT = "clusterdef-baseline.service"
 NODE_COMPONENTS = ("driver", "cuda", "nccl", "container_toolkit")
 
 
-def artefact(name: str, image: Image) -> str:
-    """Artefact base name: the image version is part of it, so a change is a new image."""
-    return f"{name}-{image.version}"
+# Stands in for the artefact name while the recipe is hashed (the name carries the hash).
+_STEM = "CLUSTERDEF_ARTEFACT_STEM"
+
+
+@dataclass(frozen=True)
+class ImageIdentity:
+    """What an image build is: name, version, the validated set it was built for and the hash of
+    its recipe. The artefact name carries all four, so no build overwrites another on the boot
+    server (a recipe changed under the same version still gets a new name)."""
+    name: str
+    version: str
+    set: str
+    digest: str
+
+    @property
+    def artefact(self) -> str:
+        return f"{self.name}-{self.version}-{self.set}-{self.digest}"
+
+    def to_json(self) -> dict:
+        return {"image": self.name, "version": self.version, "set": self.set, "digest": self.digest,
+                "artefact": self.artefact}
+
+
+def published_identity(name: str, version: str, entry) -> ImageIdentity:
+    """The identity of an earlier build listed in `images.<name>.published`."""
+    return ImageIdentity(name, version, entry.set, entry.digest)
+
+
+def identities(resolved: Resolved, recipes: dict[str, str] | None = None) -> dict[str, ImageIdentity]:
+    """image name -> identity of its current build (digest: sha256 of the rendered recipe, with
+    the artefact name left out, over sorted paths and contents)."""
+    out = {}
+    recipes = _recipes(resolved) if recipes is None else recipes
+    for name, img in resolved.definition.images.items():
+        root = f"images/{name}/"
+        h = hashlib.sha256()
+        for rel in sorted(r for r in recipes if r.startswith(root)):
+            h.update(rel[len(root):].encode() + b"\0" + recipes[rel].encode() + b"\0")
+        out[name] = ImageIdentity(name, img.version, resolved.set.name, h.hexdigest()[:12])
+    return out
+
+
+def artefact(resolved: Resolved, name: str) -> str:
+    """Artefact base name of image `name`'s current build: `<image>-<version>-<set>-<digest>`."""
+    return identities(resolved)[name].artefact
+
+
+def package_pins(resolved: Resolved, name: str) -> dict[str, str]:
+    """package -> apt version glob the image pins (the image diff `plan` shows)."""
+    return {p: glob for pkgs, glob in nvidia_packages(resolved, name).values() for p in pkgs}
 
 
 @cache
@@ -88,6 +140,21 @@ def _kv(pairs) -> str:
 
 
 def render(resolved: Resolved) -> dict[str, str]:
+    """The recipes with their artefact names, and `images/<image>/identity` per image."""
+    recipes = _recipes(resolved)
+    ids = identities(resolved, recipes)
+    tree = {}
+    for rel, text in recipes.items():
+        name = rel.split("/")[1]
+        tree[rel] = text.replace(_STEM, ids[name].artefact)
+    for name, ident in ids.items():
+        tree[f"images/{name}/identity"] = (
+            f"# Identity of image {name}'s build (rendered by clusterdef): the artefact name carries all of it.\n"
+            + _kv(ident.to_json().items()))
+    return tree
+
+
+def _recipes(resolved: Resolved) -> dict[str, str]:
     d, vs = resolved.definition, resolved.set
     tree: dict[str, str] = {}
     for name, img in d.images.items():
@@ -100,7 +167,7 @@ def render(resolved: Resolved) -> dict[str, str]:
         groups = {g: grp.hardware for g, grp in d.nodes.items() if grp.image == name}
         major, minor = vs.components.cuda.split(".")[:2]
         ctx = {
-            "cluster": d.cluster.name, "set": vs.name, "name": name, "img": img, "art": artefact(name, img),
+            "cluster": d.cluster.name, "set": vs.name, "name": name, "img": img, "art": _STEM,
             "base": base, "cuda_distro": release["cuda_repo"], "nv": nv, "pkgs": pkgs,
             "kernel_package": base["kernel_package"].format(kernel=img.kernel),
             "packages": [*base["base_packages"], *img.packages],
@@ -124,7 +191,7 @@ def render(resolved: Resolved) -> dict[str, str]:
             f"# Rendered by clusterdef: run the first-boot baseline on every boot of image {name}.\n" \
             f"[Unit]\nWants={UNIT}\n"
         bdir = extra + BASELINE_DIR + "/"
-        tree[bdir + "meta"] = _kv([("set", vs.name), ("image", artefact(name, img)),
+        tree[bdir + "meta"] = _kv([("set", vs.name), ("image", _STEM),
                                    ("cuda_package", ctx["cuda_package"])])
         tree[bdir + "components"] = _kv((c, getattr(vs.components, c)) for c in NODE_COMPONENTS)
         tree[bdir + "groups"] = _kv(sorted(groups.items()))

@@ -4,21 +4,31 @@ for iPXE clients by user class) and the iPXE scripts that pick each node's image
 Layout (all under `pxe/`):
 
     dnsmasq.conf            DHCP range, one dhcp-host per node with a known MAC, first stage
-    ipxe/boot.ipxe          the entry script every node chains to; maps the boot NIC's MAC
-                            to its node group with one label per host and chains the group script
-    ipxe/groups/<g>.ipxe    kernel, initrd and kernel command line of one node group
+    ipxe/boot.ipxe          the entry script every node chains to; maps the boot NIC's MAC to its
+                            node group with one label per host; a group's hosts first try their
+                            own boot pointer, then fall back to the group's default
+    ipxe/groups/<g>.ipxe    the group's default: kernel, initrd and command line of the image's
+                            current build
+    ipxe/images/<g>/<artefact>.ipxe
+                            the same for every build the boot server keeps (current and
+                            `images.<image>.published`): what a boot pointer chains to
+    ipxe/hosts/host-<mac>.ipxe
+                            a per-host boot pointer (MAC with '-', as iPXE's ${net0/mac:hexhyp}):
+                            one `chain` to a build's script. Rendered for `nodes.<g>.boot`; the
+                            canary, the waves and the rollback drill write theirs (host_pointer)
+    published               the artefacts the boot server must hold, one per line
 
-Per-group scripts instead of per-host ones keep the tree small (the estate has 4,096 nodes
-and 32 groups: one entry script with a label per MAC, not 4,096 files), and the MAC-to-group
-map sits in the entry script rather than in DHCP options so the chain works behind any DHCP
-server that hands out `ipxe/boot.ipxe` (dnsmasq here, qemu's user network in the tests, a
-site's own DHCP). Pure: no disk, no network, no clock.
+Per-group defaults keep the tree small (the estate has 4,096 nodes and 32 groups: one entry
+script with a label per MAC, not 4,096 files); a host gets a file only while it is pointed
+away from its group's default. The MAC-to-group map sits in the entry script rather than in
+DHCP options so the chain works behind any DHCP server that hands out `ipxe/boot.ipxe`
+(dnsmasq here, qemu's user network in the tests, a site's own DHCP). Pure: no disk, no network, no clock.
 """
 
 from __future__ import annotations
 
 from ...resolve import Resolved
-from ..images import artefact
+from ..images import ImageIdentity, identities, published_identity
 from ...quoting import guarded_env
 
 _env = guarded_env("clusterdef.render.pxe")
@@ -36,42 +46,80 @@ def server_url(resolved: Resolved) -> str:
     return f"http://{prov.server}" + ("" if prov.http_port == 80 else f":{prov.http_port}")
 
 
-def kernel_cmdline(resolved: Resolved, group: str) -> str:
-    """The exact kernel command line a node of `group` boots with.
+def builds(resolved: Resolved, image: str, ids: dict[str, ImageIdentity] | None = None) -> dict[str, ImageIdentity]:
+    """version -> identity of every build of `image` the boot server keeps: the current one and
+    the published ones."""
+    ids = identities(resolved) if ids is None else ids
+    img = resolved.definition.images[image]
+    out = {img.version: ids[image]}
+    for version, entry in img.published.items():
+        out.setdefault(version, published_identity(image, version, entry))
+    return out
+
+
+def kernel_cmdline(resolved: Resolved, group: str, build: ImageIdentity | None = None) -> str:
+    """The exact kernel command line a node of `group` boots with (its image's current build, or
+    `build`, an earlier one the boot server keeps).
 
     `initrd=` names the initrd for UEFI (the EFI stub loads it by that name; harmless on BIOS),
     then the image's own arguments (console, ...), then what the node needs to find its place:
-    image id with version, validated set, node group and provisioning server."""
+    the build's artefact name, the set it was built for, node group and provisioning server."""
     d = resolved.definition
     g = d.nodes[group]
     img = d.images[g.image]
-    art = artefact(g.image, img)
+    build = build or identities(resolved)[g.image]
+    art = build.artefact
     return " ".join([f"initrd={art}.initrd", *img.kernel_cmdline, f"clusterdef.image={art}",
-                     f"clusterdef.set={resolved.set.name}", f"clusterdef.group={group}",
+                     f"clusterdef.set={build.set}", f"clusterdef.group={group}",
                      f"clusterdef.server={server_url(resolved)}"])
 
 
+def mac_file(mac: str) -> str:
+    """The MAC as iPXE's `${net0/mac:hexhyp}` spells it (lower-case hex, '-')."""
+    return mac.replace(":", "-")
+
+
 def _mac_label(mac: str) -> str:
-    return "mac-" + mac.replace(":", "-")
+    return "mac-" + mac_file(mac)
+
+
+def build_script(group: str, build: ImageIdentity) -> str:
+    """Path (under pxe/) of the iPXE script that boots `build` for a node of `group`."""
+    return f"ipxe/images/{group}/{build.artefact}.ipxe"
+
+
+def pointer_path(mac: str) -> str:
+    """Path (under pxe/) of a host's boot pointer."""
+    return f"ipxe/hosts/host-{mac_file(mac)}.ipxe"
+
+
+def host_pointer(resolved: Resolved, host: str, group: str, mac: str, build: ImageIdentity) -> str:
+    """The boot pointer that sends `host` to `build` (one of the builds the boot server keeps)."""
+    return _env.get_template("host.ipxe.j2").render({
+        "host": host, "group": group, "mac": mac, "b": build, "cluster": resolved.definition.cluster.name,
+        "url": server_url(resolved), "script": build_script(group, build)})
+
+
+def _group_ctx(resolved: Resolved, gname: str, build: ImageIdentity, url: str) -> dict:
+    g = resolved.definition.nodes[gname]
+    return {"name": gname, "hosts": g.hosts, "count": len(list(resolved.nodes(gname))), "image": g.image,
+            "version": build.version, "build": build, "kernel": f"{url}/images/{build.artefact}.vmlinuz",
+            "initrd": f"{url}/images/{build.artefact}.initrd", "cmdline": kernel_cmdline(resolved, gname, build)}
 
 
 def render(resolved: Resolved) -> dict[str, str]:
     d = resolved.definition
     prov = d.network.provisioning
     url = server_url(resolved)
+    ids = identities(resolved)
     groups, hosts = [], []
     for gname, g in d.nodes.items():
-        img = d.images[g.image]
         nodes = list(resolved.nodes(gname))
         known = [n for n in nodes if n.mac]
         hosts.extend(known)
-        art = artefact(g.image, img)
-        groups.append({
-            "name": gname, "hosts": g.hosts, "count": len(nodes), "image": g.image, "version": img.version,
-            "discover": g.addressing.mac.source == "discover", "macs": [_mac_label(n.mac) for n in known],
-            "kernel": f"{url}/images/{art}.vmlinuz", "initrd": f"{url}/images/{art}.initrd",
-            "cmdline": kernel_cmdline(resolved, gname),
-        })
+        groups.append({**_group_ctx(resolved, gname, ids[g.image], url),
+                       "discover": g.addressing.mac.source == "discover", "macs": [_mac_label(n.mac) for n in known],
+                       "provisioning": g.provisioning})
     discover = [g for g in groups if g["discover"]]
     ctx = {"cluster": d.cluster.name, "set": resolved.set.name, "prov": prov, "url": url, "groups": groups,
            "hosts": hosts, "first_stage": FIRST_STAGE, "client_arch": CLIENT_ARCH,
@@ -82,6 +130,23 @@ def render(resolved: Resolved) -> dict[str, str]:
         "pxe/ipxe/boot.ipxe": _env.get_template("boot.ipxe.j2").render(ctx),
     }
     group_tpl = _env.get_template("group.ipxe.j2")
+    kept: dict[str, ImageIdentity] = {}
     for g in groups:
-        tree[f"pxe/ipxe/groups/{g['name']}.ipxe"] = group_tpl.render({**ctx, "g": g})
+        tree[f"pxe/ipxe/groups/{g['name']}.ipxe"] = group_tpl.render({**ctx, "g": g, "default": True})
+        gdef = d.nodes[g["name"]]
+        kept_builds = builds(resolved, gdef.image, ids)
+        for build in kept_builds.values():
+            kept[build.artefact] = build
+            tree["pxe/" + build_script(g["name"], build)] = group_tpl.render(
+                {**ctx, "g": _group_ctx(resolved, g["name"], build, url), "default": False})
+        macs = resolved.macs.get(g["name"], {})
+        for host, version in gdef.boot.items():
+            if host in macs and version in kept_builds:  # validate reports the others (boot-pointer-*)
+                tree["pxe/" + pointer_path(macs[host])] = host_pointer(resolved, host, g["name"], macs[host],
+                                                                       kept_builds[version])
+    tree["pxe/published"] = (
+        f"# Artefacts the boot server of cluster {d.cluster.name} keeps under images/ (<artefact>.vmlinuz and\n"
+        "# <artefact>.initrd): every image's current build and its published earlier builds. Never prune one listed here.\n"
+        "# artefact image version set digest\n"
+        + "".join(f"{b.artefact} {b.name} {b.version} {b.set} {b.digest}\n" for _, b in sorted(kept.items())))
     return tree
