@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .backup import Backup
 from .base import Model, Name
 from .cluster import Cluster
 from .hardware import HardwareType
@@ -35,6 +36,7 @@ class Definition(Model):
     upgrade: Upgrade = Upgrade()
     observability: Observability = Observability()
     secrets: Secrets = Secrets()
+    backup: Backup | None = None
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
         return {n: g for n, g in self.nodes.items() if g.control_plane == control_plane}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..resolve import Resolved
-from . import ansible, images, inventory, kubernetes, network, observability, pxe, slurm, storage, versions
+from . import ansible, backup, images, inventory, kubernetes, network, observability, pxe, slurm, storage, versions
 
 FileTree = dict[str, str]
 Renderer = Callable[[Resolved], FileTree]
@@ -23,6 +23,7 @@ TARGETS: dict[str, Renderer] = {
     "network": network.render,
     "storage": storage.render,
     "observability": observability.render,
+    "backup": backup.render,
 }
 
 
