@@ -32,6 +32,8 @@ CODE = re.compile(r"[a-z]+(-[a-z0-9]+)+")
 
 # code -> "file.py::test_function" that triggers it and names it
 TRIGGERED_ELSEWHERE = {
+    "backup-slurm-absent": "test_backup.py::test_checks",
+    "backup-rehearsal-stale": "test_backup.py::test_rehearsal_record_is_read_by_validate",
     "secret-backend-unknown": "test_secrets.py::test_backend_unknown",
     "driver-pool-group-twice": "test_kubernetes_render.py::test_kubernetes_checks",
     "driver-pool-reserved-name": "test_kubernetes_render.py::test_kubernetes_checks",
