@@ -1,0 +1,19 @@
+#!/bin/sh
+# Restore of identity identity, role set-identity on host idm01, cluster estate; rendered by clusterdef (docs/backup.md).
+set -eu
+umask 077
+ETC=${CLUSTERDEF_BACKUP_ETC:-/etc/clusterdef/backup}
+STAGE=${CLUSTERDEF_BACKUP_STAGE:-/var/lib/clusterdef/backup}/set-identity
+RESTIC_REPOSITORY=${RESTIC_REPOSITORY:-s3:s3.backup.example/estate-restic}
+RESTIC_PASSWORD_FILE=${RESTIC_PASSWORD_FILE:-$ETC/restic.password}
+export RESTIC_REPOSITORY RESTIC_PASSWORD_FILE
+HOST=idm01
+TAG=clusterdef-estate-set-identity
+# Restores the paths in place (CLUSTERDEF_RESTORE_TARGET=DIR restores under DIR instead).
+if [ "${1:-}" != --yes ] && [ "${CLUSTERDEF_RESTORE_CONFIRM:-}" != yes ]; then
+  echo "clusterdef: this overwrites the files of identity; run it again with --yes" >&2
+  exit 2
+fi
+SNAPSHOT=${CLUSTERDEF_RESTORE_SNAPSHOT:-latest}
+restic restore "$SNAPSHOT" --host "$HOST" --tag "$TAG" --target "${CLUSTERDEF_RESTORE_TARGET:-/}"
+echo "clusterdef: restored $SNAPSHOT of $TAG"
