@@ -376,22 +376,6 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
     w("  max_parallel_waves: 2")
     w("  baseline_tolerance: {busbw_drop_pct: 5}")
     w(f"  rollback: {flow({'target': '2025.10-r580'})}")
-    w("")
-
-    # --- backup ---------------------------------------------------------------------------------
-    w("backup:")
-    w(f"  repository: {flow({'url': f's3:s3.backup.example/{name}-restic', 'password_ref': 'vault_restic_password'})}")
-    w(f"  schedule: {flow({'interval_hours': 6, 'at_hour': 1})}")
-    w(f"  retention: {flow({'within_days': 2, 'daily_days': 30, 'weekly_days': 91, 'monthly_days': 730})}")
-    w("  authoritative:")
-    w("    slurm: true")
-    w(f"    etcd: {flow({'host': 'k8sctl01'})}")
-    w("    sets:")
-    w(f"      identity: {flow({'kind': 'identity', 'host': 'idm01', 'paths': ['/var/lib/dirsrv', '/etc/dirsrv']})}")
-    w(f"      cluster-repo: {flow({'kind': 'repository', 'host': 'mgmt01', 'paths': ['/srv/git/' + name]})}")
-    w(f"      registry: {flow({'kind': 'registry', 'host': 'registry01', 'paths': ['/var/lib/registry']})}")
-    w(f"  reproducible: {flow(['/var/cache/apt', '/var/lib/containerd'])}")
-    w(f"  rehearsal: {flow({'max_age_days': 30})}")
 
     macs = ["host,mac"] + [f"gpu{k:0{hw_width}d},{mac_of(k)}" for k in range(1, nodes + 1)]
     return "\n".join(out) + "\n", "\n".join(macs) + "\n"

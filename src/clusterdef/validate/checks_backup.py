@@ -81,8 +81,8 @@ def backup_rehearsal(ctx: Context) -> Iterable[Finding]:
     if last is None:
         yield warning("backup-rehearsal-stale", where,
                       f"the restore has never been rehearsed successfully (no passed run in {path.name})",
-                      f"run `clusterdef drill {Path(ctx.definition_file).name}` on the controller; it records the result "
-                      f"in {path.name} (commit it)")
+                      f"run `clusterdef drill {Path(ctx.definition_file).name}` on the controller; "
+                      f"it records the result in {path.name} (commit it)")
         return
     age = (ctx.today - last).days
     if age > limit:
