@@ -177,6 +177,13 @@ def test_checks(lab, tmp_path):
     # /scratchy is not /scratch
     bad["backup"]["authoritative"]["sets"]["registry"]["paths"] = ["/scratchy"]
     assert codes(bad) == set()
+    # a rehearsal target that is the live database or overlaps StateSaveLocation
+    bad = json.loads(json.dumps(lab))
+    bad["backup"]["rehearsal"] = {"state_dir": "/var/lib/slurm"}
+    assert codes(bad) == {("backup-rehearsal-live", ("backup", "rehearsal", "state_dir"))}
+    bad["backup"]["rehearsal"] = {"database": "slurm_acct_db", "state_dir": "/var/lib/slurm/slurmctld/x"}
+    assert codes(bad) == {("backup-rehearsal-live", ("backup", "rehearsal", "state_dir")),
+                          ("backup-rehearsal-live", ("backup", "rehearsal", "database"))}
     # slurm: true without a slurm section
     bad = json.loads(json.dumps(lab))
     del bad["slurm"]

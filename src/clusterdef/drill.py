@@ -46,12 +46,14 @@ class RecordError(ValueError):
 
 def read_record(path: Path) -> list[dict]:
     """The rehearsals in a record file ([] when there is none)."""
-    if not path.exists():
+    from .limits import InputError, load_json
+
+    if not path.exists() and not path.is_symlink():
         return []
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RecordError(f"{path.name}: {exc}") from None
+        data = load_json(path, "rehearsal")  # bounded: size, nesting, number length, regular file only
+    except InputError as exc:
+        raise RecordError("; ".join(f"{path.name}: {f.message}" for f in exc.findings)) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("rehearsals"), list):
         raise RecordError(f"{path.name}: not a {FORMAT} record")
     return [r for r in data["rehearsals"] if isinstance(r, dict)]
@@ -162,13 +164,15 @@ def run(result, *, database: str | None = None, state_dir: str | None = None, en
     plan = d.backup.rehearsal
     database = database or plan.database
     state_dir = state_dir or plan.state_dir
+    path = record_path(result.file)
+    if record:
+        read_record(path)  # an unreadable record fails before the rehearsal, not after it
     tree, _ = build_tree(result, ["backup"])
     start = time.monotonic()
     outcome = rehearse(d, tree, database=database, state_dir=state_dir, env=env)
     e = entry(d, sha256(result.source.text), outcome, database=database, state_dir=state_dir,
               snapshot=(env or os.environ).get("CLUSTERDEF_RESTORE_SNAPSHOT", "latest"),
               seconds=time.monotonic() - start)
-    path = record_path(result.file)
     if record:
         append_record(path, e)
     e["log"] = outcome.log

@@ -40,11 +40,14 @@ STAGE = "/var/lib/clusterdef/backup"
 STATE_DEFAULT = "/var/lib/slurm/slurmctld"
 
 
-def state_save_location(resolved: Resolved) -> str:
+def live_state_dir(d) -> str:
     """StateSaveLocation as slurm.conf has it (the rendered default, or a passthrough key)."""
-    s = resolved.definition.slurm
-    value = s.passthrough.get("StateSaveLocation") if s else None
+    value = d.slurm.passthrough.get("StateSaveLocation") if d.slurm else None
     return value if isinstance(value, str) and value.startswith("/") else STATE_DEFAULT
+
+
+def state_save_location(resolved: Resolved) -> str:
+    return live_state_dir(resolved.definition)
 
 
 def excludes(resolved: Resolved) -> list[str]:

@@ -47,6 +47,29 @@ def backup_scope(ctx: Context) -> Iterable[Finding]:
                     "remove `slurm: true`, or add the slurm section")
 
 
+@check("backup-rehearsal-target")
+def backup_rehearsal_target(ctx: Context) -> Iterable[Finding]:
+    """The rehearsal restores into a scratch target; the live database or StateSaveLocation would be replaced."""
+    from ..render.backup import live_state_dir
+
+    d = ctx.definition
+    b = d.backup
+    if b is None or d.slurm is None:
+        return
+    r = b.rehearsal
+    if d.slurm.accounting.storage == "slurmdbd" and r.database == d.slurm.accounting.storage_loc:
+        yield error("backup-rehearsal-live", ("backup", "rehearsal", "database"),
+                    f"the rehearsal database `{r.database}` is the live accounting database (slurm.accounting.storage_loc): "
+                    "the drill drops and recreates it",
+                    "name a scratch database, e.g. slurm_acct_db_rehearsal")
+    live = live_state_dir(d)
+    if _under(r.state_dir, live) or _under(live, r.state_dir):
+        yield error("backup-rehearsal-live", ("backup", "rehearsal", "state_dir"),
+                    f"the rehearsal state folder `{r.state_dir}` overlaps slurmctld's StateSaveLocation `{live}`: "
+                    "the drill replaces it",
+                    "use a scratch folder such as /var/tmp/clusterdef-rehearsal/slurmctld")
+
+
 @check("backup-retention")
 def backup_retention(ctx: Context) -> Iterable[Finding]:
     b = ctx.definition.backup
