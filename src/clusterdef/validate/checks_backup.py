@@ -59,8 +59,8 @@ def backup_rehearsal_target(ctx: Context) -> Iterable[Finding]:
     r = b.rehearsal
     if d.slurm.accounting.storage == "slurmdbd" and r.database == d.slurm.accounting.storage_loc:
         yield error("backup-rehearsal-live", ("backup", "rehearsal", "database"),
-                    f"the rehearsal database `{r.database}` is the live accounting database (slurm.accounting.storage_loc): "
-                    "the drill drops and recreates it",
+                    f"the rehearsal database `{r.database}` is the live accounting database "
+                    "(slurm.accounting.storage_loc): the drill drops and recreates it",
                     "name a scratch database, e.g. slurm_acct_db_rehearsal")
     live = live_state_dir(d)
     if _under(r.state_dir, live) or _under(live, r.state_dir):
