@@ -206,6 +206,12 @@ def test_rehearsal_record_is_read_by_validate(lab, tmp_path):
     def stale(today=TODAY):
         return [f for f in _codes(lab, tmp_path, today) if f.code == "backup-rehearsal-stale"]
 
+    assert stale() == []  # never rehearsed, but the first rehearsal is due 30 days after `adopted`
+    adopted = date.fromisoformat(str(lab["backup"]["rehearsal"]["adopted"]))
+    assert stale(adopted + timedelta(days=30)) == []
+    due = stale(adopted + timedelta(days=31))
+    assert len(due) == 1 and "never" in due[0].message and "adopted" in due[0].message
+    del lab["backup"]["rehearsal"]["adopted"]  # without it, never rehearsed warns at once
     found = stale()
     assert len(found) == 1 and "never" in found[0].message
     assert found[0].path == ("backup", "rehearsal", "max_age_days") and found[0].severity.value == "warning"

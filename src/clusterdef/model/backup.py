@@ -12,7 +12,7 @@ restic; docs/backup.md).
         sets:                  # identity data, the cluster repository, named datasets and registries
           identity: {kind: identity, host: idm01, paths: [/var/lib/dirsrv, /etc/dirsrv]}
       reproducible: [/var/cache/apt]   # caches; every `filesystems.<fs>.scratch` mount is reproducible too
-      rehearsal: {max_age_days: 30}
+      rehearsal: {max_age_days: 30, adopted: "2026-12-01"}
 
 Secrets by reference only: `password_ref` names the Ansible Vault variable holding the restic
 repository password; the accounting database is dumped with slurmdbd's own credentials
@@ -21,6 +21,7 @@ repository password; the accounting database is dumped with slurmdbd's own crede
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
@@ -115,6 +116,9 @@ class Rehearsal(Model):
 
     max_age_days: int = Field(default=30, ge=1, le=3650)
     """`validate` warns when the last passed rehearsal is older than this."""
+    adopted: date | None = None
+    """When this backup plan was adopted: before any rehearsal is recorded, the first one is due
+    `max_age_days` after it (without it, a plan never rehearsed is a warning at once)."""
     database: DbName = "slurm_acct_db_rehearsal"
     """Scratch database the rehearsal restores the accounting dump into (dropped and recreated)."""
     state_dir: AbsPath = "/var/tmp/clusterdef-rehearsal/slurmctld"

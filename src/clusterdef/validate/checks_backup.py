@@ -102,8 +102,13 @@ def backup_rehearsal(ctx: Context) -> Iterable[Finding]:
                       f"or remove {path.name}")
         return
     if last is None:
+        adopted = b.rehearsal.adopted
+        if adopted is not None and (ctx.today - adopted).days <= limit:
+            return  # the first rehearsal is not due yet
         yield warning("backup-rehearsal-stale", where,
-                      f"the restore has never been rehearsed successfully (no passed run in {path.name})",
+                      f"the restore has never been rehearsed successfully (no passed run in {path.name})"
+                      + (f", and the first was due {limit} days after backup.rehearsal.adopted ({adopted.isoformat()})"
+                         if adopted else ""),
                       f"run `clusterdef drill {Path(ctx.definition_file).name}` on the controller; "
                       f"it records the result in {path.name} (commit it)")
         return
