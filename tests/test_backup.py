@@ -462,3 +462,31 @@ def test_etcd_snapshot_and_restore(lab, matrix, tmp_path, stack):
     wait_for(lambda: ctl("endpoint", "health", check=False).returncode == 0, 30, "restored etcd healthy", proc,
              tmp_path / "etcd.out")
     assert ctl("get", "--print-value-only", "/registry/namespaces/vision").stdout.strip() == "tenant-vision"
+
+
+def test_drill_refuses_bad_input(lab, tmp_path):
+    """Exit 2 with a message, never a traceback, before anything is restored."""
+    from typer.testing import CliRunner
+
+    from clusterdef.cli import app
+
+    def drill(data, *args):
+        path = dump_yaml(data, tmp_path / "lab.yaml")
+        return CliRunner().invoke(app, ["drill", str(path), "--today", TODAY.isoformat(), *args])
+
+    r = drill(lab, "--database", "slurm_acct_db")
+    assert r.exit_code == 2 and "live accounting database" in r.output, r.output
+    r = drill(lab, "--database", "x;drop")
+    assert r.exit_code == 2 and "not a database name" in r.output, r.output
+    r = drill(lab, "--state-dir", "relative/dir")
+    assert r.exit_code == 2 and "absolute" in r.output, r.output
+    no_backup = json.loads(json.dumps(lab))
+    del no_backup["backup"]
+    r = drill(no_backup)
+    assert r.exit_code == 2 and "nothing to rehearse" in r.output, r.output
+    bad = json.loads(json.dumps(lab))
+    bad["backup"]["retention"] = {}
+    r = drill(bad)
+    assert r.exit_code == 2 and "backup-retention-short" in r.output, r.output
+    assert not (tmp_path / "lab.rehearsal.json").exists()
+    assert r.exception is None or isinstance(r.exception, SystemExit)
