@@ -33,6 +33,8 @@ CODE = re.compile(r"[a-z]+(-[a-z0-9]+)+")
 # code -> "file.py::test_function" that triggers it and names it
 TRIGGERED_ELSEWHERE = {
     "image-rollback-not-kept": "test_images_boot.py::test_a_stateless_rollback_needs_its_build_kept",
+    "backup-slurm-absent": "test_backup.py::test_checks",
+    "backup-rehearsal-stale": "test_backup.py::test_rehearsal_record_is_read_by_validate",
     "secret-backend-unknown": "test_secrets.py::test_backend_unknown",
     "driver-pool-group-twice": "test_kubernetes_render.py::test_kubernetes_checks",
     "driver-pool-reserved-name": "test_kubernetes_render.py::test_kubernetes_checks",

@@ -473,6 +473,62 @@ def access(
                 out.print(f"    files: {escape(', '.join(g.files))}")
 
 
+@app.command()
+def drill(
+    definition: Path = typer.Argument(..., help="Cluster definition (YAML) with a backup section."),
+    state_dir: Optional[str] = typer.Option(None, "--state-dir", help="Scratch StateSaveLocation to restore into "
+                                            "(default: backup.rehearsal.state_dir)."),
+    database: Optional[str] = typer.Option(None, "--database", help="Scratch database to restore into "
+                                           "(default: backup.rehearsal.database)."),
+    record: bool = typer.Option(True, "--record/--no-record", help="Append the result to <definition>.rehearsal.json."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Report format."),
+    matrices: Optional[Path] = MatricesOpt,
+    today: Optional[str] = TodayOpt,
+) -> None:
+    """Rehearse the restore: run the rendered backup/slurm/restore.sh into a scratch database and state
+    folder, check what came back, record date and result beside the definition (docs/backup.md).
+    Exit 0 when it passed, 1 when it failed, 2 on bad input."""
+    import re
+
+    from . import drill as drill_mod
+    from .errors import DefinitionError
+    from .validate.pipeline import validate_file
+
+    result = validate_file(definition, matrices, _today(today))
+    if not result.ok:
+        _report(result, Format.text, err)
+        raise typer.Exit(EXIT_BAD)
+    d = result.definition
+    if d.backup is None or not d.backup.authoritative.slurm or d.slurm is None:
+        _bad_path(f"{definition}: nothing to rehearse: the drill restores the Slurm role of the backup section "
+                  "(backup.authoritative.slurm with a slurm section)")
+    if database is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", database):
+        _bad_path(f"--database {database!r} is not a database name (letters, digits and '_')")
+    if database is not None and d.slurm.accounting.storage == "slurmdbd" and database == d.slurm.accounting.storage_loc:
+        _bad_path(f"--database {database} is the live accounting database; the rehearsal restores into a scratch one")
+    if state_dir is not None and not state_dir.startswith("/"):
+        _bad_path(f"--state-dir {state_dir!r} must be an absolute path")
+    try:
+        entry, path = drill_mod.run(result, database=database, state_dir=state_dir, record=record)
+    except DefinitionError as exc:
+        _report(type(result)(result.file, result.source, None, None, exc.findings), Format.text, err)
+        raise typer.Exit(EXIT_BAD)
+    except (OSError, drill_mod.RecordError) as exc:
+        _bad_path(f"cannot record the rehearsal: {exc}")
+    if fmt is Format.json:
+        sys.stdout.write(json.dumps(entry, indent=2, sort_keys=True) + "\n")
+    else:
+        for c in entry["checks"]:
+            mark = "[green]ok[/]  " if c["ok"] else "[red]FAIL[/]"
+            out.print(f"  {mark} {escape(c['name'])}: {escape(c['detail'])}")
+        colour = "green" if entry["result"] == "passed" else "red"
+        where = f"; recorded in {escape(str(path))}" if record else ""
+        out.print(f"[{colour}]{entry['result']}[/] restore rehearsal of {escape(d.cluster.name)} "
+                  f"into {escape(entry['target']['database'])} and {escape(entry['target']['state_dir'])}{where}")
+    if entry["result"] != "passed":
+        raise typer.Exit(EXIT_WARN)
+
+
 fabric_app = typer.Typer(no_args_is_help=True, help="InfiniBand fabric: the as-built cabling against the definition.")
 app.add_typer(fabric_app, name="fabric")
 

@@ -37,7 +37,7 @@ from .errors import DefinitionError, Finding, Severity
 MiB = 1 << 20
 LIMITS = {"definition": 16 * MiB, "inventory": 16 * MiB, "facts": 64 * MiB, "log": 64 * MiB,
           "baseline": 4 * MiB, "plan": 256 * MiB, "manifest": 16 * MiB,
-          "ibnetdiscover": 64 * MiB}
+          "ibnetdiscover": 64 * MiB, "rehearsal": 4 * MiB}
 MAX_DEPTH = 64
 MAX_ALIAS_NODES = 100_000
 MAX_INT_DIGITS = 100

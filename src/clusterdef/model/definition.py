@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .backup import Backup
 from .base import Model, Name
 from .cluster import Cluster
 from .hardware import HardwareType
@@ -37,6 +38,7 @@ class Definition(Model):
     observability: Observability = Observability()
     secrets: Secrets = Secrets()
     identity: Identity | None = None
+    backup: Backup | None = None
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
         return {n: g for n, g in self.nodes.items() if g.control_plane == control_plane}

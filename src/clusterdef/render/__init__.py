@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ..resolve import Resolved
-from . import ansible, identity, images, inventory, kubernetes, network, observability, pxe, slurm, storage, versions
+from . import (ansible, backup, identity, images, inventory, kubernetes, network, observability, pxe, slurm, storage,
+               versions)
 
 FileTree = dict[str, str]
 Renderer = Callable[[Resolved], FileTree]
@@ -24,6 +25,7 @@ TARGETS: dict[str, Renderer] = {
     "storage": storage.render,
     "observability": observability.render,
     "identity": identity.render,
+    "backup": backup.render,
 }
 
 

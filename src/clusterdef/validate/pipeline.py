@@ -66,7 +66,7 @@ def validate_source(source: Source, matrix: Matrix, today: date, base_dir: Path 
     if net:  # free-text fields (descriptions) or literal secrets that the model let through
         result.findings = _order([source.place(f) for f in net])
         return result
-    ctx = Context(definition, matrix, today, base_dir or Path(source.file).resolve().parent)
+    ctx = Context(definition, matrix, today, base_dir or Path(source.file).resolve().parent, source.file)
     result.definition = definition
     result.findings = _order([source.place(f) for f in run_checks(ctx)])
     return result

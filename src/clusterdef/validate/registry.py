@@ -38,6 +38,8 @@ class Context:
     matrix: Matrix
     today: date
     base_dir: Path = field(default_factory=Path.cwd)
+    definition_file: str = ""
+    """The definition's file (records beside it, e.g. the restore rehearsal's), when known."""
 
     @cached_property
     def chosen_set(self) -> ValidatedSet | None:

@@ -1,0 +1,344 @@
+"""Backup target: the backup plan of the definition's `backup` section for restic (docs/backup.md).
+
+    backup/plan.json                       what is authoritative (per role: host, paths, tag) and what is
+                                           reproducible (excluded), schedule, retention: the plan as data
+    backup/restic.password.j2              Ansible template: `{{ <password_ref> }}` (install 0600 root at
+                                           /etc/clusterdef/backup/restic.password); no secret is here
+    backup/slurm/my.cnf.j2                 Ansible template: MySQL client options of slurmdbd's StorageUser,
+                                           the password `{{ <secrets.refs.slurmdbd_storage_pass> }}`
+    backup/<role>/backup.sh                one snapshot of the role's data, then `restic forget --prune`
+    backup/<role>/restore.sh               the matching restore (asks for --yes: it replaces live data)
+    backup/<role>/clusterdef-backup-<role>.service/.timer   runs backup.sh on the schedule
+
+Roles: `slurm` (primary controller: `mysqldump --single-transaction` of the accounting database and
+a copy of StateSaveLocation, one snapshot so both are of one moment), `etcd` (`etcdctl snapshot save`
+on a control-plane host), `set-<name>` (each authoritative set's paths). Every `restic backup`
+excludes the scratch filesystems' mounts and the declared reproducible paths.
+
+Why restic rather than BorgBackup: restic's repository backends (sftp, REST server, S3-compatible
+object stores) need no server-side install of the tool, `restic dump` streams a single file (the
+SQL dump) out of a snapshot, and `forget --keep-within*` states retention as durations, which the
+`backup-retention-short` check compares with the schedule. Both are in Debian (restic 0.14 on bookworm).
+
+The scripts take overrides from the environment for a rehearsal or a test (never needed in service):
+CLUSTERDEF_BACKUP_ETC, CLUSTERDEF_BACKUP_STAGE, RESTIC_REPOSITORY, RESTIC_PASSWORD_FILE,
+CLUSTERDEF_SLURM_STATE, CLUSTERDEF_RESTORE_DB, CLUSTERDEF_ETCD_DATA, ETCDCTL_ENDPOINTS/CACERT/CERT/KEY.
+Pure: no disk, no network. Every value from the definition is shell-quoted (quoting.shell)."""
+
+from __future__ import annotations
+
+import json
+
+from ..model.backup import Backup
+from ..model.secrets import SLURMDBD_STORAGE_PASS
+from ..quoting import UnsafeValue, shell, systemd
+from ..resolve import Resolved
+
+ETC = "/etc/clusterdef/backup"
+LIB = "/usr/lib/clusterdef/backup"
+STAGE = "/var/lib/clusterdef/backup"
+STATE_DEFAULT = "/var/lib/slurm/slurmctld"
+
+
+def live_state_dir(d) -> str:
+    """StateSaveLocation as slurm.conf has it (the rendered default, or a passthrough key)."""
+    value = d.slurm.passthrough.get("StateSaveLocation") if d.slurm else None
+    return value if isinstance(value, str) and value.startswith("/") else STATE_DEFAULT
+
+
+def state_save_location(resolved: Resolved) -> str:
+    return live_state_dir(resolved.definition)
+
+
+def excludes(resolved: Resolved) -> list[str]:
+    """Reproducible paths: every scratch filesystem's mount and the declared reproducible paths."""
+    d = resolved.definition
+    out = [f.mount for f in d.filesystems.values() if f.scratch]
+    out += list(d.backup.reproducible)
+    return list(dict.fromkeys(out))
+
+
+def forget_args(b: Backup) -> list[str]:
+    """restic forget's --keep-within* flags from the retention (durations relative to the latest snapshot)."""
+    r = b.retention
+    flags = [("--keep-within", r.within_days), ("--keep-within-daily", r.daily_days),
+             ("--keep-within-weekly", r.weekly_days), ("--keep-within-monthly", r.monthly_days)]
+    return [f"{flag} {days}d" for flag, days in flags if days]
+
+
+def on_calendar(b: Backup) -> str:
+    """The systemd OnCalendar expression of the schedule (systemd.time(7))."""
+    s = b.schedule
+    if s.interval_hours == 168:
+        return f"Sun *-*-* {s.at_hour:02d}:00:00"
+    if s.interval_hours == 24:
+        return f"*-*-* {s.at_hour:02d}:00:00"
+    return f"*-*-* {s.at_hour % s.interval_hours:02d}/{s.interval_hours}:00:00"
+
+
+def roles(resolved: Resolved) -> dict[str, dict]:
+    """role -> {host, what, paths}: what each role's backup.sh puts in its snapshot."""
+    d = resolved.definition
+    a = d.backup.authoritative
+    out: dict[str, dict] = {}
+    if a.slurm and d.slurm is not None:
+        what = ["StateSaveLocation " + state_save_location(resolved)]
+        if d.slurm.accounting.storage == "slurmdbd":
+            what.insert(0, f"accounting database {d.slurm.accounting.storage_loc} (mysqldump --single-transaction)")
+        out["slurm"] = {"host": d.slurm.controllers[0], "what": what, "paths": [f"{STAGE}/slurm"]}
+    if a.etcd is not None:
+        out["etcd"] = {"host": a.etcd.host, "what": ["etcd snapshot (etcdctl snapshot save)"],
+                       "paths": [f"{STAGE}/etcd"]}
+    for name, s in a.sets.items():
+        out[f"set-{name}"] = {"host": s.host, "what": [f"{s.kind} {name}"], "paths": list(s.paths)}
+    return out
+
+
+def _tag(resolved: Resolved, role: str) -> str:
+    return f"clusterdef-{resolved.definition.cluster.name}-{role}"
+
+
+def _head(resolved: Resolved, role: str, what: str) -> list[str]:
+    d = resolved.definition
+    host = roles(resolved)[role]["host"]
+    return [
+        "#!/bin/sh\n",
+        f"# {what}, role {role} on host {host}, cluster {d.cluster.name}; rendered by clusterdef (docs/backup.md).\n",
+        "set -eu\n",
+        "umask 077\n",
+        f"ETC=${{CLUSTERDEF_BACKUP_ETC:-{ETC}}}\n",
+        f"STAGE=${{CLUSTERDEF_BACKUP_STAGE:-{STAGE}}}/{role}\n",
+        f"RESTIC_REPOSITORY=${{RESTIC_REPOSITORY:-{shell(d.backup.repository.url)}}}\n",
+        'RESTIC_PASSWORD_FILE=${RESTIC_PASSWORD_FILE:-$ETC/restic.password}\n',
+        "export RESTIC_REPOSITORY RESTIC_PASSWORD_FILE\n",
+        f"HOST={shell(host)}\n",
+        f"TAG={shell(_tag(resolved, role))}\n",
+    ]
+
+
+def _backup_tail(resolved: Resolved, paths: str) -> list[str]:
+    b = resolved.definition.backup
+    exclude = "".join(f" --exclude {shell(p)}" for p in excludes(resolved))
+    forget = " ".join(forget_args(b))
+    return [
+        "# The repository is created on the first run (a wrong password fails here, it never re-creates).\n",
+        "restic cat config >/dev/null 2>&1 || restic init\n",
+        f'restic backup --host "$HOST" --tag "$TAG"{exclude} {paths}\n',
+        "# Retention (backup.retention), for this role's snapshots only.\n",
+        f'restic forget --host "$HOST" --tag "$TAG" {forget} --prune\n' if forget else
+        "# no retention rule: nothing is forgotten\n",
+    ]
+
+
+def _restore_head(resolved: Resolved, role: str, what: str, replaces: str) -> list[str]:
+    return _head(resolved, role, f"Restore of {what}") + [
+        f"# Replaces {replaces}. Asks for --yes (or CLUSTERDEF_RESTORE_CONFIRM=yes).\n",
+        'if [ "${1:-}" != --yes ] && [ "${CLUSTERDEF_RESTORE_CONFIRM:-}" != yes ]; then\n'
+        f'  echo "clusterdef: this replaces {replaces}; run it again with --yes" >&2\n'
+        "  exit 2\n"
+        "fi\n",
+        "SNAPSHOT=${CLUSTERDEF_RESTORE_SNAPSHOT:-latest}\n",
+        'TMP=$(mktemp -d "${TMPDIR:-/tmp}/clusterdef-restore.XXXXXX")\n',
+        "trap 'rm -rf \"$TMP\"' EXIT\n",
+        'restic restore "$SNAPSHOT" --host "$HOST" --tag "$TAG" --target "$TMP"\n',
+        'SRC="$TMP$STAGE"\n',
+    ]
+
+
+def _set_aside() -> str:
+    """Shell function: move a path aside (never deleted by a restore) before replacing it."""
+    return ('aside() { [ ! -e "$1" ] || mv "$1" "$1.pre-restore.$(date -u +%Y%m%dT%H%M%SZ)"; }\n')
+
+
+def slurm_backup(resolved: Resolved) -> str:
+    d = resolved.definition
+    a = d.slurm.accounting
+    out = _head(resolved, "slurm", "Backup of the Slurm controller's authoritative state")
+    out.append(f"STATE=${{CLUSTERDEF_SLURM_STATE:-{shell(state_save_location(resolved))}}}\n")
+    out.append('mkdir -p "$STAGE"\n')
+    if a.storage == "slurmdbd":
+        out += [
+            f"# 1. The accounting database {a.storage_loc}: one consistent InnoDB transaction, no table locks;\n",
+            "#    connected as slurmdbd's StorageUser (my.cnf, from the vault).\n",
+            f'mysqldump --defaults-extra-file="$ETC/slurm/my.cnf" --single-transaction --quick {shell(a.storage_loc)}'
+            ' >"$STAGE/accounting.sql.tmp"\n',
+            'mv "$STAGE/accounting.sql.tmp" "$STAGE/accounting.sql"\n',
+        ]
+    out += [
+        "# 2. StateSaveLocation (queued jobs, their scripts, reservations): slurmctld replaces each state\n",
+        "#    file by a rename, so every copied file is whole.\n",
+        'rm -rf "$STAGE/state.tmp"\n',
+        'cp -a "$STATE" "$STAGE/state.tmp"\n',
+        'rm -rf "$STAGE/state"\n',
+        'mv "$STAGE/state.tmp" "$STAGE/state"\n',
+    ]
+    return "".join(out + _backup_tail(resolved, '"$STAGE"'))
+
+
+def slurm_restore(resolved: Resolved) -> str:
+    d = resolved.definition
+    a = d.slurm.accounting
+    db = a.storage == "slurmdbd"
+    replaces = ("the accounting database and StateSaveLocation" if db else "StateSaveLocation")
+    out = _restore_head(resolved, "slurm", "the Slurm controller's authoritative state", replaces)
+    out.insert(2, "# Stop slurmctld and slurmdbd first; afterwards start slurmdbd, then slurmctld.\n")
+    out.append(f"STATE=${{CLUSTERDEF_SLURM_STATE:-{shell(state_save_location(resolved))}}}\n")
+    out.append('[ -d "$SRC/state" ] || { echo "clusterdef: the snapshot has no $STAGE/state" >&2; exit 1; }\n')
+    if db:
+        out += [
+            f"DB=${{CLUSTERDEF_RESTORE_DB:-{shell(a.storage_loc)}}}\n",
+            'case "$DB" in ""|[0-9]*|*[!A-Za-z0-9_]*) echo "clusterdef: $DB is not a database name" >&2; exit 2;; esac\n',
+            '[ -f "$SRC/accounting.sql" ] || { echo "clusterdef: the snapshot has no accounting.sql" >&2; exit 1; }\n',
+            'sql() { mysql --defaults-extra-file="$ETC/slurm/my.cnf" "$@"; }\n',
+            'sql -e "DROP DATABASE IF EXISTS \\`$DB\\`; CREATE DATABASE \\`$DB\\`"\n',
+            'sql "$DB" <"$SRC/accounting.sql"\n',
+        ]
+    out += [
+        _set_aside(),
+        'aside "$STATE"\n',
+        'mkdir -p "$(dirname "$STATE")"\n',
+        'cp -a "$SRC/state" "$STATE"\n',
+        'echo "clusterdef: restored $SNAPSHOT of $TAG"\n',
+    ]
+    return "".join(out)
+
+
+def my_cnf(resolved: Resolved) -> str:
+    d = resolved.definition
+    a = d.slurm.accounting
+    var = d.secrets.var(SLURMDBD_STORAGE_PASS)
+    if not var.isidentifier():  # VaultVar's pattern makes this unreachable from a validated definition
+        raise UnsafeValue(f"{var[:60]!r} is not an Ansible variable name")
+    return ("# MySQL client options of the backup (rendered by clusterdef): an Ansible template, installed\n"
+            f"# 0600 root at {ETC}/slurm/my.cnf; the password is resolved from the vault at apply time.\n"
+            "[client]\n"
+            f"host={a.storage_host}\n"
+            f"port={a.storage_port}\n"
+            f"user={a.storage_user}\n"
+            f"password={{{{ {var} }}}}\n")
+
+
+def etcd_backup(resolved: Resolved) -> str:
+    e = resolved.definition.backup.authoritative.etcd
+    out = _head(resolved, "etcd", "Backup of Kubernetes state (etcd)")
+    out += [
+        "export ETCDCTL_API=3\n",
+        f"export ETCDCTL_ENDPOINTS=${{ETCDCTL_ENDPOINTS-{shell(e.endpoint)}}}\n",
+        f"export ETCDCTL_CACERT=${{ETCDCTL_CACERT-{shell(e.pki_dir + '/ca.crt')}}}\n",
+        f"export ETCDCTL_CERT=${{ETCDCTL_CERT-{shell(e.pki_dir + '/healthcheck-client.crt')}}}\n",
+        f"export ETCDCTL_KEY=${{ETCDCTL_KEY-{shell(e.pki_dir + '/healthcheck-client.key')}}}\n",
+        'mkdir -p "$STAGE"\n',
+        "# A point-in-time snapshot of the member's keyspace, checked before it replaces the last one.\n",
+        'rm -f "$STAGE/snapshot.db.tmp"\n',
+        'etcdctl snapshot save "$STAGE/snapshot.db.tmp" >/dev/null\n',
+        'etcdctl --write-out=table snapshot status "$STAGE/snapshot.db.tmp"\n',
+        'mv "$STAGE/snapshot.db.tmp" "$STAGE/snapshot.db"\n',
+    ]
+    return "".join(out + _backup_tail(resolved, '"$STAGE"'))
+
+
+def etcd_restore(resolved: Resolved) -> str:
+    e = resolved.definition.backup.authoritative.etcd
+    out = _restore_head(resolved, "etcd", "Kubernetes state (etcd)", "the etcd member's data directory")
+    out.insert(2, "# Stop kube-apiserver and etcd first (move their static pod manifests away); one member:\n"
+                  "# a multi-member cluster is restored member by member with each one's name and peer URL.\n")
+    out += [
+        f"DATA=${{CLUSTERDEF_ETCD_DATA:-{shell(e.data_dir)}}}\n",
+        f"NAME=${{CLUSTERDEF_ETCD_NAME:-{shell(e.host.split('.')[0])}}}\n",
+        f"PEER=${{CLUSTERDEF_ETCD_PEER:-{shell(f'https://{e.host}:2380')}}}\n",
+        '[ -f "$SRC/snapshot.db" ] || { echo "clusterdef: the snapshot has no snapshot.db" >&2; exit 1; }\n',
+        'rm -rf "$DATA.restoring"\n',
+        "# etcd 3.5+ ships the offline restore as etcdutl; etcd 3.4 (bookworm) has it in etcdctl.\n",
+        "if command -v etcdutl >/dev/null 2>&1; then RESTORE=etcdutl; else RESTORE=etcdctl; export ETCDCTL_API=3; fi\n",
+        '$RESTORE snapshot restore "$SRC/snapshot.db" --data-dir "$DATA.restoring" --name "$NAME" '
+        '--initial-cluster "$NAME=$PEER" --initial-advertise-peer-urls "$PEER"\n',
+        _set_aside(),
+        'aside "$DATA"\n',
+        'mv "$DATA.restoring" "$DATA"\n',
+        'echo "clusterdef: restored $SNAPSHOT of $TAG"\n',
+    ]
+    return "".join(out)
+
+
+def set_backup(resolved: Resolved, name: str) -> str:
+    s = resolved.definition.backup.authoritative.sets[name]
+    out = _head(resolved, f"set-{name}", f"Backup of {s.kind} {name}")
+    return "".join(out + _backup_tail(resolved, " ".join(shell(p) for p in s.paths)))
+
+
+def set_restore(resolved: Resolved, name: str) -> str:
+    s = resolved.definition.backup.authoritative.sets[name]
+    role = f"set-{name}"
+    out = _head(resolved, role, f"Restore of {s.kind} {name}") + [
+        "# Restores the paths in place (CLUSTERDEF_RESTORE_TARGET=DIR restores under DIR instead).\n",
+        'if [ "${1:-}" != --yes ] && [ "${CLUSTERDEF_RESTORE_CONFIRM:-}" != yes ]; then\n'
+        f'  echo "clusterdef: this overwrites the files of {name}; run it again with --yes" >&2\n'
+        "  exit 2\n"
+        "fi\n",
+        "SNAPSHOT=${CLUSTERDEF_RESTORE_SNAPSHOT:-latest}\n",
+        'restic restore "$SNAPSHOT" --host "$HOST" --tag "$TAG" --target "${CLUSTERDEF_RESTORE_TARGET:-/}"\n',
+        'echo "clusterdef: restored $SNAPSHOT of $TAG"\n',
+    ]
+    return "".join(out)
+
+
+def units(resolved: Resolved, role: str) -> dict[str, str]:
+    b = resolved.definition.backup
+    name = f"clusterdef-backup-{role}"
+    cluster = resolved.definition.cluster.name
+    return {
+        f"{name}.service": (f"# Rendered by clusterdef: backup role {role} of cluster {cluster}.\n[Unit]\n"
+                            f"Description=clusterdef backup {systemd(role)}\n"
+                            "Wants=network-online.target\nAfter=network-online.target\n\n"
+                            "[Service]\nType=oneshot\nNice=10\nIOSchedulingClass=idle\n"
+                            f"ExecStart=/bin/sh {LIB}/{role}/backup.sh\n"),
+        f"{name}.timer": (f"# Rendered by clusterdef: backup.schedule, every {b.schedule.interval_hours} h.\n[Unit]\n"
+                          f"Description=clusterdef backup {systemd(role)} schedule\n\n"
+                          f"[Timer]\nOnCalendar={on_calendar(b)}\nRandomizedDelaySec=10min\nPersistent=true\n\n"
+                          "[Install]\nWantedBy=timers.target\n"),
+    }
+
+
+def plan(resolved: Resolved) -> str:
+    d = resolved.definition
+    b = d.backup
+    return json.dumps({
+        "cluster": d.cluster.name,
+        "tool": b.tool,
+        "repository": b.repository.url,
+        "password_ref": b.repository.password_ref,
+        "schedule": {"interval_hours": b.schedule.interval_hours, "on_calendar": on_calendar(b)},
+        "retention": {"forget": forget_args(b), "window_hours": b.retention.window_hours},
+        "authoritative": {role: {**r, "tag": _tag(resolved, role)} for role, r in roles(resolved).items()},
+        "reproducible": excludes(resolved),
+    }, indent=2, sort_keys=True) + "\n"
+
+
+def render(resolved: Resolved) -> dict[str, str]:
+    d = resolved.definition
+    if d.backup is None:
+        return {}
+    var = d.backup.repository.password_ref
+    if not var.isidentifier():
+        raise UnsafeValue(f"{var[:60]!r} is not an Ansible variable name")
+    tree = {
+        "backup/plan.json": plan(resolved),
+        "backup/restic.password.j2": f"{{{{ {var} }}}}\n",
+    }
+    scripts = {}
+    for role in roles(resolved):
+        if role == "slurm":
+            scripts[role] = (slurm_backup(resolved), slurm_restore(resolved))
+            if d.slurm.accounting.storage == "slurmdbd":
+                tree["backup/slurm/my.cnf.j2"] = my_cnf(resolved)
+        elif role == "etcd":
+            scripts[role] = (etcd_backup(resolved), etcd_restore(resolved))
+        else:
+            name = role.removeprefix("set-")
+            scripts[role] = (set_backup(resolved, name), set_restore(resolved, name))
+    for role, (backup_sh, restore_sh) in scripts.items():
+        tree[f"backup/{role}/backup.sh"] = backup_sh
+        tree[f"backup/{role}/restore.sh"] = restore_sh
+        for unit, text in units(resolved, role).items():
+            tree[f"backup/{role}/{unit}"] = text
+    return tree
