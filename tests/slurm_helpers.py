@@ -382,9 +382,15 @@ class MariaDB:
         stop(self.proc)
 
 
-def slurmdbd_conf(work: Workdir, munge_socket: str, db: MariaDB, dbd_port: int) -> str:
-    """slurmdbd.conf for a test: slurmdbd on loopback, storing into `db` as root."""
+# Keys of the rendered slurmdbd.conf.j2 a test's slurmdbd keeps as rendered (the rest is the test's own).
+RENDERED_DBD_KEYS = ("PrivateData",)
+
+
+def slurmdbd_conf(work: Workdir, munge_socket: str, db: MariaDB, dbd_port: int, rendered: str = "") -> str:
+    """slurmdbd.conf for a test: slurmdbd on loopback, storing into `db` as root, with the
+    RENDERED_DBD_KEYS of the rendered slurmdbd.conf.j2 (when there is one) as rendered."""
     w = work.path
+    kept = [ln for ln in rendered.splitlines() if ln.split("=", 1)[0] in RENDERED_DBD_KEYS]
     return "\n".join([
         "# slurmdbd.conf for a test (tests/slurm_helpers.py)",
         "AuthType=auth/munge",
@@ -401,6 +407,7 @@ def slurmdbd_conf(work: Workdir, munge_socket: str, db: MariaDB, dbd_port: int) 
         f"StoragePort={db.port}",
         "StorageUser=root",
         "StorageLoc=slurm_acct_db",
+        *kept,
     ]) + "\n"
 
 
@@ -426,7 +433,9 @@ class Slurmdbd:
         etc = work.host / "etc"
         etc.mkdir(exist_ok=True)
         conf = etc / "slurmdbd.conf"
-        conf.write_text(slurmdbd_conf(work, self.ctl.munge.socket, self.db, self.port))
+        rendered = etc / "slurmdbd.conf.j2"  # written by Controller.write from the rendered tree
+        conf.write_text(slurmdbd_conf(work, self.ctl.munge.socket, self.db, self.port,
+                                      rendered.read_text() if rendered.exists() else ""))
         conf.chmod(0o600)
         log = work.host / "slurmdbd.out"
         self.proc = self.ctl.build.popen("slurmdbd", "-D", env=self.ctl.env, log=log)
