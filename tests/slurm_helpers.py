@@ -157,13 +157,15 @@ def stop(proc: subprocess.Popen | None) -> None:
 class Workdir:
     """A work folder the daemons of one build can see (inside its root for chroot builds)."""
 
-    def __init__(self, build: Build, prefix: str = "cdslurm-"):
+    def __init__(self, build: Build, prefix: str = "cdslurm-", base: str = "/tmp"):
+        """`base`: where the folder lies as the daemons see it; a per-job /tmp hides /tmp from jobs,
+        so a test of it puts the spool and job output elsewhere (/var/tmp)."""
         self.build = build
-        base = build.host_path("/tmp")
-        base.mkdir(parents=True, exist_ok=True)
-        self.host = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+        where = build.host_path(base)
+        where.mkdir(parents=True, exist_ok=True)
+        self.host = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
         self.host.chmod(0o755)
-        self.inside = "/tmp/" + self.host.name if build.root is not None else str(self.host)
+        self.inside = f"{base}/{self.host.name}" if build.root is not None else str(self.host)
 
     def path(self, rel: str) -> str:
         return f"{self.inside}/{rel}"
@@ -236,7 +238,7 @@ def test_copy(conf: str, work: Workdir, munge_socket: str, *, ctld_port: int, sl
             continue
         if key in ("JobContainerType", "NamespaceType") and not job_container:
             # Several slurmd on one host make the per-job /tmp plugin fail at the first job
-            # (`_create_ns: ns base mount failed: Invalid argument`); test_private_tmp runs it alone.
+            # (`_create_ns: ns base mount failed: Invalid argument`); test_private_tmp_per_job runs one.
             continue
         if key == "NodeName":
             line = f"{line} {node_params}"
