@@ -276,3 +276,84 @@ def test_port_guids_from_the_inventory_csv(lab, tmp_path):
     [f] = [f for f in bad.errors]
     assert f.code == "port-guid-missing" and f.dotted == "nodes.secure.addressing.mac.file" and f.line > 0
     assert "sgpu02" in f.message
+
+
+# --------------------------------------------------------------------------- mounts: systemd decides
+
+def _filesystems_lab(lab: dict) -> dict:
+    """The lab with a filesystem of every kind that has a source, and the dedicated tenant on a
+    Lustre filesystem of its own (dedicated-filesystem)."""
+    lab["filesystems"]["scratch"]["source"] = "/dev/disk/by-label/scratch"
+    lab["filesystems"].update({
+        "secure-proj": {"kind": "lustre", "mount": "/lustre/secure", "source": "10.0.0.1@o2ib:/secfs",
+                        "node_groups": ["secure"], "owner": "secure"},
+        "home": {"kind": "nfs", "mount": "/home", "source": "nfs1:/export/home", "node_groups": ["train", "infer", "secure"]},
+        "data": {"kind": "xfs", "mount": "/data", "source": "/dev/disk/by-label/data", "node_groups": ["train"]},
+        "gp": {"kind": "gpfs", "mount": "/gpfs/fs1", "source": "fs1", "node_groups": ["train"]},
+    })
+    lab["tenants"]["secure"]["isolation"]["storage"] = "dedicated-filesystem"
+    lab["tenants"]["secure"]["storage"]["filesystem"] = "secure-proj"
+    lab["tenants"]["vision"]["storage"]["filesystem"] = "data"
+    return lab
+
+
+def test_mount_units_only_on_the_filesystems_node_groups(lab, tmp_path):
+    """Each filesystem with a source gets one systemd mount unit per node group that mounts it and
+    none elsewhere, so a dedicated filesystem exists only on its owner's nodes; `systemd-analyze
+    verify` accepts every unit (it refuses one whose name does not match Where=)."""
+    r = _variant(_filesystems_lab(lab), tmp_path)
+    d = r.definition
+    tree = build_tree(r, ["storage"])[0]
+    mounts = {k: v for k, v in tree.items() if k.startswith("storage/mounts/")}
+    want = set()
+    unit = {"scratch": "scratch.mount", "secure-proj": "lustre-secure.mount", "home": "home.mount",
+            "data": "data.mount", "gp": "gpfs-fs1.mount"}
+    for fs, f in d.filesystems.items():
+        want |= {f"storage/mounts/{g}/{unit[fs]}" for g in f.node_groups}
+    assert set(mounts) == want
+    owned = [k for k in mounts if k.endswith("/lustre-secure.mount")]
+    assert owned == ["storage/mounts/secure/lustre-secure.mount"]  # the owner's nodes, no other group
+    expect = {"scratch": ("btrfs", "/dev/disk/by-label/scratch", "defaults", "local-fs.target"),
+              "secure-proj": ("lustre", "10.0.0.1@o2ib:/secfs", "_netdev,flock", "remote-fs.target"),
+              "home": ("nfs", "nfs1:/export/home", "_netdev,hard", "remote-fs.target"),
+              "data": ("xfs", "/dev/disk/by-label/data", "prjquota", "local-fs.target"),  # vision's project quota
+              "gp": ("gpfs", "fs1", "_netdev", "remote-fs.target")}
+    for fs, (kind, what, options, target) in expect.items():
+        text = tree[f"storage/mounts/{d.filesystems[fs].node_groups[0]}/{unit[fs]}"]
+        lines = set(text.splitlines())
+        assert {f"Type={kind}", f"What={what}", f"Where={d.filesystems[fs].mount}", f"Options={options}",
+                f"WantedBy={target}"} <= lines, text
+    te = tenancy.enforcement(d)["secure"]
+    # its mount on its own nodes, and its quota on that filesystem
+    assert not te.gaps and te.layers["storage"].files == ("storage/mounts/secure/lustre-secure.mount",
+                                                          "storage/secure-proj/quota.sh")
+    assert set(te.layers["storage"].files) <= set(tree)
+    _need("systemd-analyze")
+    for rel, text in mounts.items():
+        folder = tmp_path / "units" / rel.split("/")[2]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / rel.rsplit("/", 1)[1]).write_text(text)
+        v = subprocess.run(["systemd-analyze", "verify", str(folder / rel.rsplit("/", 1)[1])],
+                           capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0 and not v.stderr.strip(), (rel, v.stdout + v.stderr)
+    # and the check is real: the same unit under another name is refused
+    (tmp_path / "units" / "wrong.mount").write_text(mounts["storage/mounts/train/home.mount"])
+    v = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "units" / "wrong.mount")],
+                       capture_output=True, text=True, timeout=60)
+    assert v.returncode != 0 and "doesn't match unit name" in v.stderr, v.stderr
+
+
+def test_dedicated_filesystem_without_source_is_a_gap(lab, tmp_path):
+    lab = _filesystems_lab(lab)
+    del lab["filesystems"]["secure-proj"]["source"]
+    bad = validate_file(dump_yaml(lab, tmp_path / "lab.yaml"), MATRICES, TODAY)
+    [f] = bad.errors
+    assert f.code == "dedicated-not-isolated" and "no `source`" in f.message, f.message
+
+
+def test_mount_unit_names_are_systemd_escape(tmp_path):
+    from clusterdef.quoting import unit_name
+    _need("systemd-escape")
+    for path in ("/scratch", "/lustre/proj-a", "/a+b/c@d", "/x/.hidden", "/gpfs/fs1/", "/data_1/x.y"):
+        r = subprocess.run(["systemd-escape", "--path", "--suffix=mount", path], capture_output=True, text=True)
+        assert unit_name(path) == r.stdout.strip(), path

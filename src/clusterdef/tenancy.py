@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .model import Definition
 from .model.storage import QUOTA_KINDS
+from .quoting import unit_name
 
 LAYERS = ("device", "network", "storage", "observation")
 DEFAULT_PKEY = 0x7FFF
@@ -195,10 +196,14 @@ def _storage(d: Definition, name: str) -> Layer:
     else:
         if fs.owner != name:
             gaps.append(f"filesystem `{s.filesystem}` is not owned by the tenant (filesystems.{s.filesystem}.owner)")
+        elif fs.source is None:
+            gaps.append(f"filesystem `{s.filesystem}` has no `source`, so no mount unit is rendered for it "
+                        "(its mounts are the site's, unchecked)")
         else:
-            mech.append(f"{fs.mount} mounted only on its node groups")
-            files += [f"storage/mounts/{g}.fstab" for g in fs.node_groups]
-            if fs.kind in QUOTA_KINDS:
+            mech.append(f"{fs.mount} mounted ({fs.kind}) only on its node groups "
+                        f"{', '.join(fs.node_groups)}: a systemd mount unit each, none elsewhere")
+            files += [f"storage/mounts/{g}/{unit_name(fs.mount)}" for g in fs.node_groups if g in d.nodes]
+            if fs.kind in QUOTA_KINDS and name in quota_tenants(d, s.filesystem):
                 files.append(f"storage/{s.filesystem}/quota.sh")
     if fs.scratch:
         mech.append(f"files not accessed for {s.scratch_expiry_days} days removed")
