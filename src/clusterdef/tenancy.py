@@ -50,6 +50,28 @@ def pkey(d: Definition, tenant: str) -> int:
     return t.isolation.pkey if t.isolation.pkey is not None else _derived(tenant, 0x0100, 0x7FFE)
 
 
+def vlan(d: Definition, tenant: str) -> int:
+    """The tenant's VLAN id (802.1Q, 2-4094; 1 is the usual native VLAN): given, or derived from
+    the tenant name in 2000-3999. A collision is a finding (`vlan-collision`)."""
+    t = d.tenants[tenant]
+    return t.isolation.vlan if t.isolation.vlan is not None else _derived(tenant, 2000, 3999)
+
+
+VLAN_NIC_KINDS = ("ethernet", "roce")
+VLAN_NIC_ROLES = ("compute", "storage")
+
+
+def vlan_interfaces(d: Definition, group: str) -> list[str]:
+    """The Ethernet/RoCE compute and storage interfaces of a node group's hardware (a NIC with
+    count N is N interfaces, name0 .. name<N-1>), which a VLAN tenant's traffic uses."""
+    g = d.nodes.get(group)
+    hw = d.hardware.get(g.hardware) if g else None
+    if hw is None:
+        return []
+    return [name for nic in hw.nics if nic.kind in VLAN_NIC_KINDS and nic.role in VLAN_NIC_ROLES
+            for name in ([nic.name] if nic.count == 1 else [f"{nic.name}{i}" for i in range(nic.count)])]
+
+
 def project_id(d: Definition, tenant: str) -> int:
     """The tenant's project (quota) id on its filesystem."""
     s = d.tenants[tenant].storage
@@ -167,12 +189,17 @@ def _network(d: Definition, name: str) -> Layer:
                 mech.append("NetworkAttachmentDefinition carrying its PKey")
                 files.append(f"kubernetes/tenants/{name}.yaml")
         else:
-            vlan = t.isolation.vlan
-            if vlan is None:
-                gaps.append("vlan needs isolation.vlan (the VLAN id the switches carry for it)")
-            else:
-                mech.append(f"VLAN {vlan} on its nodes' Ethernet/RoCE interfaces (systemd-networkd)")
-                files += [f"network/vlan/{g}/" for g in groups]
+            bare = [g for g in groups if not vlan_interfaces(d, g)]
+            if bare:
+                gaps.append(f"node group(s) {', '.join(bare)} have no Ethernet or RoCE compute/storage NIC "
+                            "to carry the tenant's VLAN")
+            if t.kubernetes:
+                gaps.append("pods get no VLAN of their own (no NetworkAttachmentDefinition for it is rendered)")
+            withnics = [g for g in groups if vlan_interfaces(d, g)]
+            if withnics:
+                mech.append(f"VLAN {vlan(d, name)} on its nodes' Ethernet/RoCE interfaces (systemd-networkd); "
+                            "their untagged traffic carries no address")
+                files += [f"network/vlan/{g}/" for g in withnics]
     return Layer(claim, tuple(mech), tuple(files), "; ".join(gaps))
 
 

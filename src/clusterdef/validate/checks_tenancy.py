@@ -101,6 +101,21 @@ def tenant_owned_nodes(ctx: Context) -> Iterable[Finding]:
                                 "give the dedicated tenant a flavor of its own groups, used only by its queues")
 
 
+@check("tenant-vlans")
+def tenant_vlans(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    seen: dict[int, str] = {}
+    for tname in tenancy.vlan_tenants(d):
+        vid = tenancy.vlan(d, tname)
+        if vid in seen:
+            given = d.tenants[tname].isolation.vlan is not None
+            yield error("vlan-collision", ("tenants", tname, "isolation", "vlan" if given else "network"),
+                        f"tenants `{seen[vid]}` and `{tname}` have the same VLAN id {vid}"
+                        + ("" if given else " (derived from the name)"),
+                        "set `isolation.vlan` of one of them to another id (2-4094)")
+        seen.setdefault(vid, tname)
+
+
 @check("tenant-partition-keys")
 def tenant_partition_keys(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
