@@ -449,3 +449,77 @@ def test_vlan_derived_ids_are_stable_and_in_range(lab, tmp_path):
     lab["tenants"]["secure"]["isolation"]["vlan"] = 4095
     bad = validate_file(dump_yaml(lab, tmp_path / "lab.yaml"), MATRICES, TODAY)
     assert [f.dotted for f in bad.errors] == ["tenants.secure.isolation.vlan"], [(f.code, f.message) for f in bad.errors]
+
+
+# --------------------------------------------------------------------------- pam_slurm_adopt: image and role
+
+def test_image_and_role_carry_the_same_pam_slurm_adopt_stack(trees):
+    """The lab's node image gets libpam-slurm-adopt and sshd's PAM stack with pam_slurm_adopt last in
+    account (required, with the guide's deny actions) and no pam_systemd; the slurm_node_access role
+    (roles/, molecule scenario with pamtester) installs the very same files."""
+    import jinja2
+
+    from conftest import ROOT
+
+    _, tree = trees["lab"]
+    root = "images/gpu-node/"
+    assert "Packages=libpam-slurm-adopt\n" in tree[root + "mkosi.conf.d/60-slurm-node-access.conf"]
+    pam = tree[root + "mkosi.extra/etc/pam.d/sshd"]
+    account = [ln.split() for ln in pam.splitlines() if ln.startswith(("account", "-account", "@include common-account"))]
+    assert account[-1][:3] == ["account", "required", "pam_slurm_adopt.so"], account
+    assert set(account[-1][3:]) == {"action_no_jobs=deny", "action_unknown=newest", "action_adopt_failure=deny",
+                                    "action_generic_failure=deny"}
+    assert account[-2] == ["account", "sufficient", "pam_access.so", "accessfile=/etc/security/clusterdef-admins.conf"]
+    rules = "\n".join(ln for ln in pam.splitlines() if not ln.startswith("#"))
+    assert "pam_systemd" not in rules and "common-session" not in rules
+    role = ROOT / "roles" / "slurm_node_access"
+    assert (role / "files" / "sshd").read_text() == pam
+    admins = jinja2.Environment(trim_blocks=True, keep_trailing_newline=True).from_string(
+        (role / "templates" / "clusterdef-admins.conf.j2").read_text()).render(slurm_node_access_admins=["root"])
+    assert admins == tree[root + "mkosi.extra/etc/security/clusterdef-admins.conf"]
+    # every option the stack passes is one the Slurm guide documents
+    guide = Path(__file__).resolve().parents[2] / "shared" / "reference" / "slurm" / "docs" / "pam_slurm_adopt.shtml"
+    if guide.is_file():
+        text = guide.read_text()
+        for opt in account[-1][3:]:
+            assert opt.split("=")[0] in text, opt
+
+
+def test_no_pam_slurm_adopt_without_a_dedicated_tenant(lab, tmp_path):
+    lab["tenants"]["secure"]["isolation"] = {"level": "shared"}
+    lab["slurm"]["partitions"]["secure"]["allow_accounts"] = []
+    tree = build_tree(_variant(lab, tmp_path), ["images"])[0]
+    assert not [k for k in tree if "slurm-node-access" in k or k.endswith("pam.d/sshd")]
+
+
+def test_estate_dedicated_tenants_own_their_su_ports_in_partitions_conf(trees):
+    """The estate's dedicated tenants each own a whole Slurm SU: its partition allows only their
+    account and no other partition has the SU; partitions.conf lists exactly the HCA port GUIDs
+    of the SU's hosts (the MAC inventory's third column) as full members of their PKey."""
+    import csv
+
+    r, tree = trees["estate"]
+    d = r.definition
+    owners = {n: t for n, t in d.tenants.items() if t.isolation.level == "dedicated" and t.isolation.node_groups}
+    assert len(owners) == 2, sorted(owners)
+    rows = list(csv.reader((CLUSTERS / "estate-macs.csv").read_text().splitlines()))[1:]
+    guids = {row[0]: row[2].split(";") for row in rows if len(row) > 2 and row[2]}
+    conf = tree["network/opensm/partitions.conf"]
+    lines = {ln.split("=", 1)[0]: ln for ln in conf.splitlines() if ln and not ln.startswith("#")}
+    from clusterdef import hostlist
+
+    # port GUIDs are given for the owners' hosts only (no other node needs them)
+    assert set(guids) == {h for t in owners.values() for g in t.isolation.node_groups for h in hostlist.names(d.nodes[g].hosts)}
+    for name, t in owners.items():
+        assert t.isolation.device == "whole-node" and t.isolation.network == "partition-key"
+        assert t.isolation.storage == "project-quota" and not tenancy.enforcement(d)[name].gaps
+        [su] = t.isolation.node_groups
+        hosts = hostlist.names(d.nodes[su].hosts)
+        key = f"0x{tenancy.pkey(d, name):04x}"
+        head, members = lines[name].split(":", 1)
+        assert head.strip() == f"{name}={key}, ipoib"
+        full = {m.strip().removesuffix("=full") for m in members.rstrip(" ;").split(",")}
+        assert full == {g for h in hosts for g in guids[h]} and len(full) == len(hosts) * 8
+        parts = [p for p, part in d.slurm.partitions.items() if su in part.node_groups]
+        assert parts == [name] and d.slurm.partitions[name].allow_accounts == (t.slurm.account,)
+        assert f"PartitionName={name} Nodes={su} " in tree["slurm/slurm.conf"]
