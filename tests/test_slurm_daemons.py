@@ -6,7 +6,6 @@ definition says. Builds: the host's 22.05, trixie's 24.11 and sid's 26.05 (chroo
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
@@ -349,7 +348,8 @@ def test_private_tmp_per_job(lab, matrix, controller):
             # before its script runs; such a job is submitted again (at most 10 times).
             job = submit()
             started = w.host / f"started-{job}"
-            wait_for(lambda: started.exists() or not queued(job), 30, f"job {job} started", slurmd, slurmd_log)
+            wait_for(lambda started=started, job=job: started.exists() or not queued(job), 30, f"job {job} started",
+                     slurmd, slurmd_log)
             if started.exists():
                 ids.append(job)
                 continue
