@@ -13,7 +13,8 @@ Layout (all numbers scale with --nodes, a multiple of 128):
   and a core layer above every spine. Fabric `ib-su` (block): one block per SU (Slurm topology/block).
 * Provisioning: 10.64.0.0/16; SU i uses 10.64.(8+i).1-128; MACs are deterministic (02:cd:ef:00:hi:lo).
 * Tenants: quotas in whole nodes (8 GPUs); reserved ~70 % and reserved+burst <= 100 % of the GPUs,
-  so the definition validates with no warnings. About 1/2 of the tenants are dedicated.
+  so the definition validates with no warnings. About 1/2 of the tenants are dedicated; two of
+  them own a whole Slurm SU each (partition, InfiniBand partition key, port GUIDs in the MAC CSV).
 
 Everything is deterministic: the same arguments always give byte-identical files.
 """
@@ -31,6 +32,7 @@ LEAF_NODES = 32         # nodes per leaf switch (4 leaves per SU)
 SPINES_PER_SU = 2
 CORE_SWITCHES = 16
 GPUS_PER_NODE = 8
+OWNING_TENANTS = 2      # dedicated tenants that own a whole Slurm SU each
 MATRIX = "2026.07-r580"
 SUBNET_PREFIX = "10.64"  # provisioning /16
 FIRST_SU_OCTET = 8       # SU i uses 10.64.(8+i).1-128
@@ -80,6 +82,11 @@ def hostrange(prefix: str, first: int, last: int, width: int) -> str:
 def mac_of(index: int) -> str:
     """Deterministic locally administered MAC for node number `index` (1-based)."""
     return f"02:cd:ef:00:{index >> 8 & 0xff:02x}:{index & 0xff:02x}"
+
+
+def port_guids_of(k: int) -> str:
+    """The 8 HCA port GUIDs of node k (what `ibstat` shows on it), `;` between ports."""
+    return ";".join(f"0x0002c903{k:06x}{p:02x}" for p in range(1, 9))
 
 
 def tenant_names(count: int) -> list[str]:
@@ -247,6 +254,15 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
         raise ValueError(f"too many tenants for {nodes} nodes: reserved {reserved_total}, "
                          f"reserved+burst {ceiling_total}, capacity {capacity}")
 
+    # Dedicated tenants that own whole Slurm SUs (the last Slurm SUs, one each): the first Slurm-only
+    # tenants whose quota fits one SU. Their SUs are in their own partition only; their HCA ports are
+    # in the MAC inventory (third column) for their InfiniBand partition.
+    fits = [r for r in tenant_rows if r["kind"] == "slurm" and r["reserved"] + r["burst"] <= SU_NODES * GPUS_PER_NODE]
+    owners = fits[:OWNING_TENANTS]
+    for r, s in zip(owners, reversed(slurm_sus)):
+        r["owns"], r["dedicated"] = s["name"], True
+    owned = {r["owns"]: r["name"] for r in owners}
+
     # Kueue queues: every Kubernetes tenant gets an inference queue, "both" tenants also a gang training
     # queue. Nominal GPUs: the tenant's share of the Kubernetes capacity, capped by its reserved+burst quota
     # and by the free capacity of the flavor (one flavor per Kubernetes SU, filled greedily).
@@ -274,7 +290,7 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
             r["queues"].append(f"{r['name']}-{suffix}")
 
     # --- slurm ----------------------------------------------------------------------------------
-    slurm_groups = [s["name"] for s in slurm_sus]
+    slurm_groups = [s["name"] for s in slurm_sus if s["name"] not in owned]  # the shared pool
     training_accounts = [r["name"] for r in tenant_rows if r["kind"] in ("slurm", "both")]
     w("slurm:")
     w(f"  controllers: {flow(['slurmctl01', 'slurmctl02'])}")
@@ -297,6 +313,13 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
     w("      max_time: 1-00:00:00")
     w("      priority_tier: 0")
     w("      qos: scavenger")
+    for su, t in owned.items():
+        w(f"    {t}:")
+        w(f"      node_groups: {flow([su])}")
+        w("      max_time: 14-00:00:00")
+        w("      priority_tier: 100")
+        w("      qos: normal")
+        w(f"      allow_accounts: {flow([t])}")
     w("    debug:")
     w(f"      node_groups: {flow(slurm_groups[:1])}")
     w(f"      max_time: {scalar('30:00')}")
@@ -345,7 +368,12 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
         t = r["name"]
         w(f"  {t}:")
         w(f"    quota: {flow({'reserved_gpus': r['reserved'], 'burst_gpus': r['burst']})}")
-        if r["dedicated"]:
+        if r.get("owns"):
+            # Dedicated: its own SU (whole nodes, in its partition only), its own InfiniBand partition
+            # (its HCA ports full members), a project quota on scratch, PrivateData and pam_slurm_adopt.
+            iso = {"level": "dedicated", "device": "whole-node", "network": "partition-key",
+                   "storage": "project-quota", "node_groups": [r["owns"]]}
+        elif r["dedicated"]:
             # Sold as isolated where clusterdef can enforce it without nodes of their own: whole nodes
             # through Slurm MCS, default-deny network policy for pods, a project quota on scratch.
             # (A tenant `level: dedicated` also needs an InfiniBand partition, which is set per port
@@ -377,7 +405,10 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
     w("  baseline_tolerance: {busbw_drop_pct: 5}")
     w(f"  rollback: {flow({'target': '2025.10-r580'})}")
 
-    macs = ["host,mac"] + [f"gpu{k:0{hw_width}d},{mac_of(k)}" for k in range(1, nodes + 1)]
+    owned_hosts = {k for s in sus if s["name"] in owned for k in range(s["first"], s["first"] + SU_NODES)}
+    macs = ["host,mac,port_guids"] + [f"gpu{k:0{hw_width}d},{mac_of(k)}"
+                                      + (f",{port_guids_of(k)}" if k in owned_hosts else "")
+                                      for k in range(1, nodes + 1)]
     return "\n".join(out) + "\n", "\n".join(macs) + "\n"
 
 

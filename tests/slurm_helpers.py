@@ -157,13 +157,15 @@ def stop(proc: subprocess.Popen | None) -> None:
 class Workdir:
     """A work folder the daemons of one build can see (inside its root for chroot builds)."""
 
-    def __init__(self, build: Build, prefix: str = "cdslurm-"):
+    def __init__(self, build: Build, prefix: str = "cdslurm-", base: str = "/tmp"):
+        """`base`: where the folder lies as the daemons see it; a per-job /tmp hides /tmp from jobs,
+        so a test of it puts the spool and job output elsewhere (/var/tmp)."""
         self.build = build
-        base = build.host_path("/tmp")
-        base.mkdir(parents=True, exist_ok=True)
-        self.host = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+        where = build.host_path(base)
+        where.mkdir(parents=True, exist_ok=True)
+        self.host = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
         self.host.chmod(0o755)
-        self.inside = "/tmp/" + self.host.name if build.root is not None else str(self.host)
+        self.inside = f"{base}/{self.host.name}" if build.root is not None else str(self.host)
 
     def path(self, rel: str) -> str:
         return f"{self.inside}/{rel}"
@@ -236,7 +238,7 @@ def test_copy(conf: str, work: Workdir, munge_socket: str, *, ctld_port: int, sl
             continue
         if key in ("JobContainerType", "NamespaceType") and not job_container:
             # Several slurmd on one host make the per-job /tmp plugin fail at the first job
-            # (`_create_ns: ns base mount failed: Invalid argument`); test_private_tmp runs it alone.
+            # (`_create_ns: ns base mount failed: Invalid argument`); test_private_tmp_per_job runs one.
             continue
         if key == "NodeName":
             line = f"{line} {node_params}"
@@ -382,9 +384,15 @@ class MariaDB:
         stop(self.proc)
 
 
-def slurmdbd_conf(work: Workdir, munge_socket: str, db: MariaDB, dbd_port: int) -> str:
-    """slurmdbd.conf for a test: slurmdbd on loopback, storing into `db` as root."""
+# Keys of the rendered slurmdbd.conf.j2 a test's slurmdbd keeps as rendered (the rest is the test's own).
+RENDERED_DBD_KEYS = ("PrivateData",)
+
+
+def slurmdbd_conf(work: Workdir, munge_socket: str, db: MariaDB, dbd_port: int, rendered: str = "") -> str:
+    """slurmdbd.conf for a test: slurmdbd on loopback, storing into `db` as root, with the
+    RENDERED_DBD_KEYS of the rendered slurmdbd.conf.j2 (when there is one) as rendered."""
     w = work.path
+    kept = [ln for ln in rendered.splitlines() if ln.split("=", 1)[0] in RENDERED_DBD_KEYS]
     return "\n".join([
         "# slurmdbd.conf for a test (tests/slurm_helpers.py)",
         "AuthType=auth/munge",
@@ -401,6 +409,7 @@ def slurmdbd_conf(work: Workdir, munge_socket: str, db: MariaDB, dbd_port: int) 
         f"StoragePort={db.port}",
         "StorageUser=root",
         "StorageLoc=slurm_acct_db",
+        *kept,
     ]) + "\n"
 
 
@@ -426,7 +435,9 @@ class Slurmdbd:
         etc = work.host / "etc"
         etc.mkdir(exist_ok=True)
         conf = etc / "slurmdbd.conf"
-        conf.write_text(slurmdbd_conf(work, self.ctl.munge.socket, self.db, self.port))
+        rendered = etc / "slurmdbd.conf.j2"  # written by Controller.write from the rendered tree
+        conf.write_text(slurmdbd_conf(work, self.ctl.munge.socket, self.db, self.port,
+                                      rendered.read_text() if rendered.exists() else ""))
         conf.chmod(0o600)
         log = work.host / "slurmdbd.out"
         self.proc = self.ctl.build.popen("slurmdbd", "-D", env=self.ctl.env, log=log)

@@ -11,6 +11,7 @@ job over the QOS's per-user GPUs with the QOS reason, and jobs within both run."
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from pathlib import Path
@@ -35,7 +36,9 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slurm_live, pytest.mark.slow]
 def accounting_lab(lab: dict) -> dict:
     """The lab with quotas small enough for 4 fake nodes x 8 GPUs: nlp 2 GPUs (reserved 2,
     burst 0), vision 6 (4 + 2) under a parent account that is not a tenant, QOS normal at 4
-    GPUs per user; root is a user of both tenants' accounts so the test can submit as them."""
+    GPUs per user; root is a user of both tenants' accounts so the test can submit as them.
+    vision is sold whole nodes without nodes of its own (Slurm MCS by account) and nobody is one of
+    its users."""
     lab["tenants"]["nlp"]["quota"] = {"reserved_gpus": 2, "burst_gpus": 0}
     lab["tenants"]["nlp"]["slurm"]["users"] = ["root"]
     lab["tenants"]["vision"]["quota"] = {"reserved_gpus": 4, "burst_gpus": 2}
@@ -48,6 +51,10 @@ def accounting_lab(lab: dict) -> dict:
     # The dedicated tenant: 2 GPUs on its own nodes, root one of its users.
     lab["tenants"]["secure"]["quota"] = {"reserved_gpus": 2, "burst_gpus": 0}
     lab["tenants"]["secure"]["slurm"]["users"] = ["root"]
+    # vision is sold whole nodes in the shared pool: slurm.conf gets MCS by account. nobody (a local
+    # user that exists on every machine) is one of its users, to look at the queue as a tenant does.
+    pass
+    lab["tenants"]["vision"]["slurm"]["users"] = ["root", "nobody"]
     return lab
 
 
@@ -69,24 +76,26 @@ def expected_preempt_mode(d) -> dict[str, str]:
     return {name: mode.get(name, "cluster") for name in d.slurm.qos}
 
 
-@pytest.fixture
-def stack():
-    """Everything started is stopped at teardown, newest first, even when a start fails."""
-    started = []
-    yield started
-    for thing in reversed(started):
-        thing.cleanup() if isinstance(thing, Workdir) else thing.stop()
+@pytest.fixture(scope="module")
+def cluster(lab_data, matrix, tmp_path_factory):
+    """MariaDB, slurmdbd, slurmctld and one slurmd per lab node (fake GPUs) on the rendered
+    accounting lab, with the rendered qos.sh and accounts.cfg loaded as a user would (each twice:
+    both say they are idempotent). Shared by this module's tests; everything started is stopped at
+    teardown, newest first, even when a start fails."""
+    started: list = []
+    try:
+        yield _start(started, accounting_lab(copy.deepcopy(lab_data)), matrix, tmp_path_factory.mktemp("acct"))
+    finally:
+        for thing in reversed(started):
+            thing.cleanup() if isinstance(thing, Workdir) else thing.stop()
 
 
-def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
+def _start(stack: list, data: dict, matrix, tmp_path: Path) -> SimpleNamespace:
     build = host_build()
-    data = accounting_lab(lab)
     result = validate_file(dump_yaml(data, tmp_path / "lab.yaml"), MATRICES, TODAY)
     assert result.ok, [(f.code, f.message) for f in result.errors]
     d, tree = render(data, _on_host_slurm(matrix, data["cluster"]["matrix"], build.version))
     full_tree = build_tree(result)[0]
-    assert f"for Slurm {build.major}" in tree["slurm/slurm.conf"]
-    assert "AccountingStorageTRES=gres/gpu" in tree["slurm/slurm.conf"]
     hosts = [h for g in d.groups_of("slurm").values() for h in hostlist.names(g.hosts)]
 
     work = Workdir(build, prefix="cdslurmdbd-")
@@ -100,10 +109,6 @@ def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
     ctl = Controller(build, work, munge)
     dbd = Slurmdbd(ctl, db)
     conf = ctl.write(tree, accounting=dbd.address, node_ports={h: free_port() for h in hosts})
-    # The partitions' QOS stay (the database resolves them); only host/port/pass are the test's.
-    for pname, p in d.slurm.partitions.items():
-        line = next(ln for ln in conf.splitlines() if ln.startswith(f"PartitionName={pname} "))
-        assert (f" QOS={p.qos} " in line) == bool(p.qos), line
     stack.append(dbd)
     dbd.start()
     stack.append(ctl)
@@ -122,6 +127,74 @@ def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
     for attempt in (1, 2):  # and so is loading accounts.cfg again (the cluster line applies on a re-load)
         r = dbd.sacctmgr("-i", "load", f"file={etc / 'accounts.cfg'}", check=False)
         assert r.returncode == 0, f"sacctmgr load (run {attempt}) exited {r.returncode}\n{r.stdout}\n{r.stderr}"
+
+    gpus = d.hardware["hgx-h100"].gpu.count
+    slurmds = fake_gpu_slurmds(build, ctl.env, work.host, hosts, gpus)
+    stack.append(SimpleNamespace(stop=lambda: stop(slurmds)))
+
+    def idle():
+        r = build.run("sinfo", "-h", "-N", "-o", "%N %T", env=ctl.env, check=False)
+        states = dict(ln.split() for ln in r.stdout.splitlines() if ln.strip())
+        return states and all(states.get(h, "").startswith("idle") for h in hosts)
+    wait_for(idle, 60, "all lab nodes IDLE", slurmds, work.host / "slurmd.out")
+    return SimpleNamespace(build=build, d=d, tree=tree, full_tree=full_tree, conf=conf, ctl=ctl, dbd=dbd,
+                           munge=munge, work=work, hosts=hosts)
+
+
+class Jobs:
+    """srun/sbatch/squeue on the cluster, as root unless told."""
+
+    def __init__(self, c: SimpleNamespace):
+        self.c, self.build, self.env = c, c.build, c.ctl.env
+
+    def srun(self, *args):
+        return self.build.run("srun", "-t", "1", *args, "sh", "-c", 'echo "cvd=$CUDA_VISIBLE_DEVICES"',
+                              env=self.env, timeout=60, check=False)
+
+    def sbatch(self, *args, wrap: str = "sleep 30") -> str:
+        r = self.build.run("sbatch", "--parsable", "-t", "1", "-o", "/dev/null", *args, "--wrap", wrap,
+                           env=self.env, check=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout.strip().split(";")[0]
+
+    def state(self, job: str) -> tuple[str, str]:
+        out = self.build.run("squeue", "-h", "-j", job, "-o", "%T %r", env=self.env).stdout.split()
+        return (out[0], out[1]) if len(out) == 2 else ("", "")
+
+    def node(self, job: str) -> str:
+        return self.build.run("squeue", "-h", "-j", job, "-o", "%N", env=self.env).stdout.strip()
+
+    def running(self, job: str) -> str:
+        """Waits until the job runs; its node."""
+        wait_for(lambda: self.state(job)[0] == "RUNNING", 20, f"job {job} RUNNING")
+        return self.node(job)
+
+    def pending_with(self, job: str, reason: str | None = None):
+        def pending() -> bool:
+            st, why = self.state(job)
+            return st == "PENDING" and (reason is None or why == reason)
+        wait_for(pending, 15, f"job {job} PENDING with {reason}")
+        time.sleep(1)  # and it stays so across scheduling passes
+        assert pending(), self.state(job)
+
+    def cancel(self, *jobs: str) -> None:
+        self.build.run("scancel", *jobs, env=self.env, check=False)  # finished ones are gone already
+
+        def gone() -> bool:
+            out = self.build.run("squeue", "-h", "-o", "%i", env=self.env).stdout.split()
+            return not set(jobs) & set(out)
+        wait_for(gone, 20, f"jobs {jobs} gone")
+
+
+def test_accounts_qos_and_gpu_quota(cluster):
+    c = cluster
+    d, tree, full_tree, conf, ctl, dbd, build = c.d, c.tree, c.full_tree, c.conf, c.ctl, c.dbd, c.build
+    assert f"for Slurm {build.major}" in tree["slurm/slurm.conf"]
+    assert "AccountingStorageTRES=gres/gpu" in tree["slurm/slurm.conf"]
+    # The partitions' QOS stay (the database resolves them); only host/port/pass are the test's.
+    for pname, p in d.slurm.partitions.items():
+        line = next(ln for ln in conf.splitlines() if ln.startswith(f"PartitionName={pname} "))
+        assert (f" QOS={p.qos} " in line) == bool(p.qos), line
 
     # --- QOS as the definition says ---
     qos = {row["Name"]: row for row in table(dbd.sacctmgr(
@@ -165,34 +238,8 @@ def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
         assert parts[pname]["QoS"] == (p.qos or "N/A"), parts[pname]
 
     # --- jobs against the quotas, on one slurmd per lab node with fake GPUs ---
-    gpus = d.hardware["hgx-h100"].gpu.count
-    w = work.host
-    slurmds = fake_gpu_slurmds(build, ctl.env, w, hosts, gpus)
-    stack.append(SimpleNamespace(stop=lambda: stop(slurmds)))
-
-    def idle():
-        r = build.run("sinfo", "-h", "-N", "-o", "%N %T", env=ctl.env, check=False)
-        states = dict(ln.split() for ln in r.stdout.splitlines() if ln.strip())
-        return states and all(states.get(h, "").startswith("idle") for h in hosts)
-    wait_for(idle, 60, "all lab nodes IDLE", slurmds, w / "slurmd.out")
-
-    def srun(*args):
-        return build.run("srun", "-t", "1", *args, "sh", "-c", 'echo "cvd=$CUDA_VISIBLE_DEVICES"',
-                         env=ctl.env, timeout=60, check=False)
-
-    def sbatch(*args) -> str:
-        r = build.run("sbatch", "--parsable", "-t", "1", *args, "--wrap", "sleep 30", env=ctl.env, check=False)
-        assert r.returncode == 0, r.stdout + r.stderr
-        return r.stdout.strip().split(";")[0]
-
-    def state(job: str) -> tuple[str, str]:
-        out = build.run("squeue", "-h", "-j", job, "-o", "%T %r", env=ctl.env).stdout.split()
-        return (out[0], out[1]) if len(out) == 2 else ("", "")
-
-    def pending_with(job: str, reason: str):
-        wait_for(lambda: state(job) == ("PENDING", reason), 15, f"job {job} PENDING with {reason}")
-        time.sleep(1)  # and it stays so across scheduling passes
-        assert state(job) == ("PENDING", reason), state(job)
+    jobs = Jobs(c)
+    srun, sbatch, state, pending_with = jobs.srun, jobs.sbatch, jobs.state, jobs.pending_with
 
     nlp = d.tenants["nlp"]
     quota = nlp.quota.reserved_gpus + nlp.quota.burst_gpus
@@ -213,13 +260,7 @@ def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
     assert ok.returncode == 0 and "cvd=" in ok.stdout, ok.stdout + ok.stderr
     assert state(over)[0] == "PENDING" and state(qos_over)[0] == "PENDING"
 
-    # --- tenancy: PrivateData hides root's pending jobs from another user; root sees them ---
-    assert {over, qos_over} <= set(build.run("squeue", "-h", "-o", "%i", env=ctl.env).stdout.split())
-    Path(munge.socket).parent.chmod(0o755)  # any local user may talk to munged, as on a real node
-    other = build.run("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "squeue", "-h", "-o", "%i %u",
-                      env=ctl.env, check=False)
-    assert other.returncode == 0 and other.stdout.strip() == "", other.stdout + other.stderr
-    build.run("scancel", over, qos_over, env=ctl.env)
+    jobs.cancel(over, qos_over)
 
     # --- tenancy: the dedicated partition runs its tenant's jobs and refuses every other account ---
     secure = d.tenants["secure"]
@@ -237,3 +278,101 @@ def test_accounts_qos_and_gpu_quota(lab, matrix, stack, tmp_path):
         assert "account" in r.stderr.lower(), r.stderr
 
     assert "fatal" not in ctl.log().lower() and "fatal" not in dbd.log().lower()
+
+
+def test_mcs_never_puts_two_accounts_on_one_node(cluster):
+    """MCSPlugin=mcs/account with MCSParameters=enforced,select (rendered because vision is sold whole
+    nodes in the shared pool): a node running one account's job takes only that account's jobs. With
+    nodes free elsewhere another account's job goes there; with every node holding another
+    account's job it waits, although GPUs are idle on each, and starts when a node is freed."""
+    c = cluster
+    conf = c.tree["slurm/slurm.conf"]
+    assert "MCSPlugin=mcs/account\n" in conf and "MCSParameters=enforced,select,privatedata\n" in conf
+    jobs = Jobs(c)
+    nlp, vision, secure = (c.d.tenants[n].slurm.account for n in ("nlp", "vision", "secure"))
+    train = hostlist.names(c.d.nodes["train"].hosts)
+    # vision in the partition without a QOS under its QOS large: no per-user GPU limit in the way;
+    # nlp and secure (2 GPUs each) stay within QOS normal's 4 GPUs per user together.
+    b_args = ("-A", vision, "-p", "debug", "--qos=large", "--gres=gpu:1")
+    started = []
+    try:
+        a1 = jobs.sbatch("-A", nlp, "-p", "train", "--gres=gpu:1")
+        started.append(a1)
+        node = jobs.running(a1)
+        assert node in train
+        assert f"MCS_label={nlp}" in c.ctl.scontrol("show", "job", "-o", a1)
+        # The same account shares the node (Slurm packs a second 1-GPU job onto it): the filter is
+        # the label, not whole nodes per job.
+        a2 = jobs.sbatch("-A", nlp, "-p", "train", "--gres=gpu:1")
+        started.append(a2)
+        assert jobs.running(a2) == node
+        # Another account, nodes free elsewhere: it runs, on another node.
+        b = jobs.sbatch(*b_args)
+        started.append(b)
+        other = jobs.running(b)
+        assert other in train and other != node, (node, other)
+        # Asked for that node by name, it waits while nlp's jobs run there (6 of its 8 GPUs idle).
+        pinned = jobs.sbatch(*b_args, "-w", node)
+        started.append(pinned)
+        jobs.pending_with(pinned)
+        jobs.cancel(b, pinned, a2)
+
+        # Every train node holds another account's job (nlp's 2 GPUs and secure's 2 spread one per
+        # node): vision's job waits although 7 GPUs are idle on each, and starts where one is freed.
+        rest = [h for h in train if h != node]
+        held = {}
+        for account, h in zip((nlp, secure, secure), rest):
+            started.append(j := jobs.sbatch("-A", account, "-p", "train", "--gres=gpu:1", "-w", h))
+            assert jobs.running(j) == h
+            held[h] = j
+        waiting = jobs.sbatch(*b_args)
+        started.append(waiting)
+        jobs.pending_with(waiting)
+        reason = jobs.state(waiting)[1]
+        assert not reason.startswith(("Assoc", "QOS")), reason  # not a quota: the nodes are taken
+        freed = rest[-1]
+        jobs.cancel(held[freed])
+        assert jobs.running(waiting) == freed
+    finally:
+        jobs.cancel(*[j for j in started if j])
+
+
+def test_private_data_hides_other_tenants_jobs_in_squeue_and_sacct(cluster):
+    """PrivateData (rendered in slurm.conf for slurmctld and in slurmdbd.conf for the database, because
+    a tenant is dedicated): nobody, a user of vision, sees none of nlp's jobs, neither queued in
+    squeue nor finished in sacct, while root sees them all."""
+    c = cluster
+    jobs = Jobs(c)
+    assert "PrivateData=accounts,jobs,reservations,usage,users\n" in c.tree["slurm/slurm.conf"]
+    assert "PrivateData=accounts,jobs,reservations,usage,users\n" in c.tree["slurm/slurmdbd.conf.j2"]
+    assert "PrivateData=accounts,jobs,reservations,usage,users" in (c.work.host / "etc/slurmdbd.conf").read_text()
+    nlp = c.d.tenants["nlp"].slurm.account
+    done = jobs.srun("-A", nlp, "--gres=gpu:1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    queued = jobs.sbatch("-A", nlp, "--gres=gpu:1")
+    jobs.running(queued)
+    try:
+        Path(c.munge.socket).parent.chmod(0o755)  # any local user may talk to munged, as on a real node
+
+        def as_nobody(*cmd: str) -> str:
+            r = c.build.run("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *cmd,
+                            env=c.ctl.env, check=False)
+            assert r.returncode == 0, r.stdout + r.stderr
+            return r.stdout
+
+        sacct = ("sacct", "-a", "-X", "-n", "-P", "-S", "2000-01-01", "-o", "jobid,account,user")
+
+        def finished_in_sacct() -> bool:
+            rows = c.build.run(*sacct, env=c.ctl.env).stdout.splitlines()
+            return sum(row.endswith(f"|{nlp}|root") for row in rows) >= 2
+        wait_for(finished_in_sacct, 20, "nlp's jobs in the database (sacct as root)")
+        root_sees = c.build.run("squeue", "-h", "-o", "%i", env=c.ctl.env).stdout.split()
+        assert queued in root_sees
+        assert as_nobody("squeue", "-h", "-o", "%i %a %u").strip() == ""
+        theirs = as_nobody(*sacct)
+        assert nlp not in theirs and "root" not in theirs, theirs
+        # and the accounts and users in the database are not theirs to list
+        assocs = as_nobody("sacctmgr", "-n", "-P", "show", "assoc", "format=account,user")
+        assert f"{nlp}|" not in assocs, assocs
+    finally:
+        jobs.cancel(queued)

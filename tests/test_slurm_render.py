@@ -180,3 +180,33 @@ def test_topology_block_needs_a_major_with_it(examples, matrix):
              if f.code == "slurm-topology-unsupported"]
     assert found and found[0].path == ("network", "fabrics", "ib0", "topology", "kind"), found
     assert "slurm/topology.conf" not in slurm_target.render(resolve(Definition.model_validate(data), m, CLUSTERS))
+
+
+@pytest.mark.parametrize("set_name", SETS)
+def test_per_job_tmp_config_follows_the_sets_slurm(examples, matrix, set_name):
+    """A dedicated tenant's private /tmp and /dev/shm: job_container/tmpfs and job_container.conf up
+    to 25.05, namespace/linux and namespace.yaml from 25.11, each key documented in that file's
+    man page (job_container.conf(5), namespace.yaml(5)), with PrologFlags=Contain."""
+    tree = render(examples["lab"], matrix, set_name)
+    conf = tree["slurm/slurm.conf"]
+    assert "PrologFlags=Contain\n" in conf
+    major = tuple(int(x) for x in matrix.sets[set_name].components.slurm.split(".")[:2])
+    new = major >= (25, 11)
+    if new:
+        assert "NamespaceType=namespace/linux\n" in conf and "JobContainerType" not in conf
+        assert "slurm/job_container.conf" not in tree
+        doc = YAML(typ="safe").load(tree["slurm/namespace.yaml"])
+        assert doc == {"defaults": {"auto_base_path": True, "base_path": "/var/lib/slurm/job_tmp", "dirs": "/tmp,/dev/shm"}}
+        man = REFERENCE / "docs" / "namespace.yaml.5"
+        keys = ["defaults", *doc["defaults"]]
+    else:
+        assert "JobContainerType=job_container/tmpfs\n" in conf and "NamespaceType" not in conf
+        assert "slurm/namespace.yaml" not in tree
+        lines = dict(ln.split("=", 1) for ln in body(tree["slurm/job_container.conf"]))
+        assert lines == {"AutoBasePath": "true", "BasePath": "/var/lib/slurm/job_tmp"}
+        man = REFERENCE / "docs" / "job_container.conf.5"
+        keys = list(lines)
+    if man.is_file():
+        text = man.read_text()
+        for key in keys:
+            assert f"\\fB{key}\\f" in text, f"{key} is not in {man.name}"

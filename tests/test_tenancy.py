@@ -5,6 +5,7 @@ btrfs on a loop device (project quotas, scratch expiry), slurmctld (a dedicated 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -276,3 +277,249 @@ def test_port_guids_from_the_inventory_csv(lab, tmp_path):
     [f] = [f for f in bad.errors]
     assert f.code == "port-guid-missing" and f.dotted == "nodes.secure.addressing.mac.file" and f.line > 0
     assert "sgpu02" in f.message
+
+
+# --------------------------------------------------------------------------- mounts: systemd decides
+
+def _filesystems_lab(lab: dict) -> dict:
+    """The lab with a filesystem of every kind that has a source, and the dedicated tenant on a
+    Lustre filesystem of its own (dedicated-filesystem)."""
+    lab["filesystems"]["scratch"]["source"] = "/dev/disk/by-label/scratch"
+    lab["filesystems"].update({
+        "secure-proj": {"kind": "lustre", "mount": "/lustre/secure", "source": "10.0.0.1@o2ib:/secfs",
+                        "node_groups": ["secure"], "owner": "secure"},
+        "home": {"kind": "nfs", "mount": "/home", "source": "nfs1:/export/home", "node_groups": ["train", "infer", "secure"]},
+        "data": {"kind": "xfs", "mount": "/data", "source": "/dev/disk/by-label/data", "node_groups": ["train"]},
+        "gp": {"kind": "gpfs", "mount": "/gpfs/fs1", "source": "fs1", "node_groups": ["train"]},
+    })
+    lab["tenants"]["secure"]["isolation"]["storage"] = "dedicated-filesystem"
+    lab["tenants"]["secure"]["storage"]["filesystem"] = "secure-proj"
+    lab["tenants"]["vision"]["storage"]["filesystem"] = "data"
+    return lab
+
+
+def test_mount_units_only_on_the_filesystems_node_groups(lab, tmp_path):
+    """Each filesystem with a source gets one systemd mount unit per node group that mounts it and
+    none elsewhere, so a dedicated filesystem exists only on its owner's nodes; `systemd-analyze
+    verify` accepts every unit (it refuses one whose name does not match Where=)."""
+    r = _variant(_filesystems_lab(lab), tmp_path)
+    d = r.definition
+    tree = build_tree(r, ["storage"])[0]
+    mounts = {k: v for k, v in tree.items() if k.startswith("storage/mounts/")}
+    want = set()
+    unit = {"scratch": "scratch.mount", "secure-proj": "lustre-secure.mount", "home": "home.mount",
+            "data": "data.mount", "gp": "gpfs-fs1.mount"}
+    for fs, f in d.filesystems.items():
+        want |= {f"storage/mounts/{g}/{unit[fs]}" for g in f.node_groups}
+    assert set(mounts) == want
+    owned = [k for k in mounts if k.endswith("/lustre-secure.mount")]
+    assert owned == ["storage/mounts/secure/lustre-secure.mount"]  # the owner's nodes, no other group
+    expect = {"scratch": ("btrfs", "/dev/disk/by-label/scratch", "defaults", "local-fs.target"),
+              "secure-proj": ("lustre", "10.0.0.1@o2ib:/secfs", "_netdev,flock", "remote-fs.target"),
+              "home": ("nfs", "nfs1:/export/home", "_netdev,hard", "remote-fs.target"),
+              "data": ("xfs", "/dev/disk/by-label/data", "prjquota", "local-fs.target"),  # vision's project quota
+              "gp": ("gpfs", "fs1", "_netdev", "remote-fs.target")}
+    for fs, (kind, what, options, target) in expect.items():
+        text = tree[f"storage/mounts/{d.filesystems[fs].node_groups[0]}/{unit[fs]}"]
+        lines = set(text.splitlines())
+        assert {f"Type={kind}", f"What={what}", f"Where={d.filesystems[fs].mount}", f"Options={options}",
+                f"WantedBy={target}"} <= lines, text
+    te = tenancy.enforcement(d)["secure"]
+    # its mount on its own nodes, and its quota on that filesystem
+    assert not te.gaps and te.layers["storage"].files == ("storage/mounts/secure/lustre-secure.mount",
+                                                          "storage/secure-proj/quota.sh")
+    assert set(te.layers["storage"].files) <= set(tree)
+    _need("systemd-analyze")
+    for rel, text in mounts.items():
+        folder = tmp_path / "units" / rel.split("/")[2]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / rel.rsplit("/", 1)[1]).write_text(text)
+        v = subprocess.run(["systemd-analyze", "verify", str(folder / rel.rsplit("/", 1)[1])],
+                           capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0 and not v.stderr.strip(), (rel, v.stdout + v.stderr)
+    # and the check is real: the same unit under another name is refused
+    (tmp_path / "units" / "wrong.mount").write_text(mounts["storage/mounts/train/home.mount"])
+    v = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "units" / "wrong.mount")],
+                       capture_output=True, text=True, timeout=60)
+    assert v.returncode != 0 and "doesn't match unit name" in v.stderr, v.stderr
+
+
+def test_dedicated_filesystem_without_source_is_a_gap(lab, tmp_path):
+    lab = _filesystems_lab(lab)
+    del lab["filesystems"]["secure-proj"]["source"]
+    bad = validate_file(dump_yaml(lab, tmp_path / "lab.yaml"), MATRICES, TODAY)
+    [f] = bad.errors
+    assert f.code == "dedicated-not-isolated" and "no `source`" in f.message, f.message
+
+
+def test_mount_unit_names_are_systemd_escape(tmp_path):
+    from clusterdef.quoting import unit_name
+    _need("systemd-escape")
+    for path in ("/scratch", "/lustre/proj-a", "/a+b/c@d", "/x/.hidden", "/gpfs/fs1/", "/data_1/x.y"):
+        r = subprocess.run(["systemd-escape", "--path", "--suffix=mount", path], capture_output=True, text=True)
+        assert unit_name(path) == r.stdout.strip(), path
+
+
+# --------------------------------------------------------------------------- VLAN: systemd-networkd decides
+
+def _vlan_lab(lab: dict) -> dict:
+    """The lab's dedicated tenant isolated by VLAN on nodes with two RoCE storage ports."""
+    hw = copy.deepcopy(lab["hardware"]["hgx-h100"])
+    hw["nics"].append({"name": "ens1f", "kind": "roce", "speed_gbps": 200, "count": 2, "role": "storage"})
+    lab["hardware"]["hgx-h100-roce"] = hw
+    lab["nodes"]["secure"]["hardware"] = "hgx-h100-roce"
+    lab["tenants"]["secure"]["isolation"].update(network="vlan", vlan=2101)
+    return lab
+
+
+# Run systemd-networkd on the rendered files in a network and mount namespace of its own: two veth
+# ends named as the node's ports, the files in /etc/systemd/network (a tmpfs there), a read-only
+# sysfs of the namespace (networkd then does not wait for udev), debug log to $2.
+_NETWORKD = r"""set -e
+ip link set lo up
+ip link add ens1f0 type veth peer name peer0
+ip link add ens1f1 type veth peer name peer1
+mount -t tmpfs tmpfs /run/systemd 2>/dev/null || { mkdir -p /run/systemd && mount -t tmpfs tmpfs /run/systemd; }
+mkdir -p /run/systemd/netif /run/systemd/network
+chown systemd-network: /run/systemd/netif
+mount -t tmpfs tmpfs /etc/systemd/network
+cp "$1"/* /etc/systemd/network/
+mount -t tmpfs tmpfs /usr/lib/systemd/network
+mount -t sysfs -o ro sysfs /sys
+SYSTEMD_LOG_LEVEL=debug /lib/systemd/systemd-networkd >"$2" 2>&1 &
+P=$!
+for i in $(seq 50); do grep -q -e 'Could not create stacked netdev' -e 'State changed: configuring -> configured' "$2" \
+  && [ $(grep -c -e 'Could not create stacked netdev' -e 'configuring -> configured' "$2") -ge 2 ] && break; sleep 0.1; done
+ip -d -o link show
+kill $P
+"""
+
+
+def test_vlan_files_loaded_by_systemd_networkd(lab, tmp_path):
+    """The rendered systemd-networkd files, loaded by a real systemd-networkd on two ports named
+    as the node's: each port matches its .network, asks for the tenant's VLAN as a stacked netdev,
+    and networkd loads that .netdev as a VLAN with no unknown key or parse error. Where the kernel
+    has 802.1Q, `ip -d link` then shows the VLAN id on each port; this machine's kernel has none
+    (`ip link add ... type vlan`: Unknown device type), and networkd says so."""
+    r = _variant(_vlan_lab(lab), tmp_path)
+    d = r.definition
+    tree = build_tree(r, ["network"])[0]
+    files = {k.rsplit("/", 1)[1]: v for k, v in tree.items() if k.startswith("network/vlan/")}
+    assert all(k.startswith("network/vlan/secure/") for k in tree if k.startswith("network/vlan/"))
+    vid = tenancy.vlan(d, "secure")
+    assert vid == 2101
+    ports = ["ens1f0", "ens1f1"]
+    assert set(files) == {f"10-clusterdef-{p}{ext}" for p in ports for ext in (".network", ".2101.netdev", ".2101.network")}
+    for p in ports:
+        assert f"[VLAN]\nId={vid}\n" in files[f"10-clusterdef-{p}.{vid}.netdev"]
+        assert f"VLAN={p}.{vid}\n" in files[f"10-clusterdef-{p}.network"]
+    te = tenancy.enforcement(d)["secure"]
+    assert not te.gaps and te.layers["network"].files == ("network/vlan/secure/",)
+    _need("unshare", "ip")
+    if os.geteuid() != 0 or not Path("/lib/systemd/systemd-networkd").exists():
+        pytest.skip("systemd-networkd in namespaces of its own needs root and systemd-networkd")
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    for name, text in files.items():
+        (conf / name).write_text(text)
+    log = tmp_path / "networkd.log"
+    run = subprocess.run(["unshare", "-n", "-m", "--propagation", "private", "sh", "-c", _NETWORKD, "sh", str(conf),
+                          str(log)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    text = log.read_text()
+    for p in ports:
+        v = f"{p}.{vid}"
+        assert f"{v}: loaded \"vlan\"" in text, text
+        assert f"{p}: found matching network '/etc/systemd/network/10-clusterdef-{p}.network'" in text, text
+        assert f"{p}: Requested stacked netdev '{v}'" in text, text
+    # networkd names the file and line of every key it cannot use (`<file>:<line>: Unknown key ...`)
+    assert not re.search(r"10-clusterdef-[^:\s]+:\d+:", text), text
+    if "Could not create stacked netdev: Unknown device type" not in text:  # a kernel with 802.1Q
+        for p in ports:
+            assert re.search(rf"{p}\.{vid}@{p}:.*vlan protocol 802\.1Q id {vid} ", run.stdout), run.stdout
+
+
+def test_vlan_derived_ids_are_stable_and_in_range(lab, tmp_path):
+    lab = _vlan_lab(lab)
+    del lab["tenants"]["secure"]["isolation"]["vlan"]
+    r = _variant(lab, tmp_path)
+    vid = tenancy.vlan(r.definition, "secure")
+    assert 2000 <= vid <= 3999 and vid == tenancy.vlan(_variant(lab, tmp_path, "again.yaml").definition, "secure")
+    assert f"Id={vid}\n" in build_tree(r, ["network"])[0][f"network/vlan/secure/10-clusterdef-ens1f0.{vid}.netdev"]
+    lab["tenants"]["secure"]["isolation"]["vlan"] = 4095
+    bad = validate_file(dump_yaml(lab, tmp_path / "lab.yaml"), MATRICES, TODAY)
+    assert [f.dotted for f in bad.errors] == ["tenants.secure.isolation.vlan"], [(f.code, f.message) for f in bad.errors]
+
+
+# --------------------------------------------------------------------------- pam_slurm_adopt: image and role
+
+def test_image_and_role_carry_the_same_pam_slurm_adopt_stack(trees):
+    """The lab's node image gets libpam-slurm-adopt and sshd's PAM stack with pam_slurm_adopt last in
+    account (required, with the guide's deny actions) and no pam_systemd; the slurm_node_access role
+    (roles/, molecule scenario with pamtester) installs the very same files."""
+    import jinja2
+
+    from conftest import ROOT
+
+    _, tree = trees["lab"]
+    root = "images/gpu-node/"
+    assert "Packages=libpam-slurm-adopt\n" in tree[root + "mkosi.conf.d/60-slurm-node-access.conf"]
+    pam = tree[root + "mkosi.extra/etc/pam.d/sshd"]
+    account = [ln.split() for ln in pam.splitlines() if ln.startswith(("account", "-account", "@include common-account"))]
+    assert account[-1][:3] == ["account", "required", "pam_slurm_adopt.so"], account
+    assert set(account[-1][3:]) == {"action_no_jobs=deny", "action_unknown=newest", "action_adopt_failure=deny",
+                                    "action_generic_failure=deny"}
+    assert account[-2] == ["account", "sufficient", "pam_access.so", "accessfile=/etc/security/clusterdef-admins.conf"]
+    rules = "\n".join(ln for ln in pam.splitlines() if not ln.startswith("#"))
+    assert "pam_systemd" not in rules and "common-session" not in rules
+    role = ROOT / "roles" / "slurm_node_access"
+    assert (role / "files" / "sshd").read_text() == pam
+    admins = jinja2.Environment(trim_blocks=True, keep_trailing_newline=True).from_string(
+        (role / "templates" / "clusterdef-admins.conf.j2").read_text()).render(slurm_node_access_admins=["root"])
+    assert admins == tree[root + "mkosi.extra/etc/security/clusterdef-admins.conf"]
+    # every option the stack passes is one the Slurm guide documents
+    guide = Path(__file__).resolve().parents[2] / "shared" / "reference" / "slurm" / "docs" / "pam_slurm_adopt.shtml"
+    if guide.is_file():
+        text = guide.read_text()
+        for opt in account[-1][3:]:
+            assert opt.split("=")[0] in text, opt
+
+
+def test_no_pam_slurm_adopt_without_a_dedicated_tenant(lab, tmp_path):
+    lab["tenants"]["secure"]["isolation"] = {"level": "shared"}
+    lab["slurm"]["partitions"]["secure"]["allow_accounts"] = []
+    tree = build_tree(_variant(lab, tmp_path), ["images"])[0]
+    assert not [k for k in tree if "slurm-node-access" in k or k.endswith("pam.d/sshd")]
+
+
+def test_estate_dedicated_tenants_own_their_su_ports_in_partitions_conf(trees):
+    """The estate's dedicated tenants each own a whole Slurm SU: its partition allows only their
+    account and no other partition has the SU; partitions.conf lists exactly the HCA port GUIDs
+    of the SU's hosts (the MAC inventory's third column) as full members of their PKey."""
+    import csv
+
+    r, tree = trees["estate"]
+    d = r.definition
+    owners = {n: t for n, t in d.tenants.items() if t.isolation.level == "dedicated" and t.isolation.node_groups}
+    assert len(owners) == 2, sorted(owners)
+    rows = list(csv.reader((CLUSTERS / "estate-macs.csv").read_text().splitlines()))[1:]
+    guids = {row[0]: row[2].split(";") for row in rows if len(row) > 2 and row[2]}
+    conf = tree["network/opensm/partitions.conf"]
+    lines = {ln.split("=", 1)[0]: ln for ln in conf.splitlines() if ln and not ln.startswith("#")}
+    from clusterdef import hostlist
+
+    # port GUIDs are given for the owners' hosts only (no other node needs them)
+    assert set(guids) == {h for t in owners.values() for g in t.isolation.node_groups for h in hostlist.names(d.nodes[g].hosts)}
+    for name, t in owners.items():
+        assert t.isolation.device == "whole-node" and t.isolation.network == "partition-key"
+        assert t.isolation.storage == "project-quota" and not tenancy.enforcement(d)[name].gaps
+        [su] = t.isolation.node_groups
+        hosts = hostlist.names(d.nodes[su].hosts)
+        key = f"0x{tenancy.pkey(d, name):04x}"
+        head, members = lines[name].split(":", 1)
+        assert head.strip() == f"{name}={key}, ipoib"
+        full = {m.strip().removesuffix("=full") for m in members.rstrip(" ;").split(",")}
+        assert full == {g for h in hosts for g in guids[h]} and len(full) == len(hosts) * 8
+        parts = [p for p, part in d.slurm.partitions.items() if su in part.node_groups]
+        assert parts == [name] and d.slurm.partitions[name].allow_accounts == (t.slurm.account,)
+        assert f"PartitionName={name} Nodes={su} " in tree["slurm/slurm.conf"]

@@ -109,6 +109,25 @@ def sudoers_group(value) -> Quoted:
         raise UnsafeValue(f"{text[:60]!r}: a sudoers group cannot carry quotes, backslash, ',', ':', '=', "
                           "'(', ')', '!' or '#'")
     return Quoted(f"%{text}" if re.fullmatch(r"[A-Za-z0-9_.-]+", text) else f'"%{text}"')
+_UNIT_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_.")
+
+
+def unit_name(mount: str) -> str:
+    """The mount unit's name for a path, as `systemd-escape --path --suffix=mount` writes it:
+    slashes trimmed and turned into '-', every other byte outside [A-Za-z0-9:_.] (and a leading '.')
+    as \\xNN."""
+    path = "/".join(p for p in mount.split("/") if p) or "/"
+    if path == "/":
+        return "-.mount"
+    out = []
+    for i, ch in enumerate(path):
+        if ch == "/":
+            out.append("-")
+        elif ch in _UNIT_SAFE and not (i == 0 and ch == "."):
+            out.append(ch)
+        else:
+            out.extend(f"\\x{b:02x}" for b in ch.encode())
+    return "".join(out) + ".mount"
 
 
 def _finalize(value):

@@ -64,7 +64,12 @@ def read_guids(definition: Definition, base_dir: Path) -> dict[str, dict[str, tu
     files = {g: base_dir / n.addressing.mac.file for g, n in definition.nodes.items()
              if n.addressing.mac.source == "inventory"}
     inventories = read_inventories(files.values())
-    out = {g: inventories[f].guids for g, f in files.items()}
+    # Groups share an inventory file: each keeps only its own hosts' GUIDs (a partition of one
+    # group's ports must never take another group's).
+    out = {}
+    for g, f in files.items():
+        mine = set(hostlist.names(definition.nodes[g].hosts))
+        out[g] = {h: v for h, v in inventories[f].guids.items() if h in mine}
     for gname, g in definition.nodes.items():
         m = g.addressing.mac
         if m.source == "list" and m.port_guids:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .model import Definition
 from .model.storage import QUOTA_KINDS
+from .quoting import unit_name
 
 LAYERS = ("device", "network", "storage", "observation")
 DEFAULT_PKEY = 0x7FFF
@@ -48,6 +49,28 @@ def pkey(d: Definition, tenant: str) -> int:
     """The tenant's InfiniBand partition key (15 bits; 0x7fff is the default partition)."""
     t = d.tenants[tenant]
     return t.isolation.pkey if t.isolation.pkey is not None else _derived(tenant, 0x0100, 0x7FFE)
+
+
+def vlan(d: Definition, tenant: str) -> int:
+    """The tenant's VLAN id (802.1Q, 2-4094; 1 is the usual native VLAN): given, or derived from
+    the tenant name in 2000-3999. A collision is a finding (`vlan-collision`)."""
+    t = d.tenants[tenant]
+    return t.isolation.vlan if t.isolation.vlan is not None else _derived(tenant, 2000, 3999)
+
+
+VLAN_NIC_KINDS = ("ethernet", "roce")
+VLAN_NIC_ROLES = ("compute", "storage")
+
+
+def vlan_interfaces(d: Definition, group: str) -> list[str]:
+    """The Ethernet/RoCE compute and storage interfaces of a node group's hardware (a NIC with
+    count N is N interfaces, name0 .. name<N-1>), which a VLAN tenant's traffic uses."""
+    g = d.nodes.get(group)
+    hw = d.hardware.get(g.hardware) if g else None
+    if hw is None:
+        return []
+    return [name for nic in hw.nics if nic.kind in VLAN_NIC_KINDS and nic.role in VLAN_NIC_ROLES
+            for name in ([nic.name] if nic.count == 1 else [f"{nic.name}{i}" for i in range(nic.count)])]
 
 
 def project_id(d: Definition, tenant: str) -> int:
@@ -253,12 +276,17 @@ def _network(d: Definition, name: str) -> Layer:
                     hint = ("give the tenant Kubernetes node groups of its own (isolation.node_groups, with port "
                             "GUIDs) and a flavor on them for its queues")
         else:
-            vlan = t.isolation.vlan
-            if vlan is None:
-                gaps.append("vlan needs isolation.vlan (the VLAN id the switches carry for it)")
-            else:
-                mech.append(f"VLAN {vlan} on its nodes' Ethernet/RoCE interfaces (systemd-networkd)")
-                files += [f"network/vlan/{g}/" for g in groups]
+            bare = [g for g in groups if not vlan_interfaces(d, g)]
+            if bare:
+                gaps.append(f"node group(s) {', '.join(bare)} have no Ethernet or RoCE compute/storage NIC "
+                            "to carry the tenant's VLAN")
+            if t.kubernetes:
+                gaps.append("pods get no VLAN of their own (no NetworkAttachmentDefinition for it is rendered)")
+            withnics = [g for g in groups if vlan_interfaces(d, g)]
+            if withnics:
+                mech.append(f"VLAN {vlan(d, name)} on its nodes' Ethernet/RoCE interfaces (systemd-networkd); "
+                            "their untagged traffic carries no address")
+                files += [f"network/vlan/{g}/" for g in withnics]
     return Layer(claim, tuple(mech), tuple(dict.fromkeys(files)), "; ".join(gaps), hint)
 
 
@@ -282,10 +310,14 @@ def _storage(d: Definition, name: str) -> Layer:
     else:
         if fs.owner != name:
             gaps.append(f"filesystem `{s.filesystem}` is not owned by the tenant (filesystems.{s.filesystem}.owner)")
+        elif fs.source is None:
+            gaps.append(f"filesystem `{s.filesystem}` has no `source`, so no mount unit is rendered for it "
+                        "(its mounts are the site's, unchecked)")
         else:
-            mech.append(f"{fs.mount} mounted only on its node groups")
-            files += [f"storage/mounts/{g}.fstab" for g in fs.node_groups]
-            if fs.kind in QUOTA_KINDS:
+            mech.append(f"{fs.mount} mounted ({fs.kind}) only on its node groups "
+                        f"{', '.join(fs.node_groups)}: a systemd mount unit each, none elsewhere")
+            files += [f"storage/mounts/{g}/{unit_name(fs.mount)}" for g in fs.node_groups if g in d.nodes]
+            if fs.kind in QUOTA_KINDS and name in quota_tenants(d, s.filesystem):
                 files.append(f"storage/{s.filesystem}/quota.sh")
     if claim in ("project-quota", "dedicated-filesystem") and kubernetes_storage(d, name):
         mech.append(f"namespace {t.kubernetes.namespace}: its own StorageClass and a PersistentVolume of "

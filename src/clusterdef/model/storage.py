@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name
-from .types import AbsPath, Token
+from .types import AbsPath, MountSource
 
 # Kinds whose quota clusterdef can set per project (tenant); nfs exports have none of their own.
 QUOTA_KINDS = ("lustre", "gpfs", "xfs", "btrfs")
@@ -17,8 +17,11 @@ class Filesystem(Model):
     kind: Literal["lustre", "gpfs", "nfs", "xfs", "btrfs"]
     mount: AbsPath
     """Mount point on the nodes; tenants' directories are `<mount>/<tenant>`."""
-    source: Token | None = None
-    """What is mounted (GPFS device name, e.g. `fs1`); needed by mmsetquota for gpfs."""
+    source: MountSource | None = None
+    """What is mounted: the GPFS device (`fs1`, also what mmsetquota names), Lustre's
+    `<MGS NIDs>:/<fsname>`, NFS's `<server>:/<export>`, or the block device of XFS and btrfs
+    (`/dev/...`). With it, each node group in `node_groups` gets a systemd mount unit (and no
+    other node does)."""
     node_groups: tuple[Name, ...] = Field(min_length=1)
     """Node groups that mount it (and whose Kubernetes namespaces may claim it)."""
     scratch: bool = False

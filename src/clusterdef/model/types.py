@@ -127,6 +127,9 @@ def _relative_path(value: str) -> str:
 
 # A path on the node or the server (absolute; letters, digits, '_', '.', '-', '+', '@' per segment).
 AbsPath = Annotated[str, _pattern(r"^/[A-Za-z0-9_.+@/-]{1,4095}$", 4096, "an absolute path of letters, digits, '_', '.', '+', '@', '-' and '/' (/usr/sbin/nodecheck)"), AfterValidator(_absolute_path)]
+# What a filesystem mount names (a GPFS device, `mgs@o2ib:/fs1` for Lustre, `server:/export` for NFS,
+# `/dev/...` for XFS and btrfs); the per-kind shape is checked by `filesystem-source-invalid`.
+MountSource = Annotated[str, _pattern(r"^[A-Za-z0-9/][A-Za-z0-9_.+@:,/-]{0,254}$", 255, "a mount source of letters, digits and _ . + @ : , / - (fs1, mgs@o2ib:/fs1, nfs1:/export, /dev/nvme0n1)")]
 # A file beside the definition (relative to its folder, never above it).
 RelPath = Annotated[str, _pattern(r"^[A-Za-z0-9_+@][A-Za-z0-9_.+@/-]{0,4095}$", 4096, "a path relative to the definition's folder, without '..' (inventory/macs.csv)"), AfterValidator(_relative_path)]
 

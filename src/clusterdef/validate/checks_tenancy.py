@@ -4,6 +4,7 @@ checked per control plane."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from .. import tenancy
@@ -113,6 +114,21 @@ def tenant_owned_nodes(ctx: Context) -> Iterable[Finding]:
                                 f"under tenant `{o}`")
 
 
+@check("tenant-vlans")
+def tenant_vlans(ctx: Context) -> Iterable[Finding]:
+    d = ctx.definition
+    seen: dict[int, str] = {}
+    for tname in tenancy.vlan_tenants(d):
+        vid = tenancy.vlan(d, tname)
+        if vid in seen:
+            given = d.tenants[tname].isolation.vlan is not None
+            yield error("vlan-collision", ("tenants", tname, "isolation", "vlan" if given else "network"),
+                        f"tenants `{seen[vid]}` and `{tname}` have the same VLAN id {vid}"
+                        + ("" if given else " (derived from the name)"),
+                        "set `isolation.vlan` of one of them to another id (2-4094)")
+        seen.setdefault(vid, tname)
+
+
 @check("tenant-partition-keys")
 def tenant_partition_keys(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
@@ -183,6 +199,26 @@ def tenant_storage(ctx: Context) -> Iterable[Finding]:
             yield error("dedicated-filesystem-shared", ("filesystems", fname, "node_groups"),
                         f"filesystem `{fname}` is owned by tenant `{f.owner}` but mounted on {', '.join(strangers)}",
                         "mount a dedicated filesystem only on its owner's node groups")
+
+
+# What each kind's mount names (storage/mounts/<group>/<unit>.mount renders it as What=).
+_SOURCE_SHAPES = {
+    "lustre": (re.compile(r"^[A-Za-z0-9_.@,:-]+:/[A-Za-z0-9_.-]+$"), "<MGS NIDs>:/<fsname>, e.g. 10.0.0.1@o2ib:/fs1"),
+    "nfs": (re.compile(r"^[A-Za-z0-9_.-]+:/[A-Za-z0-9_.+@/-]*$"), "<server>:/<export>, e.g. nfs1:/export/home"),
+    "gpfs": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"), "the GPFS device name, e.g. fs1"),
+    "xfs": (re.compile(r"^/dev/[A-Za-z0-9_.+@/:-]+$"), "the block device, e.g. /dev/disk/by-label/scratch"),
+    "btrfs": (re.compile(r"^/dev/[A-Za-z0-9_.+@/:-]+$"), "the block device, e.g. /dev/disk/by-label/scratch"),
+}
+
+
+@check("filesystem-source")
+def filesystem_source(ctx: Context) -> Iterable[Finding]:
+    for fname, f in ctx.definition.filesystems.items():
+        shape, example = _SOURCE_SHAPES[f.kind]
+        if f.source is not None and not shape.match(f.source):
+            yield error("filesystem-source-invalid", ("filesystems", fname, "source"),
+                        f"`{f.source}` is not what a mount of {f.kind} names, so its mount unit would not mount",
+                        f"write {example}")
 
 
 @check("tenant-capacity-per-control-plane")

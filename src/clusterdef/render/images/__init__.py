@@ -11,6 +11,11 @@ Layout (all under `images/<image>/`):
     build.sh                         mkosi build, then the PXE artefacts <artefact>.vmlinuz/.initrd
     identity                         name, version, set, digest and artefact name of this build
 
+    mkosi.conf.d/60-slurm-node-access.conf   (an image of Slurm nodes, a dedicated tenant) libpam-slurm-adopt
+    mkosi.extra/etc/pam.d/sshd       ... and sshd's PAM stack with pam_slurm_adopt last in account, no
+                                     pam_systemd; administrators in etc/security/clusterdef-admins.conf
+                                     (pam/ here; the slurm_node_access role installs the same files)
+
 The artefact name is `<image>-<version>-<set>-<digest>` (ImageIdentity): the digest is the
 sha256 of the recipe, so no build overwrites another on the boot server.
 
@@ -135,6 +140,23 @@ def _pins_held(resolved: Resolved, image_name: str) -> list[str]:
     return sorted(set(names) | set(nvidia_packages(resolved, image_name)["driver"][0]))
 
 
+def node_access(resolved: Resolved, image_name: str) -> dict[str, str]:
+    """pam_slurm_adopt for an image of Slurm nodes when a tenant is dedicated (docs/tenancy.md):
+    nobody reaches such a node over ssh without a job there. Paths relative to images/<image>/."""
+    d = resolved.definition
+    slurm_nodes = any(g.image == image_name and g.control_plane == "slurm" for g in d.nodes.values())
+    dedicated = any(t.isolation.level == "dedicated" and t.slurm for t in d.tenants.values())
+    if not (slurm_nodes and dedicated):
+        return {}
+    pam = files(__package__).joinpath("pam")
+    return {
+        "mkosi.conf.d/60-slurm-node-access.conf": "# Rendered by clusterdef: pam_slurm_adopt (a tenant is dedicated).\n"
+                                                  "[Content]\nPackages=libpam-slurm-adopt\n",
+        f"{EXTRA}/etc/pam.d/sshd": pam.joinpath("sshd").read_text(encoding="utf-8"),
+        f"{EXTRA}/etc/security/clusterdef-admins.conf": pam.joinpath("clusterdef-admins.conf").read_text(encoding="utf-8"),
+    }
+
+
 def _kv(pairs) -> str:
     return "".join(f"{k}={v}\n" for k, v in pairs)
 
@@ -190,6 +212,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
         tree[extra + "etc/systemd/system/multi-user.target.d/clusterdef-baseline.conf"] = \
             f"# Rendered by clusterdef: run the first-boot baseline on every boot of image {name}.\n" \
             f"[Unit]\nWants={UNIT}\n"
+        for rel, text in node_access(resolved, name).items():
+            tree[root + rel] = text
         bdir = extra + BASELINE_DIR + "/"
         tree[bdir + "meta"] = _kv([("set", vs.name), ("image", _STEM),
                                    ("cuda_package", ctx["cuda_package"])])

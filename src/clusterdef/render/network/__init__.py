@@ -7,6 +7,16 @@
                                      through it; one partition per tenant isolated by partition key,
                                      its HCA ports full members and no other port a member.
 
+    network/vlan/<group>/                    per node group of a tenant isolated by VLAN, systemd-networkd
+                                             files for each Ethernet/RoCE compute or storage interface
+                                             (install into /etc/systemd/network/):
+        10-clusterdef-<if>.network           the interface carries the tenant's VLAN and no address of
+                                             its own (untagged traffic goes nowhere)
+        10-clusterdef-<vlan if>.netdev       the VLAN interface (Kind=vlan, Id=<the tenant's VLAN id>)
+        10-clusterdef-<vlan if>.network      brings it up with an IPv6 link-local address (a RoCE GID);
+                                             site addressing is not in the definition
+                                             (systemd.network(5), systemd.netdev(5))
+
 Pure: the port GUIDs come from the resolved inventory (MAC inventory column 3 or `port_guids`)."""
 
 from __future__ import annotations
@@ -31,7 +41,35 @@ def partitions_conf(resolved: Resolved) -> str:
     return "".join(out)
 
 
+def vlan_name(iface: str, vid: int, index: int) -> str:
+    """`<if>.<vid>` when it fits Linux's 15 characters, else `vlan<vid>.<index>` (unique per node)."""
+    name = f"{iface}.{vid}"
+    return name if len(name) <= 15 else f"vlan{vid}.{index}"
+
+
+def vlan_files(resolved: Resolved) -> dict[str, str]:
+    d = resolved.definition
+    out: dict[str, str] = {}
+    for tenant in tenancy.vlan_tenants(d):
+        vid = tenancy.vlan(d, tenant)
+        for g in tenancy.owned_groups(d, tenant):
+            head = (f"# Rendered by clusterdef: VLAN {vid} of tenant {tenant} on node group {g} of cluster "
+                    f"{d.cluster.name}; install into /etc/systemd/network/.\n")
+            for i, iface in enumerate(tenancy.vlan_interfaces(d, g)):
+                v = vlan_name(iface, vid, i)
+                base = f"network/vlan/{g}/10-clusterdef-"
+                out[f"{base}{iface}.network"] = (
+                    head + f"[Match]\nName={iface}\n\n[Link]\nRequiredForOnline=no\n\n"
+                    f"[Network]\nVLAN={v}\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n")
+                out[f"{base}{v}.netdev"] = head + f"[NetDev]\nName={v}\nKind=vlan\n\n[VLAN]\nId={vid}\n"
+                out[f"{base}{v}.network"] = (
+                    head + f"[Match]\nName={v}\n\n[Link]\nRequiredForOnline=no\n\n"
+                    "[Network]\nLinkLocalAddressing=ipv6\nIPv6AcceptRA=no\n")
+    return out
+
+
 def render(resolved: Resolved) -> dict[str, str]:
-    if not tenancy.pkey_tenants(resolved.definition):
-        return {}
-    return {"network/opensm/partitions.conf": partitions_conf(resolved)}
+    tree = vlan_files(resolved)
+    if tenancy.pkey_tenants(resolved.definition):
+        tree["network/opensm/partitions.conf"] = partitions_conf(resolved)
+    return tree

@@ -244,7 +244,8 @@ def tenancy_params(resolved: Resolved, kw: keywords.Keywords) -> dict[str, str]:
     out: dict[str, str] = {}
     if tenancy.private_data(d):
         # Nobody sees other tenants' jobs, usage, users, accounts or reservations.
-        out["PrivateData"] = "accounts,jobs,reservations,usage,users"
+        from .slurmdbd import PRIVATE_DATA  # local: slurmdbd.py imports _header from here
+        out["PrivateData"] = PRIVATE_DATA
     if tenancy.mcs_tenants(d):
         # Whole-node tenants without nodes of their own: a node never holds two accounts' jobs.
         out["MCSPlugin"] = "mcs/account"

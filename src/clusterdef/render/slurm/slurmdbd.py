@@ -14,15 +14,20 @@ syntax; none may carry `{` or `}`, so nothing but the StoragePass reference is J
 
 from __future__ import annotations
 
+from ... import tenancy
 from ...model.secrets import SLURMDBD_STORAGE_PASS
 from ...quoting import Quoted, UnsafeValue, slurm
 from ...resolve import Resolved
 
 PATH = "slurm/slurmdbd.conf.j2"
+# What regular users may not see of others' (slurm.conf and slurmdbd.conf alike; docs/tenancy.md).
+PRIVATE_DATA = "accounts,jobs,reservations,usage,users"
 
 # The keys written, in order (tests check each against slurmdbd.conf(5)).
+# PrivateData only when a tenant is dedicated: sacct, sreport and sacctmgr read the database through
+# slurmdbd, which applies its own PrivateData (slurmdbd.conf(5)), not slurm.conf's.
 KEYS = ("AuthType", "DbdHost", "DbdPort", "SlurmUser", "LogFile", "PidFile", "StorageType", "StorageHost",
-        "StoragePort", "StorageUser", "StorageLoc", "StoragePass")
+        "StoragePort", "StorageUser", "StorageLoc", "PrivateData", "StoragePass")
 
 
 def _value(v) -> Quoted:
@@ -61,6 +66,8 @@ def slurmdbd_conf(resolved: Resolved) -> str:
         ("StorageUser", a.storage_user),
         ("StorageLoc", a.storage_loc),
     ]
+    if tenancy.private_data(resolved.definition):
+        pairs.append(("PrivateData", PRIVATE_DATA))
     var = storage_pass_var(resolved)
     if not var.isidentifier():  # VaultVar's pattern makes this unreachable from a validated definition
         raise UnsafeValue(f"{var[:60]!r} is not an Ansible variable name")

@@ -5,6 +5,18 @@
     storage/<fs>/scratch-cleanup.sh           (scratch filesystems) removes files in tenants'
                                               directories not accessed for their expiry; nothing else
     storage/<fs>/clusterdef-scratch-<fs>.service/.timer   runs the cleanup daily
+    storage/mounts/<group>/<unit>.mount       (filesystems with a `source`) a systemd mount unit per
+                                              node group in the filesystem's node_groups, and for no
+                                              other group: a dedicated filesystem exists only on its
+                                              owner's nodes (install into /etc/systemd/system/)
+
+Mount types and options per kind (systemd.mount(5); each tool's mount documentation):
+    lustre  Type=lustre, What=<MGS NIDs>:/<fsname>, Options=_netdev,flock   (Lustre manual, mount.lustre(8))
+    gpfs    Type=gpfs, What=<device>, Options=_netdev                       (GPFS's own fstab entries)
+    nfs     Type=nfs, What=<server>:/<export>, Options=_netdev,hard          (nfs(5))
+    xfs     Type=xfs, What=/dev/..., Options=prjquota when it holds project quotas, else defaults
+            (xfs_quota(8): project quotas need the prjquota mount option)
+    btrfs   Type=btrfs, What=/dev/..., Options=defaults (qgroups are enabled by quota.sh, not by mount)
 
 Quota commands per kind, as each tool documents them:
     btrfs   `btrfs quota enable`, a subvolume per tenant, `btrfs qgroup limit BYTES DIR` (btrfs-qgroup(8))
@@ -16,7 +28,7 @@ Pure: no disk, no network. The scripts take CLUSTERDEF_MOUNT to run against anot
 from __future__ import annotations
 
 from ... import tenancy
-from ...quoting import shell
+from ...quoting import shell, systemd, unit_name
 from ...resolve import Resolved
 
 TIB = 2**40
@@ -95,9 +107,41 @@ def units(resolved: Resolved, fs: str) -> dict[str, str]:
     }
 
 
+NETWORK_KINDS = ("lustre", "gpfs", "nfs")
+_MOUNT_OPTIONS = {"lustre": "_netdev,flock", "gpfs": "_netdev", "nfs": "_netdev,hard", "btrfs": "defaults"}
+def mount_options(d, fs: str) -> str:
+    f = d.filesystems[fs]
+    if f.kind == "xfs":
+        return "prjquota" if tenancy.quota_tenants(d, fs) else "defaults"
+    return _MOUNT_OPTIONS[f.kind]
+
+
+def mount_units(resolved: Resolved) -> dict[str, str]:
+    """storage/mounts/<group>/<unit>: every filesystem with a source, on its node groups only."""
+    d = resolved.definition
+    out: dict[str, str] = {}
+    for fs, f in d.filesystems.items():
+        if f.source is None:
+            continue
+        network = f.kind in NETWORK_KINDS
+        owner = f" (owned by tenant {f.owner}: on its node groups only)" if f.owner else ""
+        for g in f.node_groups:
+            if g not in d.nodes:
+                continue
+            text = (f"# Rendered by clusterdef: filesystem {fs} ({f.kind}) on node group {g} of cluster "
+                    f"{d.cluster.name}{owner}.\n"
+                    f"[Unit]\nDescription=clusterdef filesystem {fs}\n"
+                    + ("Wants=network-online.target\nAfter=network-online.target\n" if network else "")
+                    + f"\n[Mount]\nWhat={systemd(f.source)}\nWhere={systemd(f.mount)}\nType={f.kind}\n"
+                    f"Options={mount_options(d, fs)}\n\n[Install]\n"
+                    f"WantedBy={'remote-fs.target' if network else 'local-fs.target'}\n")
+            out[f"storage/mounts/{g}/{unit_name(f.mount)}"] = text
+    return out
+
+
 def render(resolved: Resolved) -> dict[str, str]:
     d = resolved.definition
-    tree: dict[str, str] = {}
+    tree: dict[str, str] = mount_units(resolved)
     for fs, f in d.filesystems.items():
         if tenancy.quota_tenants(d, fs):
             tree[f"storage/{fs}/quota.sh"] = quota_script(resolved, fs)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build image gpu-slurm 2026.07.1 (cluster estate, set 2026.07-r580) and its PXE artefacts:
-#   gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
-#   gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
+#   gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
+#   gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
 # The provisioning server serves both under /images/. Rendered by clusterdef.
 #
 # Usage (root, mkosi 14 or later, cpio, zstd): sh build.sh [ARTEFACT_DIR]
@@ -16,15 +16,15 @@ mkdir -p "$out"
 cd "$here"
 # shellcheck disable=SC2086
 mkosi --force ${MKOSI_ARGS:-} build
-root=$here/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b
-[ -d "$root" ] || root=$here/mkosi.output/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b
+root=$here/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251
+[ -d "$root" ] || root=$here/mkosi.output/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251
 kernel=${KERNEL:-$root/boot/vmlinuz-6.8.0-60-generic}
-cp "$kernel" "$out/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.vmlinuz.tmp" && mv "$out/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.vmlinuz.tmp" "$out/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.vmlinuz"
+cp "$kernel" "$out/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.vmlinuz.tmp" && mv "$out/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.vmlinuz.tmp" "$out/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.vmlinuz"
 ln -sfn usr/lib/systemd/systemd "$root/init"
 # Left out of the initrd: /boot (served separately) and apt's package lists and cache (a diskless
 # node is never updated in place; a change is a new image).
 (cd "$root" && find . \( -path ./boot -o -path ./var/lib/apt/lists -o -path ./var/cache/apt \) -prune -o -print \
    | LC_ALL=C sort | cpio -o -H newc --quiet) \
-  | zstd -q -3 -T0 > "$out/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.initrd.tmp"
-mv "$out/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.initrd.tmp" "$out/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.initrd"
-echo "built $out/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.vmlinuz $out/gpu-slurm-2026.07.1-2026.07-r580-0f3db4de0a4b.initrd"
+  | zstd -q -3 -T0 > "$out/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.initrd.tmp"
+mv "$out/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.initrd.tmp" "$out/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.initrd"
+echo "built $out/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.vmlinuz $out/gpu-slurm-2026.07.1-2026.07-r580-ffbab3f33251.initrd"

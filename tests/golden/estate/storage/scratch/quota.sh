@@ -13,21 +13,21 @@ dir="$MOUNT"/nlp
 mkdir -p "$dir"
 lfs project -p 608539071 -s -r "$dir"
 lfs setquota -p 608539071 -B 107374182400k "$MOUNT"
-# tenant speech: 25 TiB, project 331783190
+# tenant speech: 50 TiB, project 331783190
 dir="$MOUNT"/speech
 mkdir -p "$dir"
 lfs project -p 331783190 -s -r "$dir"
-lfs setquota -p 331783190 -B 26843545600k "$MOUNT"
+lfs setquota -p 331783190 -B 53687091200k "$MOUNT"
 # tenant robotics: 50 TiB, project 356228834
 dir="$MOUNT"/robotics
 mkdir -p "$dir"
 lfs project -p 356228834 -s -r "$dir"
 lfs setquota -p 356228834 -B 53687091200k "$MOUNT"
-# tenant genomics: 50 TiB, project 1183351740
+# tenant genomics: 100 TiB, project 1183351740
 dir="$MOUNT"/genomics
 mkdir -p "$dir"
 lfs project -p 1183351740 -s -r "$dir"
-lfs setquota -p 1183351740 -B 53687091200k "$MOUNT"
+lfs setquota -p 1183351740 -B 107374182400k "$MOUNT"
 # tenant climate: 50 TiB, project 989142023
 dir="$MOUNT"/climate
 mkdir -p "$dir"

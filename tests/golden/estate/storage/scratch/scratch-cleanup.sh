@@ -15,11 +15,11 @@ if [ -d "$dir" ] && [ ! -L "$dir" ]; then
   find "$dir" -xdev -mindepth 1 -type f -amin +43200 -delete
   find "$dir" -xdev -mindepth 1 -type d -empty -amin +43200 -delete
 fi
-# tenant speech: files not accessed for 14 days
+# tenant speech: files not accessed for 30 days
 dir="$MOUNT"/speech
 if [ -d "$dir" ] && [ ! -L "$dir" ]; then
-  find "$dir" -xdev -mindepth 1 -type f -amin +20160 -delete
-  find "$dir" -xdev -mindepth 1 -type d -empty -amin +20160 -delete
+  find "$dir" -xdev -mindepth 1 -type f -amin +43200 -delete
+  find "$dir" -xdev -mindepth 1 -type d -empty -amin +43200 -delete
 fi
 # tenant robotics: files not accessed for 30 days
 dir="$MOUNT"/robotics
@@ -27,11 +27,11 @@ if [ -d "$dir" ] && [ ! -L "$dir" ]; then
   find "$dir" -xdev -mindepth 1 -type f -amin +43200 -delete
   find "$dir" -xdev -mindepth 1 -type d -empty -amin +43200 -delete
 fi
-# tenant genomics: files not accessed for 14 days
+# tenant genomics: files not accessed for 30 days
 dir="$MOUNT"/genomics
 if [ -d "$dir" ] && [ ! -L "$dir" ]; then
-  find "$dir" -xdev -mindepth 1 -type f -amin +20160 -delete
-  find "$dir" -xdev -mindepth 1 -type d -empty -amin +20160 -delete
+  find "$dir" -xdev -mindepth 1 -type f -amin +43200 -delete
+  find "$dir" -xdev -mindepth 1 -type d -empty -amin +43200 -delete
 fi
 # tenant climate: files not accessed for 30 days
 dir="$MOUNT"/climate
