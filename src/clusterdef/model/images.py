@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model
-from .types import DebPackage, ImageVersion, KernelArg, KernelRelease, Release
+from .base import Name
+from .types import DebPackage, ImageVersion, KernelArg, KernelRelease, Release, RepoUrl
 
 
 class Image(Model):
@@ -21,3 +22,7 @@ class Image(Model):
     """Debian package names (no versions: the image version pins the image as a whole)."""
     kernel_cmdline: tuple[KernelArg, ...] = Field(default=(), max_length=64)
     """One argument per item (`console=ttyS0,115200n8`); no spaces, quotes or `$`."""
+    repositories: dict[Name, RepoUrl] = Field(default={}, max_length=16)
+    """Site apt repositories by source id of matrices/compat/package-sources.yaml (`slurm-site: URL`):
+    packages the site builds and serves, such as the set's Slurm release (SchedMD publishes no apt
+    repository). Flat repositories (`deb URL ./`), signed with /usr/share/keyrings/clusterdef-<id>.gpg."""
