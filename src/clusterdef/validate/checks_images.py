@@ -79,12 +79,23 @@ def images(ctx: Context) -> Iterable[Finding]:
 def gpu_layer_owner(ctx: Context) -> Iterable[Finding]:
     """One owner per layer on Kubernetes GPU nodes: what the image target puts into each image
     (render.images.carried) against what the GPU Operator values deploy (render.kubernetes.gpu_operator)."""
-    from ..render.images import operator_owns_driver
+    from ..render.images import carried_by, operator_owns_driver
 
     d = ctx.definition
     k = d.kubernetes
     if k is None:
         return
+    no = k.network_operator
+    if no.enabled and no.ofed_driver is not None:
+        shared = sorted({g.image for g in d.nodes.values() if g.control_plane == "kubernetes" and g.image in d.images
+                         and "doca" in carried_by(d, g.image)})
+        if shared:
+            yield error("gpu-layer-two-owners", ("kubernetes", "network_operator", "ofed_driver"),
+                        f"the Network Operator deploys its DOCA driver container (ofed_driver), and image(s) "
+                        f"{', '.join(f'`{i}`' for i in shared)} of Kubernetes groups install the set's DOCA-OFED "
+                        "too (Slurm groups boot them as well)",
+                        "remove ofed_driver (the Kubernetes nodes use the image's DOCA-OFED: host MOFED), or give "
+                        "the Kubernetes groups an image of their own")
     op = k.gpu_operator
     k8s_gpu = [n for n, g in d.nodes.items() if g.control_plane == "kubernetes"
                and g.hardware in d.hardware and d.hardware[g.hardware].gpu]
