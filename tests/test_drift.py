@@ -119,8 +119,8 @@ def test_drain_spares_the_definitions_operator_namespaces(lab_result, tmp_path):
     stand-in, the taint is NoSchedule (never NoExecute) and the drain keeps DaemonSet pods."""
     import subprocess
 
-    text = (CLUSTERS / "lab.yaml").read_text().replace("gpu_operator: {mig_strategy: none, driver_owner: image}",
-                                                        "gpu_operator: {mig_strategy: none, driver_owner: image, namespace: gpu-op}")
+    text = (CLUSTERS / "lab.yaml").read_text().replace("gpu_operator: {mig_strategy: none}",
+                                                        "gpu_operator: {mig_strategy: none, namespace: gpu-op}")
     assert "namespace: gpu-op" in text
     (tmp_path / "lab.yaml").write_text(text)
     vs, facts = _facts(lab_result)
