@@ -14,6 +14,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/artefacts}
 mkdir -p "$out"
 cd "$here"
+# Executables of mkosi.extra/ (the renderer writes plain files): the probe, the first-boot baseline, nodecheck.
+chmod 0755 mkosi.extra/usr/lib/clusterdef/probe
+chmod 0755 mkosi.extra/usr/lib/clusterdef/firstboot-baseline
+chmod 0755 mkosi.extra/usr/sbin/clusterdef-nodecheck
 # shellcheck disable=SC2086
 mkosi --force ${MKOSI_ARGS:-} build
 root=$here/gpu-node-2026.07.1
