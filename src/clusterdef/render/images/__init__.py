@@ -179,6 +179,8 @@ def render(resolved: Resolved) -> dict[str, str]:
         major, minor = vs.components.cuda.split(".")[:2]
         set_pkgs = set_packages(resolved, name)
         headers = [base["headers_package"].format(kernel=img.kernel)] if "driver" in pkgs else []
+        readers = {t for hw in set(groups.values()) for t in probe.read_tools(d.hardware[hw].firmware).values()}
+        tools_nv = [nv["firmware_reader"]] if "nvfwupd" in readers else []
         ctx = {
             "cluster": d.cluster.name, "set": vs.name, "name": name, "img": img, "art": artefact(name, img),
             "base": base, "cuda_distro": release["cuda_repo"], "nv": nv, "pkgs": pkgs,
@@ -188,7 +190,7 @@ def render(resolved: Resolved) -> dict[str, str]:
             "branch": vs.driver_branch, "groups": groups, "headers": headers,
             "cuda_repo": nv["cuda_repo_url"].format(distro=release["cuda_repo"]),
             "cuda_package": nv["cuda_package"].format(major=major, minor=minor),
-            "set_pkgs": set_pkgs, "tools": list(base["tool_packages"]),
+            "nv_tools": tools_nv, "set_pkgs": set_pkgs, "tools": list(base["tool_packages"]),
             "set_repos": sorted({line for ch in set_pkgs.values() if (line := repo_line(ch, img, vs.components))}),
             "executables": [probe.INSTALLED.lstrip("/"), SCRIPT]
             + ([nc[0].lstrip("/")] if (nc := _nodecheck(resolved, name)) else []),
