@@ -269,72 +269,92 @@ def test_baseline_script_is_posix_sh(baseline):
 
 # -- mkosi build + PXE boot -------------------------------------------------------------------
 
-def small_image_definition(lab: dict, tmp: Path, kver: str) -> Path:
-    """The lab with its image switched to a minimal Debian bookworm (what this machine can reach)."""
+def small_image_definition(lab: dict, tmp: Path, kver: str, repo: Path) -> Path:
+    """The lab with its image switched to Debian bookworm (what this machine can reach) and its site
+    Slurm repository pointed at the local stand-in repository."""
     img = lab["images"]["gpu-node"]
-    img.update({"distribution": "debian", "release": "bookworm", "kernel": kver, "packages": []})
+    img.update({"distribution": "debian", "release": "bookworm", "kernel": kver, "packages": [],
+                "repositories": {"slurm-site": f"file:{repo}"}})
     return dump_yaml(lab, tmp / "lab-small.yaml")
 
 
 @pytest.fixture(scope="module")
 def built_image(tmp_path_factory, lab_data):
-    """Build the rendered mkosi image (NVIDIA drop-in and apt skeleton left out: NVIDIA's
-    repositories are unreachable here; the kernel package left out: the cached kernel is used)."""
+    """Build the rendered mkosi image with the set's packages: driver, CUDA, NCCL, toolkit, slurmd,
+    kubelet/kubeadm, DOCA-OFED, MFT and nvfwupd from a local stand-in repository (tests/standin_repo.py;
+    every component there at the set's version, an older and a newer one), ipmitool and infiniband-diags
+    from Debian. The rendered package lists (50-nvidia.conf, 60-set.conf) and pin files are used as
+    rendered; only the repositories are swapped for the stand-in (NVIDIA's, pkgs.k8s.io and DOCA's are
+    unreachable here). Left out: the kernel and its headers (the cached kernel is used; the headers
+    would pull a compiler for DKMS, which has no real driver source to build here)."""
     import copy
 
+    from standin_repo import build as build_repo
+
     need_mkosi()
-    need_tools("zstd", "cpio", "unshare", "qemu-system-x86_64", "socat")
+    need_tools("zstd", "cpio", "unshare", "qemu-system-x86_64", "socat", "dpkg-deb")
     if os.geteuid() != 0:
         need("root (mkosi build)", False)
     kernel = cached_kernel()
     kver = kernel.name[len("vmlinuz-"):]
     tmp = tmp_path_factory.mktemp("mkosi")
-    tree, resolved = render_file(small_image_definition(copy.deepcopy(lab_data), tmp, kver))
+    repo = tmp / "standin-repo"
+    tree, resolved = render_file(small_image_definition(copy.deepcopy(lab_data), tmp, kver, repo))
+    build_repo(repo, resolved.set, "debian")
     write(tree, tmp / "out")
     src = tmp / "out/images/gpu-node"
-    (src / "mkosi.conf.d/50-nvidia.conf").unlink()
-    shutil.rmtree(src / "mkosi.skeleton")
+    apt = src / "mkosi.skeleton/etc/apt/sources.list.d"
+    for lst in apt.glob("clusterdef-*.list"):
+        lst.unlink()
+    (apt / "clusterdef-standin.list").write_text(f"deb [trusted=yes] file:{repo} ./\n")
     (CACHE / "mkosi").mkdir(parents=True, exist_ok=True)
     artefacts = tmp / "artefacts"
     env = {**os.environ, "KERNEL": str(kernel),
-           "MKOSI_ARGS": f"--package=!linux-image-{kver} --cache={CACHE / 'mkosi'} --nspawn-keep-unit"}
+           "MKOSI_ARGS": f"--package=!linux-image-{kver} --package=!linux-headers-{kver} --cache={CACHE / 'mkosi'} "
+                         "--nspawn-keep-unit"}
     started = time.monotonic()
     r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
                         "mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn && "
-                        f"sh build.sh {artefacts}"], cwd=src, env=env, capture_output=True, text=True, timeout=600)
+                        f"sh build.sh {artefacts}"], cwd=src, env=env, capture_output=True, text=True, timeout=900)
     took = time.monotonic() - started
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
     art = artefact("gpu-node", resolved.definition.images["gpu-node"])
     initrd = artefacts / f"{art}.initrd"
     assert initrd.stat().st_size < 120 * 2**20, f"image too large: {initrd.stat().st_size} bytes"
-    shutil.rmtree(src / art, ignore_errors=True)
+    root = src / art if (src / art).is_dir() else src / "mkosi.output" / art
+    installed = subprocess.run(["dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W", "-f", "${Package}=${Version}\n"],
+                               capture_output=True, text=True, check=True).stdout.split()
+    shutil.rmtree(root, ignore_errors=True)
     print(f"mkosi build + pack: {took:.1f} s, initrd {initrd.stat().st_size / 2**20:.1f} MiB")
-    return tmp, tree, resolved, artefacts, art
+    return tmp, tree, resolved, artefacts, art, dict(p.split("=", 1) for p in installed)
 
 
-def probe_cpio(probes: dict[str, str]) -> bytes:
-    """A gzip cpio with /etc/clusterdef/probes/<component>, appended to the image's initrd."""
+def files_cpio(files: dict[str, str]) -> bytes:
+    """A gzip cpio with the given files (relative paths), appended to the image's initrd."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
-        (root / "etc/clusterdef/probes").mkdir(parents=True)
-        for c, v in probes.items():
-            (root / "etc/clusterdef/probes" / c).write_text(v + "\n")
-        names = ["etc", "etc/clusterdef", "etc/clusterdef/probes"] + [f"etc/clusterdef/probes/{c}" for c in probes]
-        r = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input="\n".join(names).encode(),
+        names: set[str] = set()
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+            parts = Path(rel).parts
+            names.update(str(Path(*parts[:i])) for i in range(1, len(parts) + 1))
+        r = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root,
+                           input="\n".join(sorted(names, key=lambda n: (n.count("/"), n))).encode(),
                            capture_output=True, check=True)
     return gzip.compress(r.stdout)
 
 
-def boot_image(built, probes: dict[str, str], tag: str) -> str:
-    tmp, tree, resolved, artefacts, art = built
+def boot_image(built, files: dict[str, str], tag: str) -> str:
+    tmp, tree, resolved, artefacts, art, _ = built
     root = write(tree, tmp / f"http-{tag}", "pxe/")
     (root / "images").mkdir()
     shutil.copy(artefacts / f"{art}.vmlinuz", root / "images")
     with open(root / "images" / f"{art}.initrd", "wb") as fh:
         fh.write((artefacts / f"{art}.initrd").read_bytes())
-        fh.write(probe_cpio(probes))
+        fh.write(files_cpio(files))
     node = next(resolved.nodes("train"))
     prov = resolved.definition.network.provisioning
     tftp = write({"boot.ipxe": tree["pxe/ipxe/boot.ipxe"]}, tmp / f"tftp-{tag}")
@@ -348,23 +368,55 @@ def boot_image(built, probes: dict[str, str], tag: str) -> str:
     return text
 
 
-def _pinned_probes(resolved) -> dict[str, str]:
-    vs = resolved.set
-    probes = {c: getattr(vs.components, c) for c in ("driver", "cuda", "nccl", "container_toolkit")}
-    probes.update(vs.firmware["hgx-h100"])
-    return probes
+def _tool_answers(built, tmp: Path, change=None) -> dict[str, str]:
+    """What the packaged stand-in tools answer on the booted node: the stand-in HGX node's outputs for
+    exactly the calls the image's probe makes (tests/standin_repo.py)."""
+    from standin_node import dgx_h100, install
+    from standin_repo import answers
+
+    _, tree, resolved, *_ = built
+    node = dgx_h100(resolved.set, "hgx-h100")
+    if change:
+        change(node)
+    folder = install(tmp, node)
+    probe = tmp / "probe"
+    probe.write_text(tree[f"images/gpu-node/mkosi.extra/{PROBE_PATH}"])
+    tools = tree[f"images/gpu-node/mkosi.extra/{BASELINE_DIR}/tools"].split()
+    return answers(folder, probe, ["driver", *tools])
+
+
+PROBE_PATH = "usr/lib/clusterdef/probe"
 
 
 @pytest.mark.slow
-def test_mkosi_image_boots_on_matrix(built_image):
-    text = boot_image(built_image, _pinned_probes(built_image[2]), "on")
-    assert "is on-matrix for set 2026.07-r580: 9 check(s) passed" in text, text[-3000:]
+def test_mkosi_image_carries_the_set(built_image):
+    """The built image holds the set's version of every component, picked by the rendered pins from a
+    repository that also offers older and newer ones; and the probe, nodecheck and first boot are
+    executable where the unit and slurm.conf point."""
+    installed = built_image[5]
+    c = built_image[2].set.components
+    want = {"nvidia-driver-cuda": f"{c.driver}-1", "nvidia-kernel-open-dkms": f"{c.driver}-1",
+            "nvidia-fabricmanager": f"{c.driver}-1", "cuda-libraries-13-0": f"{c.cuda}-1",
+            "libnccl2": f"{c.nccl}-1+cuda13.0", "nvidia-container-toolkit": f"{c.container_toolkit}-1",
+            "slurm-smd-slurmd": f"{c.slurm}-1", "kubelet": f"{c.kubernetes}-1.1", "kubeadm": f"{c.kubernetes}-1.1",
+            "doca-ofed": c.doca, "mft": c.mft}
+    assert {p: installed.get(p) for p in want} == want
+    assert "ipmitool" in installed and "infiniband-diags" in installed and "nvfwupd" in installed
+
+
+@pytest.mark.slow
+def test_mkosi_image_boots_on_matrix(built_image, tmp_path):
+    text = boot_image(built_image, _tool_answers(built_image, tmp_path / "node"), "on")
+    # bmc, sbios, 8 VBIOS, 4 NVSwitches, 8 ConnectX-7; driver, CUDA, NCCL, toolkit from dpkg; slurmd -V
+    assert f"is on-matrix for set 2026.07-r580: {HGX_CHECKS} check(s) passed" in text, text[-3000:]
     assert "OFF-MATRIX" not in text
 
 
 @pytest.mark.slow
-def test_mkosi_image_boots_off_matrix_and_refuses(built_image):
-    probes = {**_pinned_probes(built_image[2]), "driver": "580.95.05"}
-    text = boot_image(built_image, probes, "off")
-    assert "OFF-MATRIX driver: node runs 580.95.05, set 2026.07-r580 pins 580.126.20" in text, text[-3000:]
+def test_mkosi_image_boots_off_matrix_and_refuses(built_image, tmp_path):
+    answers = _tool_answers(built_image, tmp_path / "node",
+                            lambda n: (n["gpus"][6].update(vbios="96.00.99.00.01"), n.update(driver="580.95.05")))
+    text = boot_image(built_image, answers, "off")
+    assert "OFF-MATRIX gpu_vbios gpu6(00000000:ba:00.0): node runs 96.00.99.00.01" in text, text[-3000:]
+    assert "OFF-MATRIX driver gpu0(00000000:18:00.0): node runs 580.95.05, set 2026.07-r580 pins 580.126.20" in text
     assert "refusing to register" in text
