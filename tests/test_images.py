@@ -269,12 +269,12 @@ def test_baseline_script_is_posix_sh(baseline):
 
 # -- mkosi build + PXE boot -------------------------------------------------------------------
 
-def small_image_definition(lab: dict, tmp: Path, kver: str, repo: Path) -> Path:
+def small_image_definition(lab: dict, tmp: Path, kver: str, repo: str) -> Path:
     """The lab with its image switched to Debian bookworm (what this machine can reach) and its site
     Slurm repository pointed at the local stand-in repository."""
     img = lab["images"]["gpu-node"]
     img.update({"distribution": "debian", "release": "bookworm", "kernel": kver, "packages": [],
-                "repositories": {"slurm-site": f"file:{repo}"}})
+                "repositories": {"slurm-site": repo}})
     return dump_yaml(lab, tmp / "lab-small.yaml")
 
 
@@ -299,23 +299,32 @@ def built_image(tmp_path_factory, lab_data):
     kver = kernel.name[len("vmlinuz-"):]
     tmp = tmp_path_factory.mktemp("mkosi")
     repo = tmp / "standin-repo"
-    tree, resolved = render_file(small_image_definition(copy.deepcopy(lab_data), tmp, kver, repo))
-    build_repo(repo, resolved.set, "debian")
-    write(tree, tmp / "out")
-    src = tmp / "out/images/gpu-node"
-    apt = src / "mkosi.skeleton/etc/apt/sources.list.d"
-    for lst in apt.glob("clusterdef-*.list"):
-        lst.unlink()
-    (apt / "clusterdef-standin.list").write_text(f"deb [trusted=yes] file:{repo} ./\n")
-    (CACHE / "mkosi").mkdir(parents=True, exist_ok=True)
-    artefacts = tmp / "artefacts"
-    env = {**os.environ, "KERNEL": str(kernel),
-           "MKOSI_ARGS": f"--package=!linux-image-{kver} --package=!linux-headers-{kver} --cache={CACHE / 'mkosi'} "
-                         "--nspawn-keep-unit"}
-    started = time.monotonic()
-    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
-                        "mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn && "
-                        f"sh build.sh {artefacts}"], cwd=src, env=env, capture_output=True, text=True, timeout=900)
+    repo.mkdir()
+    # Served over HTTP like the site's repository (apt fetches into the image's cache; a file: URI
+    # would leave dpkg, chrooted into the image, looking for the .deb at a host path).
+    with serve(repo) as port:
+        url = f"http://127.0.0.1:{port}/"
+        tree, resolved = render_file(small_image_definition(copy.deepcopy(lab_data), tmp, kver, url))
+        build_repo(repo, resolved.set, "debian")
+        write(tree, tmp / "out")
+        src = tmp / "out/images/gpu-node"
+        apt = src / "mkosi.skeleton/etc/apt/sources.list.d"
+        site = apt / "clusterdef-set.list"
+        assert f"{url} ./" in site.read_text()  # the image's site Slurm repository, as declared
+        for lst in apt.glob("clusterdef-*.list"):
+            lst.unlink()
+        # NVIDIA's, pkgs.k8s.io and DOCA's repositories: the stand-in offers their packages
+        (apt / "clusterdef-standin.list").write_text(f"deb [trusted=yes] {url} ./\n")
+        (CACHE / "mkosi").mkdir(parents=True, exist_ok=True)
+        artefacts = tmp / "artefacts"
+        env = {**os.environ, "KERNEL": str(kernel),
+               "MKOSI_ARGS": f"--package=!linux-image-{kver} --package=!linux-headers-{kver} "
+                             f"--cache={CACHE / 'mkosi'} --nspawn-keep-unit"}
+        started = time.monotonic()
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                            "mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn && "
+                            f"sh build.sh {artefacts}"], cwd=src, env=env, capture_output=True, text=True,
+                           timeout=900)
     took = time.monotonic() - started
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
     art = artefact("gpu-node", resolved.definition.images["gpu-node"])

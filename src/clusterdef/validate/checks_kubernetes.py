@@ -170,6 +170,6 @@ def rdma(ctx: Context) -> Iterable[Finding]:
             yield error("rdma-no-mofed", ("kubernetes", "network_operator"),
                         f"the Network Operator serves RDMA to Kubernetes node groups {', '.join(on_rdma)} but no "
                         f"MOFED is declared: {why}, and `ofed_driver` is not set",
-                        f"set `kubernetes.network_operator.ofed_driver: {{version: ...}}` (the doca-driver container), "
+                        "set `kubernetes.network_operator.ofed_driver: {version: ...}` (the doca-driver container), "
                         "or use a set that pins doca: images of hardware with ConnectX/BlueField HCAs carry its "
                         "DOCA-OFED (host MOFED)")
