@@ -55,7 +55,8 @@ def test_injected_off_matrix_nodes(lab_result, tmp_path):
     by_host["gpu003"]["versions"]["driver"] = "580.95.05"
     by_host["gpu003"]["versions"]["firmware"]["cx7"] = "28.46.1006"
     by_host["kgpu02"]["versions"]["kubelet"] = "v1.33.0"
-    by_host["gpu004"]["versions"]["nccl"] = "unknown"  # unknown is reported, not off-matrix
+    by_host["gpu004"]["versions"]["nccl"] = "unknown"  # unknown is off-matrix (fail closed), with the probe's reason
+    by_host["gpu004"]["reasons"] = {"nccl": "no installed package matches libnccl2"}
     del by_host["gpu001"]  # no facts: missing
     facts_dir = _write(tmp_path, by_host.values())
     drain, prom = tmp_path / "drain.sh", tmp_path / "drift.prom"
@@ -63,17 +64,21 @@ def test_injected_off_matrix_nodes(lab_result, tmp_path):
                             "--drain", str(drain), "--prometheus", str(prom), "--format", "json"])
     assert r.exit_code == 1, r.output
     doc = json.loads(r.stdout)
-    assert doc["off_matrix"] == 3 and doc["checked"] == 7 and doc["missing"] == "gpu001"
+    assert doc["off_matrix"] == 4 and doc["checked"] == 7 and doc["missing"] == "gpu001"
     off = {n["host"]: {m["component"]: (m["expected"], m["actual"]) for m in n["off"]} for n in doc["nodes"]}
     assert off == {"gpu002": {"driver": ("580.126.20", "580.95.05")},
                    "gpu003": {"driver": ("580.126.20", "580.95.05"), "firmware.cx7": ("28.47.2682", "28.46.1006")},
+                   "gpu004": {"nccl": ("2.30.4", "unknown")},
                    "kgpu02": {"kubelet": ("1.34.2", "v1.33.0")}}
+    reason = next(m["reason"] for n in doc["nodes"] if n["host"] == "gpu004" for m in n["off"])
+    assert reason == "no installed package matches libnccl2"
     assert doc["unknown_components"] == {"gpu004": ["nccl"]}
     lines = drain.read_text().splitlines()
     assert lines == [
         "scontrol update NodeName=gpu002 State=DRAIN 'Reason=clusterdef off-matrix: driver 580.95.05!=580.126.20'",
         "scontrol update NodeName=gpu003 State=DRAIN 'Reason=clusterdef off-matrix: driver 580.95.05!=580.126.20, "
         "firmware.cx7 28.46.1006!=28.47.2682'",
+        "scontrol update NodeName=gpu004 State=DRAIN 'Reason=clusterdef off-matrix: nccl unknown!=2.30.4'",
         "kubectl taint nodes kgpu02 clusterdef.dev/off-matrix=kubelet:NoSchedule --overwrite",
         "kubectl drain kgpu02 --ignore-daemonsets --delete-emptydir-data --timeout=120m"
         "  # --ignore-daemonsets keeps the repair pods of gpu-operator, nvidia-network-operator",
@@ -82,7 +87,7 @@ def test_injected_off_matrix_nodes(lab_result, tmp_path):
     r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(facts_dir), "--today", "2026-11-30"])
     assert r.exit_code == 1 and "without facts (1): gpu001" in r.output, r.output
     text = prom.read_text()
-    assert 'clusterdef_drift_nodes_off_matrix{set="2026.07-r580"} 3' in text
+    assert 'clusterdef_drift_nodes_off_matrix{set="2026.07-r580"} 4' in text
     assert ('clusterdef_node_off_matrix{node="gpu003",group="train",component="firmware.cx7",'
             'expected="28.47.2682",actual="28.46.1006"} 1') in text
     # every sample line is valid exposition format
@@ -179,8 +184,11 @@ def test_example_fixture_is_valid_and_on_matrix(lab_result):
     vs = lab_result.matrix.sets["2026.07-r580"]
     facts = drift.read_facts(FIXTURES / "lab.json")
     report = drift.compare(lab_result.definition, vs, facts)
-    assert [n.host for n in report.off_matrix] == ["gpu004"]
+    assert [n.host for n in report.off_matrix] == ["gpu004", "kgpu01"]
     assert report.off_matrix[0].off[0].component == "driver"
+    # kgpu01's NVSwitch firmware was unreadable: off-matrix (fail closed), not fine
+    assert [(m.component, m.actual, m.reason) for m in report.off_matrix[1].off] == [
+        ("firmware.nvswitch", "unknown", "nvfwupd not installed")]
 
 
 HOSTILE_FACTS = ["1$(touch {m})", "1`touch {m}`", "1'; touch {m}; '", '1"; touch {m}; "', "1\ntouch {m}",

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from clusterdef.build import build_tree
-from clusterdef.render.images import BASELINE_DIR, SCRIPT, artefact
+from clusterdef.render.images import BASELINE_DIR, SCRIPT, artefact, carried
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
+from standin_node import update
 from test_pxe_boot import (CACHE, user_netdev, cached_kernel, kernel_cmdline, need, need_tools, qemu_command, running, serve,
                            wait_for, write)
 
@@ -42,13 +43,16 @@ def test_versions_come_from_the_set(example):
     c = resolved.set.components
     for image in resolved.definition.images:
         pref = tree[f"images/{image}/mkosi.skeleton/etc/apt/preferences.d/clusterdef-nvidia.pref"]
-        assert f"Pin: version {c.driver}-*" in pref
+        owned = "driver" in carried(resolved, image)  # not where the GPU Operator owns driver and toolkit
+        assert (f"Pin: version {c.driver}-*" in pref) == owned
         assert f"Pin: version {c.cuda}-*" in pref
         assert f"Pin: version {c.nccl}-*+cuda13.0" in pref
-        assert f"Pin: version {c.container_toolkit}-*" in pref
+        assert (f"Pin: version {c.container_toolkit}-*" in pref) == owned
         components = tree[f"images/{image}/mkosi.extra/{BASELINE_DIR}/components"]
-        assert components.splitlines() == [f"driver={c.driver}", f"cuda={c.cuda}", f"nccl={c.nccl}",
-                                           f"container_toolkit={c.container_toolkit}"]
+        want = ([f"driver={c.driver}"] if owned else []) + [f"cuda={c.cuda}", f"nccl={c.nccl}"] + \
+            ([f"container_toolkit={c.container_toolkit}"] if owned else []) + \
+            ([f"slurm={c.slurm}"] if "slurm" in carried(resolved, image) else [])
+        assert components.splitlines() == want
         conf = tree[f"images/{image}/mkosi.conf"]
         img = resolved.definition.images[image]
         assert f"Output={artefact(resolved, image)}\n" in conf and f"ImageVersion={img.version}\n" in conf
@@ -84,7 +88,14 @@ def test_mkosi_summary_accepts_every_image(example, tmp_path):
         summary = r.stdout + r.stderr  # mkosi 14 prints the summary on stderr
         assert f"Release: {img.release}" in summary
         assert f"Image Version: {img.version}" in summary
-        assert "libnccl2" in summary and "nvidia-container-toolkit" in summary, "drop-in not read"
+        assert "libnccl2" in summary, "drop-in 50-nvidia.conf not read"
+        assert "ipmitool" in summary and "mft" in summary, "drop-in 60-set.conf not read"
+        if "driver" in carried(resolved, image):
+            assert "nvidia-container-toolkit" in summary and f"linux-headers-{img.kernel}" in summary
+        else:
+            assert "nvidia-container-toolkit" not in summary and "nvidia-dkms-open" not in summary
+        assert ("slurm-smd-slurmd" in summary) == ("slurm" in carried(resolved, image))
+        assert ("kubelet" in summary) == ("kubernetes" in carried(resolved, image))
 
 
 def test_mkosi_summary_rejects_an_unknown_key(tmp_path):
@@ -102,68 +113,94 @@ def test_mkosi_summary_rejects_an_unknown_key(tmp_path):
 
 @pytest.fixture
 def baseline(tmp_path):
+    """The lab image's first-boot step, run directly on a stand-in HGX H100 node (stand-in nvidia-smi,
+    nvfwupd, mlxfwmanager, dpkg-query, slurmd first on PATH, printing the real tools' output shapes),
+    reading through the image's own probe."""
+    from standin_node import dgx_h100, install
+
     tree, resolved = render_file(CLUSTERS / "lab.yaml")
     write(tree, tmp_path / "out")
     image = tmp_path / "out/images/gpu-node/mkosi.extra"
-    probes = tmp_path / "probes"
-    probes.mkdir()
     vs = resolved.set
-    for c in ("driver", "cuda", "nccl", "container_toolkit"):
-        (probes / c).write_text(getattr(vs.components, c) + "\n")
-    for c, v in vs.firmware["hgx-h100"].items():
-        (probes / c).write_text(v + "\n")
+    node = install(tmp_path / "node", dgx_h100(vs, "hgx-h100"))
+    sysfs = tmp_path / "sysroot"
+    (sysfs / "sys/module/nvidia").mkdir(parents=True)
+    (sysfs / "sys/module/nvidia/version").write_text(vs.components.driver + "\n")
     cmdline = tmp_path / "cmdline"
     cmdline.write_text(kernel_cmdline(resolved, "train") + "\n")
-    env = {"PATH": "/usr/bin:/bin", "CLUSTERDEF_BASELINE_DIR": str(image / BASELINE_DIR),
-           "CLUSTERDEF_STATE_DIR": str(tmp_path / "state"), "CLUSTERDEF_PROBE_DIR": str(probes),
-           "CLUSTERDEF_CMDLINE": str(cmdline)}
+    env = {"PATH": f"{node}:/usr/bin:/bin", "CLUSTERDEF_BASELINE_DIR": str(image / BASELINE_DIR),
+           "CLUSTERDEF_STATE_DIR": str(tmp_path / "state"), "CLUSTERDEF_PROBE": str(image / "usr/lib/clusterdef/probe"),
+           "CLUSTERDEF_CMDLINE": str(cmdline), "CLUSTERDEF_PROBE_SYSFS": str(sysfs)}
 
     def run(**extra):
         return subprocess.run(["sh", str(image / SCRIPT)], env={**env, **extra}, capture_output=True, text=True,
-                              timeout=30)
-    return run, probes, tmp_path / "state", cmdline, resolved
+                              timeout=60)
+    return run, node, tmp_path / "state", cmdline, resolved
+
+
+# 1 BMC + 1 SBIOS + 8 GPU VBIOS + 4 NVSwitches + 8 ConnectX-7 + driver, CUDA, NCCL, toolkit, slurmd
+HGX_CHECKS = 1 + 1 + 8 + 4 + 8 + 5
 
 
 def test_baseline_on_matrix(baseline):
-    run, probes, state, _, resolved = baseline
+    run, node, state, _, resolved = baseline
     r = run()
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "is on-matrix for set 2026.07-r580: 9 check(s) passed" in r.stdout
+    assert f"is on-matrix for set 2026.07-r580: {HGX_CHECKS} check(s) passed" in r.stdout
     assert (state / "on-matrix").is_file() and not (state / "off-matrix").exists()
 
 
 def test_baseline_off_matrix_driver_refuses_registration(baseline):
-    run, probes, state, _, _ = baseline
-    (probes / "driver").write_text("580.95.05\n")
-    r = run()
+    run, node, state, _, _ = baseline
+    r = run(CLUSTERDEF_PROBE_SYSFS=str(node))  # no loaded module there: nvidia-smi's per-GPU driver version
+    assert r.returncode == 0, r.stdout
+    update(node, lambda n: n.update(driver="580.95.05"))
+    r = run(CLUSTERDEF_PROBE_SYSFS=str(node))
     assert r.returncode == 1
-    assert "clusterdef-baseline: OFF-MATRIX driver: node runs 580.95.05, set 2026.07-r580 pins 580.126.20" in r.stdout
+    assert ("clusterdef-baseline: OFF-MATRIX driver gpu0(00000000:18:00.0): node runs 580.95.05, "
+            "set 2026.07-r580 pins 580.126.20") in r.stdout
     assert "refusing to register" in r.stdout
-    assert (state / "off-matrix").read_text() == "driver running=580.95.05 pinned=580.126.20\n"
+    assert (state / "off-matrix").read_text().startswith(
+        "driver gpu0(00000000:18:00.0) running=580.95.05 pinned=580.126.20\n")
     assert not (state / "on-matrix").exists()
 
 
-def test_baseline_env_probe_and_firmware(baseline):
-    """A probe from the environment, and a firmware component off the set."""
-    run, probes, state, _, _ = baseline
-    (probes / "sbios").unlink()
-    (probes / "cx7").unlink()
-    r = run(CLUSTERDEF_PROBE_SBIOS="01.07.08", CLUSTERDEF_PROBE_CX7="28.46.1006")
-    assert r.returncode == 1
-    assert "OFF-MATRIX cx7: node runs 28.46.1006, set 2026.07-r580 pins 28.47.2682" in r.stdout
+def test_baseline_one_gpu_and_one_hca_out_of_step(baseline):
+    """Every device is compared: the seventh GPU's VBIOS and the fourth HCA are named with both versions."""
+    run, node, state, _, _ = baseline
+    update(node, lambda n: (n["gpus"][6].update(vbios="96.00.99.00.01"), n["hcas"][3].update(fw="28.46.1006")))
+    r = run()
+    assert r.returncode == 1, r.stdout
+    assert ("OFF-MATRIX gpu_vbios gpu6(00000000:ba:00.0): node runs 96.00.99.00.01, set 2026.07-r580 pins "
+            "96.00.68.00.01") in r.stdout
+    assert ("OFF-MATRIX cx7 /dev/mst/mt4129_pciconf3: node runs 28.46.1006, set 2026.07-r580 pins 28.47.2682"
+            in r.stdout)
+    assert f"2 of {HGX_CHECKS} check(s) failed" in r.stdout
     assert "sbios" not in (state / "off-matrix").read_text()
 
 
-def test_baseline_unprobed_component_is_off_matrix(baseline):
-    run, probes, state, _, _ = baseline
-    (probes / "nvswitch").unlink()
+def test_baseline_missing_probe_tool_is_off_matrix(baseline):
+    """nvfwupd absent: BMC, SBIOS and NVSwitch are unknown, off-matrix with the probe's reason."""
+    run, node, state, _, _ = baseline
+    (node / "nvfwupd").unlink()
     r = run()
     assert r.returncode == 1
-    assert "OFF-MATRIX nvswitch: node runs unknown, set 2026.07-r580 pins 96.10.38.00.01" in r.stdout
+    assert ("OFF-MATRIX nvswitch: node runs unknown (nvfwupd not installed), set 2026.07-r580 pins 96.10.38.00.01"
+            in r.stdout)
+    assert "OFF-MATRIX bmc: node runs unknown (nvfwupd not installed)" in r.stdout
+
+
+def test_baseline_missing_gpu_is_off_matrix(baseline):
+    run, node, state, _, _ = baseline
+    update(node, lambda n: n["gpus"].pop())
+    r = run()
+    assert r.returncode == 1
+    assert "OFF-MATRIX gpu_vbios: node runs 7 of 8 devices readable, set 2026.07-r580 pins 96.00.68.00.01 on all 8" \
+        in r.stdout
 
 
 def test_baseline_wrong_set_or_group_on_cmdline(baseline):
-    run, probes, state, cmdline, resolved = baseline
+    run, node, state, cmdline, resolved = baseline
     cmdline.write_text(kernel_cmdline(resolved, "train").replace("clusterdef.set=2026.07-r580",
                                                                  "clusterdef.set=2025.10-r580")
                        .replace("clusterdef.group=train", "clusterdef.group=login"))
@@ -171,6 +208,50 @@ def test_baseline_wrong_set_or_group_on_cmdline(baseline):
     assert r.returncode == 1
     assert "OFF-MATRIX set: node runs 2025.10-r580, set 2026.07-r580 pins 2026.07-r580" in r.stdout
     assert "OFF-MATRIX group: node runs login" in r.stdout
+
+
+def test_baseline_on_a_stand_in_dgx(tmp_path):
+    """First boot of the estate's DGX image on a stand-in DGX H100 (8 GPUs, 4 NVSwitches, 10 HCAs: 8
+    ConnectX-7 and 2 BlueField-3): passes on the set; one GPU's VBIOS, one BlueField-3, or a missing
+    probe tool fails naming the device and both versions."""
+    from standin_node import dgx_h100, install
+
+    tree, resolved = render_file(CLUSTERS / "estate.yaml")
+    write(tree, tmp_path / "out")
+    image = tmp_path / "out/images/gpu-slurm/mkosi.extra"
+    vs = resolved.set
+    node = install(tmp_path / "node", dgx_h100(vs))
+    sysfs = tmp_path / "sysroot"
+    (sysfs / "sys/module/nvidia").mkdir(parents=True)
+    (sysfs / "sys/module/nvidia/version").write_text(vs.components.driver + "\n")
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text(kernel_cmdline(resolved, "su01") + "\n")
+    env = {"PATH": f"{node}:/usr/bin:/bin", "CLUSTERDEF_BASELINE_DIR": str(image / BASELINE_DIR),
+           "CLUSTERDEF_STATE_DIR": str(tmp_path / "state"), "CLUSTERDEF_PROBE": str(image / "usr/lib/clusterdef/probe"),
+           "CLUSTERDEF_CMDLINE": str(cmdline), "CLUSTERDEF_PROBE_SYSFS": str(sysfs)}
+
+    def run():
+        return subprocess.run(["sh", str(image / SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+
+    fw = vs.firmware["dgx-h100"]
+    r = run()
+    # bmc, sbios, 8 VBIOS, 4 NVSwitch, 8 CX7, 2 BF3, driver, CUDA, NCCL, toolkit, slurmd
+    assert r.returncode == 0 and "on-matrix for set 2026.07-r580: 29 check(s) passed" in r.stdout, r.stdout
+    update(node, lambda n: (n["gpus"][2].update(vbios="96.00.74.00.01"), n["hcas"][9].update(fw="32.46.3048")))
+    r = run()
+    assert r.returncode == 1
+    assert (f"OFF-MATRIX gpu_vbios gpu2(00000000:3a:00.0): node runs 96.00.74.00.01, set 2026.07-r580 pins "
+            f"{fw['gpu_vbios']}") in r.stdout
+    assert f"OFF-MATRIX bf3 /dev/mst/mt41692_pciconf1: node runs 32.46.3048, set 2026.07-r580 pins {fw['bf3']}" \
+        in r.stdout
+    assert "2 of 29 check(s) failed" in r.stdout
+    update(node, lambda n: (n["gpus"][2].update(vbios=fw["gpu_vbios"]), n["hcas"][9].update(fw=fw["bf3"])))
+    (node / "mlxfwmanager").unlink()
+    r = run()
+    assert r.returncode == 1
+    assert f"OFF-MATRIX cx7: node runs unknown (mlxfwmanager (MFT) not installed), set 2026.07-r580 pins {fw['cx7']}" \
+        in r.stdout
+    assert "OFF-MATRIX bf3: node runs unknown (mlxfwmanager (MFT) not installed)" in r.stdout
 
 
 def test_baseline_script_is_posix_sh(baseline):
@@ -188,72 +269,101 @@ def test_baseline_script_is_posix_sh(baseline):
 
 # -- mkosi build + PXE boot -------------------------------------------------------------------
 
-def small_image_definition(lab: dict, tmp: Path, kver: str) -> Path:
-    """The lab with its image switched to a minimal Debian bookworm (what this machine can reach)."""
+def small_image_definition(lab: dict, tmp: Path, kver: str, repo: str) -> Path:
+    """The lab with its image switched to Debian bookworm (what this machine can reach) and its site
+    Slurm repository pointed at the local stand-in repository."""
     img = lab["images"]["gpu-node"]
-    img.update({"distribution": "debian", "release": "bookworm", "kernel": kver, "packages": []})
+    img.update({"distribution": "debian", "release": "bookworm", "kernel": kver, "packages": [],
+                "repositories": {"slurm-site": repo}})
     return dump_yaml(lab, tmp / "lab-small.yaml")
 
 
 @pytest.fixture(scope="module")
 def built_image(tmp_path_factory, lab_data):
-    """Build the rendered mkosi image (NVIDIA drop-in and apt skeleton left out: NVIDIA's
-    repositories are unreachable here; the kernel package left out: the cached kernel is used)."""
+    """Build the rendered mkosi image with the set's packages: driver, CUDA, NCCL, toolkit, slurmd,
+    kubelet/kubeadm, DOCA-OFED, MFT and nvfwupd from a local stand-in repository (tests/standin_repo.py;
+    every component there at the set's version, an older and a newer one), ipmitool and infiniband-diags
+    from Debian. The rendered package lists (50-nvidia.conf, 60-set.conf) and pin files are used as
+    rendered; only the repositories are swapped for the stand-in (NVIDIA's, pkgs.k8s.io and DOCA's are
+    unreachable here). Left out: the kernel and its headers (the cached kernel is used; the headers
+    would pull a compiler for DKMS, which has no real driver source to build here)."""
     import copy
 
+    from standin_repo import build as build_repo
+
     need_mkosi()
-    need_tools("zstd", "cpio", "unshare", "qemu-system-x86_64", "socat")
+    need_tools("zstd", "cpio", "unshare", "qemu-system-x86_64", "socat", "dpkg-deb")
     if os.geteuid() != 0:
         need("root (mkosi build)", False)
     kernel = cached_kernel()
     kver = kernel.name[len("vmlinuz-"):]
     tmp = tmp_path_factory.mktemp("mkosi")
-    tree, resolved = render_file(small_image_definition(copy.deepcopy(lab_data), tmp, kver))
-    write(tree, tmp / "out")
-    src = tmp / "out/images/gpu-node"
-    (src / "mkosi.conf.d/50-nvidia.conf").unlink()
-    shutil.rmtree(src / "mkosi.skeleton")
-    (CACHE / "mkosi").mkdir(parents=True, exist_ok=True)
-    artefacts = tmp / "artefacts"
-    env = {**os.environ, "KERNEL": str(kernel),
-           "MKOSI_ARGS": f"--package=!linux-image-{kver} --cache={CACHE / 'mkosi'} --nspawn-keep-unit"}
-    started = time.monotonic()
-    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
-                        "mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn && "
-                        f"sh build.sh {artefacts}"], cwd=src, env=env, capture_output=True, text=True, timeout=600)
+    repo = tmp / "standin-repo"
+    repo.mkdir()
+    # Served over HTTP like the site's repository (apt fetches into the image's cache; a file: URI
+    # would leave dpkg, chrooted into the image, looking for the .deb at a host path).
+    with serve(repo) as port:
+        url = f"http://127.0.0.1:{port}/"
+        tree, resolved = render_file(small_image_definition(copy.deepcopy(lab_data), tmp, kver, url))
+        build_repo(repo, resolved.set, "debian")
+        write(tree, tmp / "out")
+        src = tmp / "out/images/gpu-node"
+        apt = src / "mkosi.skeleton/etc/apt/sources.list.d"
+        site = apt / "clusterdef-set.list"
+        assert f"{url} ./" in site.read_text()  # the image's site Slurm repository, as declared
+        for lst in apt.glob("clusterdef-*.list"):
+            lst.unlink()
+        # NVIDIA's, pkgs.k8s.io and DOCA's repositories: the stand-in offers their packages
+        (apt / "clusterdef-standin.list").write_text(f"deb [trusted=yes] {url} ./\n")
+        (CACHE / "mkosi").mkdir(parents=True, exist_ok=True)
+        artefacts = tmp / "artefacts"
+        env = {**os.environ, "KERNEL": str(kernel),
+               "MKOSI_ARGS": f"--package=!linux-image-{kver} --package=!linux-headers-{kver} "
+                             f"--cache={CACHE / 'mkosi'} --nspawn-keep-unit"}
+        started = time.monotonic()
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                            "mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn && "
+                            f"sh build.sh {artefacts}"], cwd=src, env=env, capture_output=True, text=True,
+                           timeout=900)
     took = time.monotonic() - started
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
     art = artefact(resolved, "gpu-node")
     initrd = artefacts / f"{art}.initrd"
     assert initrd.stat().st_size < 120 * 2**20, f"image too large: {initrd.stat().st_size} bytes"
-    shutil.rmtree(src / art, ignore_errors=True)
+    root = src / art if (src / art).is_dir() else src / "mkosi.output" / art
+    installed = subprocess.run(["dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W", "-f", "${Package}=${Version}\n"],
+                               capture_output=True, text=True, check=True).stdout.split()
+    shutil.rmtree(root, ignore_errors=True)
     print(f"mkosi build + pack: {took:.1f} s, initrd {initrd.stat().st_size / 2**20:.1f} MiB")
-    return tmp, tree, resolved, artefacts, art
+    return tmp, tree, resolved, artefacts, art, dict(p.split("=", 1) for p in installed)
 
 
-def probe_cpio(probes: dict[str, str]) -> bytes:
-    """A gzip cpio with /etc/clusterdef/probes/<component>, appended to the image's initrd."""
+def files_cpio(files: dict[str, str]) -> bytes:
+    """A gzip cpio with the given files (relative paths), appended to the image's initrd."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
-        (root / "etc/clusterdef/probes").mkdir(parents=True)
-        for c, v in probes.items():
-            (root / "etc/clusterdef/probes" / c).write_text(v + "\n")
-        names = ["etc", "etc/clusterdef", "etc/clusterdef/probes"] + [f"etc/clusterdef/probes/{c}" for c in probes]
-        r = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input="\n".join(names).encode(),
+        names: set[str] = set()
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+            parts = Path(rel).parts
+            names.update(str(Path(*parts[:i])) for i in range(1, len(parts) + 1))
+        r = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root,
+                           input="\n".join(sorted(names, key=lambda n: (n.count("/"), n))).encode(),
                            capture_output=True, check=True)
     return gzip.compress(r.stdout)
 
 
-def boot_image(built, probes: dict[str, str], tag: str) -> str:
-    tmp, tree, resolved, artefacts, art = built
+def boot_image(built, files: dict[str, str], tag: str) -> str:
+    tmp, tree, resolved, artefacts, art, _ = built
     root = write(tree, tmp / f"http-{tag}", "pxe/")
     (root / "images").mkdir()
     shutil.copy(artefacts / f"{art}.vmlinuz", root / "images")
     with open(root / "images" / f"{art}.initrd", "wb") as fh:
         fh.write((artefacts / f"{art}.initrd").read_bytes())
-        fh.write(probe_cpio(probes))
+        fh.write(files_cpio(files))
     node = next(resolved.nodes("train"))
     prov = resolved.definition.network.provisioning
     tftp = write({"boot.ipxe": tree["pxe/ipxe/boot.ipxe"]}, tmp / f"tftp-{tag}")
@@ -267,23 +377,56 @@ def boot_image(built, probes: dict[str, str], tag: str) -> str:
     return text
 
 
-def _pinned_probes(resolved) -> dict[str, str]:
-    vs = resolved.set
-    probes = {c: getattr(vs.components, c) for c in ("driver", "cuda", "nccl", "container_toolkit")}
-    probes.update(vs.firmware["hgx-h100"])
-    return probes
+def _tool_answers(built, tmp: Path, change=None) -> dict[str, str]:
+    """What the packaged stand-in tools answer on the booted node: the stand-in HGX node's outputs for
+    exactly the calls the image's probe makes (tests/standin_repo.py)."""
+    from standin_node import dgx_h100, install
+    from standin_repo import answers
+
+    _, tree, resolved, *_ = built
+    node = dgx_h100(resolved.set, "hgx-h100")
+    if change:
+        change(node)
+    folder = install(tmp, node)
+    probe = tmp / "probe"
+    probe.write_text(tree[f"images/gpu-node/mkosi.extra/{PROBE_PATH}"])
+    tools = tree[f"images/gpu-node/mkosi.extra/{BASELINE_DIR}/tools"].split()
+    return answers(folder, probe, ["driver", *tools])
+
+
+PROBE_PATH = "usr/lib/clusterdef/probe"
 
 
 @pytest.mark.slow
-def test_mkosi_image_boots_on_matrix(built_image):
-    text = boot_image(built_image, _pinned_probes(built_image[2]), "on")
-    assert "is on-matrix for set 2026.07-r580: 9 check(s) passed" in text, text[-3000:]
+def test_mkosi_image_carries_the_set(built_image):
+    """The built image holds the set's version of every component, picked by the rendered pins from a
+    repository that also offers older and newer ones; and the probe, nodecheck and first boot are
+    executable where the unit and slurm.conf point."""
+    installed = built_image[5]
+    c = built_image[2].set.components
+    want = {"nvidia-driver-cuda": f"{c.driver}-1", "nvidia-kernel-open-dkms": f"{c.driver}-1",
+            "nvidia-fabricmanager": f"{c.driver}-1", "cuda-libraries-13-0": f"{c.cuda}-1",
+            "libnccl2": f"{c.nccl}-1+cuda13.0", "nvidia-container-toolkit": f"{c.container_toolkit}-1",
+            "slurm-smd-slurmd": f"{c.slurm}-1", "kubelet": f"{c.kubernetes}-1.1", "kubeadm": f"{c.kubernetes}-1.1",
+            "doca-ofed": c.doca, "mft": c.mft}
+    assert {p: installed.get(p) for p in want} == want
+    assert "ipmitool" in installed and "infiniband-diags" in installed and "nvfwupd" in installed
+
+
+@pytest.mark.slow
+def test_mkosi_image_boots_on_matrix(built_image, tmp_path):
+    text = boot_image(built_image, _tool_answers(built_image, tmp_path / "node"), "on")
+    # bmc, sbios, 8 VBIOS, 4 NVSwitches, 8 ConnectX-7; CUDA, NCCL, toolkit from dpkg; slurmd -V; and the
+    # driver on each of the 8 GPUs (no loaded module under QEMU: nvidia-smi's per-GPU driver version)
+    assert f"is on-matrix for set 2026.07-r580: {HGX_CHECKS + 7} check(s) passed" in text, text[-3000:]
     assert "OFF-MATRIX" not in text
 
 
 @pytest.mark.slow
-def test_mkosi_image_boots_off_matrix_and_refuses(built_image):
-    probes = {**_pinned_probes(built_image[2]), "driver": "580.95.05"}
-    text = boot_image(built_image, probes, "off")
-    assert "OFF-MATRIX driver: node runs 580.95.05, set 2026.07-r580 pins 580.126.20" in text, text[-3000:]
+def test_mkosi_image_boots_off_matrix_and_refuses(built_image, tmp_path):
+    answers = _tool_answers(built_image, tmp_path / "node",
+                            lambda n: (n["gpus"][6].update(vbios="96.00.99.00.01"), n.update(driver="580.95.05")))
+    text = boot_image(built_image, answers, "off")
+    assert "OFF-MATRIX gpu_vbios gpu6(00000000:ba:00.0): node runs 96.00.99.00.01" in text, text[-3000:]
+    assert "OFF-MATRIX driver gpu0(00000000:18:00.0): node runs 580.95.05, set 2026.07-r580 pins 580.126.20" in text
     assert "refusing to register" in text

@@ -167,7 +167,10 @@ def test_gpu_operator_values_follow_set_and_policy(examples, plans):
         assert v["devicePlugin"]["version"] == "v0.19.3"  # compat facts for v26.3.3
         up = v["driver"]["upgradePolicy"]
         k8s_nodes = sum(hostlist.count(g.hosts) for g in d.nodes.values() if g.control_plane == "kubernetes")
-        assert up["maxParallelUpgrades"] == min(d.upgrade.wave_size * d.upgrade.max_parallel_waves, k8s_nodes)
+        # the Kubernetes wave, not the Slurm one: never the whole pool at once by default
+        assert up["maxParallelUpgrades"] == up["maxUnavailable"] == min(d.upgrade.kubernetes_wave_size, k8s_nodes) == 1
+        owner = d.kubernetes.gpu_operator.driver_owner
+        assert v["driver"]["enabled"] is v["toolkit"]["enabled"] is (owner == "operator")
         assert up["drain"]["timeoutSeconds"] == d.upgrade.drain.timeout_minutes * 60
         assert up["gpuPodDeletion"]["timeoutSeconds"] == d.upgrade.drain.grace_seconds
         assert v["dcgmExporter"]["serviceMonitor"]["enabled"] is True
@@ -209,6 +212,11 @@ def test_driver_pools_canary(lab_data, tmp_path, cluster_policy_validator):
     """A canary pool runs the candidate set's driver through its own NVIDIADriver; the rest the set's."""
     def mutate(d):
         d["cluster"]["allow_candidate"] = True
+        # the operator owns driver and toolkit: the Kubernetes groups get an image without them
+        d["kubernetes"]["gpu_operator"]["driver_owner"] = "operator"
+        d["images"]["k8s-node"] = copy.deepcopy(d["images"]["gpu-node"])
+        d["images"]["k8s-node"].pop("repositories")
+        d["nodes"]["infer"]["image"] = "k8s-node"
         d["nodes"]["canary"] = {**copy.deepcopy(d["nodes"]["infer"]), "hosts": "kgpu03",
                                 "addressing": {"ipv4_start": "10.20.0.33",
                                                "mac": {"source": "list", "macs": ["52:54:00:20:00:33"]}}}
@@ -530,7 +538,17 @@ def _pool(groups, matrix="2025.10-r580"):
     ("ref-node-group", lambda d: d["kubernetes"]["gpu_operator"].update(driver_pools={"a": _pool(["nope"])})),
     ("queue-no-tenant", lambda d: d["tenants"]["nlp"]["kubernetes"].update(queues=[])),
     ("rdma-without-network-operator", lambda d: d["kubernetes"].update(network_operator={"enabled": False})),
-    ("rdma-no-mofed", lambda d: d["kubernetes"]["network_operator"].pop("ofed_driver")),
+    ("rdma-no-mofed", lambda d: (  # Kubernetes nodes whose hardware has no HCA: no DOCA-OFED in their image
+        d["hardware"].update({"hgx-eth": {**d["hardware"]["hgx-h100"], "firmware": ["bmc", "sbios", "gpu_vbios"],
+                                          "nics": [n for n in d["hardware"]["hgx-h100"]["nics"]
+                                                   if n["kind"] == "ethernet"]}}),
+        d["images"].update({"k8s-node": {**d["images"]["gpu-node"], "repositories": {}}}),
+        d["nodes"]["infer"].update(hardware="hgx-eth", image="k8s-node"))),
+    ("gpu-layer-two-owners", lambda d: d["kubernetes"]["network_operator"].update(
+        ofed_driver={"version": "3.2.1-044413"})),
+    ("gpu-layer-two-owners", lambda d: d["kubernetes"]["gpu_operator"].update(driver_owner="operator")),
+    ("gpu-layer-two-owners", lambda d: d["kubernetes"]["gpu_operator"].update(
+        driver_pools={"a": _pool(["infer"])})),
 ])
 def test_kubernetes_checks(lab_data, tmp_path, code, mutate):
     data = copy.deepcopy(lab_data)
@@ -557,9 +575,13 @@ def test_nic_cluster_policy_validates_against_crd(plans):
         config = _json.loads(ncp["spec"]["rdmaSharedDevicePlugin"]["config"])
         entry = config["configList"][0]
         assert entry["selectors"]["linkTypes"] == ["infiniband"] and entry["selectors"]["ifNames"]
-        assert ncp["spec"]["ofedDriver"]["image"] == "doca-driver"  # both examples: the operator's container
         rdma = p.gpu_operator_values["driver"]["rdma"]
-        assert rdma == {"enabled": True, "useHostMofed": False}
+        if name == "estate":  # Kubernetes-only image: the Network Operator's DOCA driver container
+            assert ncp["spec"]["ofedDriver"]["image"] == "doca-driver"
+            assert rdma == {"enabled": True, "useHostMofed": False}
+        else:  # the lab's image is shared with Slurm groups and carries the set's DOCA-OFED: host MOFED
+            assert "ofedDriver" not in ncp["spec"]
+            assert rdma == {"enabled": True, "useHostMofed": True}
     lab_cfg = _json.loads(plans["lab"].nic_cluster_policy["spec"]["rdmaSharedDevicePlugin"]["config"])
     assert lab_cfg["configList"][0]["resourceName"] == "rdma_shared_device_ib0"
     assert lab_cfg["configList"][0]["selectors"]["ifNames"] == [f"ibp{i}" for i in range(8)]
@@ -569,11 +591,9 @@ def test_nic_cluster_policy_validates_against_crd(plans):
 
 
 def test_host_mofed(lab_data, tmp_path):
-    """A set that pins doca and images carrying doca-ofed: no driver container, GPU Operator uses the host's."""
-    def mutate(d):
-        d["images"]["gpu-node"]["packages"].append("doca-ofed")
-        d["kubernetes"]["network_operator"].pop("ofed_driver")
-    r = variant(lab_data, tmp_path, mutate)
+    """A set that pins doca and an image that carries the set's DOCA-OFED (hardware with HCAs): no driver
+    container, GPU Operator uses the host's (the lab as it is)."""
+    r = variant(lab_data, tmp_path, lambda d: None)
     p = k8s.plan(r)
     assert "ofedDriver" not in p.nic_cluster_policy["spec"]
     assert p.gpu_operator_values["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}

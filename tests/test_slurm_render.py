@@ -138,7 +138,9 @@ def test_no_gpus_no_gres(examples, matrix):
     data["kubernetes"] = None
     tree = render(data, matrix)
     assert "slurm/gres.conf" not in tree and "GresTypes" not in tree["slurm/slurm.conf"]
-    assert "expect_train() {\n  echo kernel 6.8.0-60-generic\n}" in tree["slurm/nodecheck"]
+    # no GPU: kernel and slurmd only, the InfiniBand ports, and no GPU health checks
+    assert ("expect_train() {\n  echo version kernel 6.8.0-60-generic\n  echo version slurm 25.11.7\n"
+            "  echo 'ib 8 400'\n}") in tree["slurm/nodecheck"]
 
 
 def test_nested_tenant_accounts(examples, matrix):

@@ -8,9 +8,11 @@ Input is the JSON the `gpu_facts` Ansible role writes per node (docs/facts-forma
                   "slurm": "25.11.7", "kubelet": "v1.34.2",
                   "firmware": {"bmc": "...", "gpu_vbios": "...", ...}}}
 
-Any version may be "unknown" (the collector could not read it): such a component is
-reported as unknown, never as on-matrix and never as off-matrix. A fact file holds one
-such object or a JSON list of them; a directory is read file by file (*.json).
+Any version may be "unknown" (the probe could not read it; the fact's optional `reasons` maps
+the component to why): such a component is off-matrix, as it is for the first-boot baseline,
+nodecheck and admission (fail closed: a version nobody can read is not a validated one). It is
+listed under `unknown` too, with the reason. A component missing from the facts counts the same.
+A fact file holds one such object or a JSON list of them; a directory is read file by file (*.json).
 
 Pure apart from reading the facts: outputs (report, drain list, Prometheus text) are
 returned as data or text for the CLI to print or write.
@@ -47,6 +49,7 @@ class Mismatch:
     component: str
     expected: str
     actual: str
+    reason: str = ""
 
 
 @dataclass
@@ -84,8 +87,8 @@ class DriftReport:
             "unknown_hosts": sorted(self.strangers),
             "nodes": [{"host": n.host, "group": n.group, "control_plane": n.control_plane,
                        "collected_at": n.collected_at,
-                       "off": [{"component": m.component, "expected": m.expected, "actual": m.actual}
-                               for m in n.off],
+                       "off": [{"component": m.component, "expected": m.expected, "actual": m.actual,
+                                **({"reason": m.reason} if m.reason else {})} for m in n.off],
                        "unknown": n.unknown} for n in self.off_matrix],
             "unknown_components": {n.host: n.unknown for n in self.nodes if n.unknown},
         }
@@ -113,7 +116,8 @@ def expectations(definition: Definition, vs: ValidatedSet) -> dict[str, Expected
 
 # What a collector may report as a version. Facts come from the nodes themselves, so anything
 # else (a command substitution, a newline, a 10 MB string) is reported masked and cut, never as is.
-_PLAIN_VERSION = re.compile(r"^[0-9A-Za-z.+~:_-]{1,64}$")
+# Devices that disagree are reported as their distinct versions joined by commas (the collector does that).
+_PLAIN_VERSION = re.compile(r"^[0-9A-Za-z.+~:_-]{1,64}(,[0-9A-Za-z.+~:_-]{1,64}){0,15}$")
 
 
 def _shown(value: str) -> str:
@@ -121,6 +125,11 @@ def _shown(value: str) -> str:
     if _PLAIN_VERSION.match(value):
         return value
     return "unprintable:" + re.sub(r"[^0-9A-Za-z.+~:_-]", "?", value[:40])
+
+
+def _reason_text(value) -> str:
+    """A node-reported reason as it may appear in a report: printable ASCII, cut to 160 characters."""
+    return re.sub(r"[^0-9A-Za-z .,:;_/()+=*^$\[\]-]", "?", str(value)[:160])
 
 
 def _norm(component: str, value: str) -> str:
@@ -198,6 +207,7 @@ def compare(definition: Definition, vs: ValidatedSet, facts: list[tuple[str, dic
         exp = groups[gname]
         versions = fact["versions"]
         firmware = versions.get("firmware") or {}
+        reasons = fact.get("reasons") if isinstance(fact.get("reasons"), dict) else {}
         rep = NodeReport(host, gname, exp.control_plane, collected_at=str(fact.get("collected_at", "")))
         for comp, want in exp.versions.items():
             if comp.startswith("firmware."):
@@ -207,6 +217,10 @@ def compare(definition: Definition, vs: ValidatedSet, facts: list[tuple[str, dic
             got = UNKNOWN if got is None else str(got)
             if got == UNKNOWN or got == "":
                 rep.unknown.append(comp)
+                present = (comp[9:] in firmware) if comp.startswith("firmware.") else (comp in versions)
+                why = reasons.get(comp)
+                rep.off.append(Mismatch(comp, want, UNKNOWN, _reason_text(why) if why
+                                        else ("unreadable" if present else "not in the facts")))
             elif _norm(comp, got) != _norm(comp, want):
                 rep.off.append(Mismatch(comp, want, _shown(got)))
         reports.append(rep)

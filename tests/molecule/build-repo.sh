@@ -25,7 +25,11 @@ for v in 580.95.05 580.126.20; do
   pkg libnvidia-compute "$v-1" ""
   pkg nvidia-driver-open "$v-1" "libnvidia-compute (= $v-1)" /usr/bin/nvidia-smi "#!/bin/sh
 vbios=\$(cat /var/lib/standin/vbios 2>/dev/null || echo 96.00.68.00.01)
-case \"\$*\" in *--query-gpu*) for i in 0 1; do echo \"$v, \$vbios\"; done;; *) echo \"NVIDIA-SMI $v   Driver Version: $v\";; esac"
+case \"\$*\" in
+  *--query-gpu=index,pci.bus_id,driver_version*) for i in 0 1; do echo \"\$i, 00000000:1\$i:00.0, $v\"; done;;
+  *--query-gpu=index,pci.bus_id,vbios_version*) for i in 0 1; do echo \"\$i, 00000000:1\$i:00.0, \$vbios\"; done;;
+  *--query-gpu*) for i in 0 1; do echo \"$v, \$vbios\"; done;;
+  *) echo \"NVIDIA-SMI $v   Driver Version: $v\";; esac"
   pkg nvidia-open "$v-1" "nvidia-driver-open (= $v-1), libnvidia-compute (= $v-1)"
 done
 for v in 13.0.1 13.0.2; do pkg cuda-libraries-13-0 "$v-1" ""; done

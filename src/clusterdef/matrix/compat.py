@@ -7,7 +7,7 @@ from datetime import date
 
 from packaging.version import InvalidVersion, Version
 
-from .model import (CudaDriverRow, DriverBranch, KubernetesSkew, NcclRelease, OperatorRelease,
+from .model import (CudaDriverRow, DriverBranch, KubernetesSkew, NcclRelease, OperatorRelease, PackageSource,
                     SlurmRelease, SlurmUpgradeRule)
 
 
@@ -48,6 +48,7 @@ class Compat:
     slurm_rule: SlurmUpgradeRule = field(default_factory=SlurmUpgradeRule)
     driver_branches: tuple[DriverBranch, ...] = ()
     kubernetes: KubernetesSkew = field(default_factory=KubernetesSkew)
+    package_sources: tuple[PackageSource, ...] = ()
 
     def min_driver(self, cuda: str) -> str | None:
         """Minimum Linux driver for a CUDA toolkit: the exact row, else the newest row of

@@ -12,7 +12,7 @@ from ..errors import DefinitionError, Finding
 from ..source import load_file
 from ..validate.schema import schema_findings
 from .compat import Compat
-from .model import (CudaDriverRow, DriverBranch, KubernetesSkew, NcclRelease, OperatorRelease,
+from .model import (CudaDriverRow, DriverBranch, KubernetesSkew, NcclRelease, OperatorRelease, PackageSource,
                     SlurmRelease, SlurmUpgradeRule, ValidatedSet)
 
 ENV_VAR = "CLUSTERDEF_MATRICES"
@@ -92,6 +92,7 @@ def load_matrix(root: str | Path) -> tuple[Matrix, list[Finding]]:
         slurm_rule=_single(c / "slurm-releases.yaml", SlurmUpgradeRule, findings, key="upgrade_rule"),
         driver_branches=_rows(c / "driver-branches.yaml", "branches", DriverBranch, findings),
         kubernetes=_single(c / "kubernetes-skew.yaml", KubernetesSkew, findings),
+        package_sources=_rows(c / "package-sources.yaml", "sources", PackageSource, findings),
     )
     sets: dict[str, ValidatedSet] = {}
     files: dict[str, Path] = {}

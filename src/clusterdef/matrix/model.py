@@ -104,3 +104,20 @@ class KubernetesSkew(Fact):
     kubelet_newer_than_apiserver: bool = False
     apiserver_skip_minor: bool = False
     supported_minor_releases: int = 3
+
+
+class SourceComponent(Fact):
+    packages: tuple[str, ...] = ()
+    pin: str = "{version}-*"
+
+
+class PackageSource(Fact):
+    """An apt repository and what it provides (compat/package-sources.yaml)."""
+    id: str
+    kind: Literal["vendor", "distribution", "site"]
+    url: str | None = None
+    components: dict[str, SourceComponent] = {}
+    releases: dict[str, dict[str, str]] = {}
+    """distribution -> release -> the repository's distro id (vendor, site) or the version it carries (distribution)."""
+    versions: object = "any"
+    """any | {from: "x.y"} | [versions] (vendor and site sources)."""

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import Model
-from .types import DebPackage, ImageDigest, ImageVersion, KernelArg, KernelRelease, Release, SetName
+from .base import Model, Name
+from .types import DebPackage, ImageDigest, ImageVersion, KernelArg, KernelRelease, Release, RepoUrl, SetName
 
 
 class PublishedImage(Model):
@@ -33,3 +33,7 @@ class Image(Model):
     """Earlier versions kept on the boot server, by version: at least the rollback target's build
     (`clusterdef plan` refuses a rollout of a stateless group whose rollback image is not listed).
     The current version is always published; its artefacts never overwrite these."""
+    repositories: dict[Name, RepoUrl] = Field(default={}, max_length=16)
+    """Site apt repositories by source id of matrices/compat/package-sources.yaml (`slurm-site: URL`):
+    packages the site builds and serves, such as the set's Slurm release (SchedMD publishes no apt
+    repository). Flat repositories (`deb URL ./`), signed with /usr/share/keyrings/clusterdef-<id>.gpg."""

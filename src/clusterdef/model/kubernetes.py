@@ -35,6 +35,11 @@ class GpuOperator(Model):
     dcgm_exporter: DcgmExporter = DcgmExporter()
     driver_pools: dict[Name, DriverPool] = {}
     """Pools pinning a different driver; the other Kubernetes GPU groups run the set's driver."""
+    driver_owner: Literal["operator", "image"] = "image"
+    """Who installs the GPU driver and container toolkit on Kubernetes GPU nodes: the node image (default:
+    the operator's driver and toolkit are disabled; a new driver is a new image) or the GPU Operator (its
+    driver and toolkit containers, upgraded maxParallelUpgrades at a time; the images of those nodes carry
+    neither). One owner per layer: validation (gpu-layer-two-owners) refuses both."""
 
 
 class OfedDriver(Model):

@@ -133,6 +133,10 @@ MountSource = Annotated[str, _pattern(r"^[A-Za-z0-9/][A-Za-z0-9_.+@:,/-]{0,254}$
 # A file beside the definition (relative to its folder, never above it).
 RelPath = Annotated[str, _pattern(r"^[A-Za-z0-9_+@][A-Za-z0-9_.+@/-]{0,4095}$", 4096, "a path relative to the definition's folder, without '..' (inventory/macs.csv)"), AfterValidator(_relative_path)]
 
+# An apt repository URL: http(s) with a host name, or file: with an absolute path (a local stand-in
+# repository); letters, digits and . _ ~ % + - : / only, so it goes into an apt sources line as is.
+RepoUrl = Annotated[str, _pattern(r"^(https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~%+:-]*)*|file:(/[A-Za-z0-9._~%+-]+)+/?)$", 2048, "an apt repository URL such as http://repo.site.example/slurm/ (http, https or file:/path; no spaces, quotes or '$')")]
+
 # Free text for humans (descriptions, site names): anything printable on one line; the text net
 # refuses control and bidi characters, renderers write it only into comments after quoting.
 Text = Annotated[str, StringConstraints(max_length=1024), AfterValidator(visible)]

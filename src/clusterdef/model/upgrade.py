@@ -35,6 +35,8 @@ class Upgrade(Model):
     canary: Canary = Canary()
     wave_size: int = Field(default=64, ge=1, le=131072)
     max_parallel_waves: int = Field(default=1, ge=1, le=1024)
+    kubernetes_wave_size: int = Field(default=1, ge=1, le=131072)
+    """Kubernetes GPU nodes the GPU Operator upgrades at once (its maxParallelUpgrades and maxUnavailable)."""
     drain: Drain = Drain()
     baseline_tolerance: Tolerances = Tolerances()
     rollback: Rollback = Rollback()

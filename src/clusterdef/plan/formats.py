@@ -177,6 +177,10 @@ def to_markdown(doc: dict) -> str:
             body, shown = "", []
         budget -= len(body)
         more = len(lines) - len(shown)
+        if not shown:  # over the budget: one line, so many changed files still fit in a PR comment
+            out += [f"- <code>{fd['path']}</code> ({fd['status']}, +{fd['added']} −{fd['removed']}): "
+                    "diff in the JSON plan (`--format json`)", ""]
+            continue
         out += [f"<details><summary><code>{fd['path']}</code> ({fd['status']}, +{fd['added']} −{fd['removed']})"
                 "</summary>", "", "```diff", body, "```"]
         if more:

@@ -144,17 +144,20 @@ def rdma(ctx: Context) -> Iterable[Finding]:
                       "set `kubernetes.network_operator.enabled: true`")
     no = d.kubernetes.network_operator
     if on_rdma and no.enabled and no.ofed_driver is None:
+        from ..render.images import carried_by
         from ..render.kubernetes.network_operator import HOST_PACKAGE
 
         vs = ctx.chosen_set
         doca = vs.components.doca if vs is not None else None
         lacking = sorted({d.nodes[n].image for n in on_rdma
-                          if d.nodes[n].image in d.images and HOST_PACKAGE not in d.images[d.nodes[n].image].packages})
+                          if d.nodes[n].image in d.images and "doca" not in carried_by(d, d.nodes[n].image)})
         if doca is None or lacking:
             why = (f"the set {d.cluster.matrix} pins no doca" if doca is None else
-                   f"image(s) {', '.join(lacking)} do not carry `{HOST_PACKAGE}`")
+                   f"image(s) {', '.join(lacking)} do not carry the set's DOCA-OFED (`{HOST_PACKAGE}`; "
+                   "their hardware has no ConnectX/BlueField HCA)")
             yield error("rdma-no-mofed", ("kubernetes", "network_operator"),
                         f"the Network Operator serves RDMA to Kubernetes node groups {', '.join(on_rdma)} but no "
                         f"MOFED is declared: {why}, and `ofed_driver` is not set",
-                        f"set `kubernetes.network_operator.ofed_driver: {{version: ...}}` (the doca-driver container), "
-                        f"or add `{HOST_PACKAGE}` to the images on a set that pins doca (host DOCA-OFED)")
+                        "set `kubernetes.network_operator.ofed_driver: {version: ...}` (the doca-driver container), "
+                        "or use a set that pins doca: images of hardware with ConnectX/BlueField HCAs carry its "
+                        "DOCA-OFED (host MOFED)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 
-from ... import hostlist
+from ... import hostlist, probe
 from ...resolve import Resolved
 from .. import yamlout
 from ..inventory import switch_of
@@ -209,7 +209,8 @@ def variables(resolved: Resolved) -> dict[str, dict]:
         baseline = {comp: pins[comp] for comp in hw.firmware if comp in pins}
         tools = {comp: DEFAULT_TOOLS.get(comp, DEFAULT_TOOL) for comp in hw.firmware}
         out[f"hw_{ident(hname)}"] = {
-            "gpu_facts_firmware_tools": tools,
+            # how clusterdef-probe reads each component (the image's first boot reads them the same way)
+            "gpu_facts_firmware_tools": probe.read_tools(hw.firmware),
             "node_admission_firmware": baseline,
             "firmware_baseline": baseline,
             "firmware_tools": tools,

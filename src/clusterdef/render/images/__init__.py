@@ -4,9 +4,11 @@ stack pinned from the validated set and a first-boot baseline step.
 Layout (all under `images/<image>/`):
 
     mkosi.conf                       distribution, release, output, kernel, packages (mkosi's default mirror)
-    mkosi.conf.d/50-nvidia.conf      driver, CUDA, NCCL and container toolkit packages
-    mkosi.skeleton/etc/apt/...       NVIDIA apt sources and the version pins from the set
-    mkosi.extra/usr/lib/clusterdef/  the first-boot baseline script and the versions it expects
+    mkosi.conf.d/50-nvidia.conf      driver (+ kernel headers for DKMS), CUDA, NCCL and container toolkit packages
+    mkosi.conf.d/60-set.conf         the rest of the set: slurmd or kubelet/kubeadm, DOCA-OFED, MFT, ipmitool
+    mkosi.skeleton/etc/apt/...       apt sources and the version pins from the set (NVIDIA's and the others')
+    mkosi.extra/usr/lib/clusterdef/  the probe, the first-boot baseline script and the versions it expects
+    mkosi.extra/<health check path>  nodecheck, where slurm.conf's HealthCheckProgram points (Slurm images)
     mkosi.extra/etc/systemd/system/  its unit, pulled in by multi-user.target
     build.sh                         mkosi build, then the PXE artefacts <artefact>.vmlinuz/.initrd
     identity                         name, version, set, digest and artefact name of this build
@@ -33,6 +35,9 @@ from importlib.resources import files
 
 from ruamel.yaml import YAML
 
+from ... import probe
+from ...matrix import sources
+from ...model.images import Image
 from ...resolve import Resolved
 from ...quoting import guarded_env
 
@@ -42,8 +47,11 @@ EXTRA = "mkosi.extra"
 BASELINE_DIR = "usr/lib/clusterdef/baseline"
 SCRIPT = "usr/lib/clusterdef/firstboot-baseline"
 UNIT = "clusterdef-baseline.service"
-# Set components the first-boot step compares on the node (the others run in the control planes).
+# Set components the first-boot step compares on the node (the others run in the control planes),
+# plus slurm (slurmd) or kubelet by the control plane of the image's groups.
 NODE_COMPONENTS = ("driver", "cuda", "nccl", "container_toolkit")
+# Set components installed from mkosi.conf.d/60-set.conf (the NVIDIA stack is in 50-nvidia.conf).
+SET_COMPONENTS = ("slurm", "kubernetes", "doca", "mft")
 
 
 # Stands in for the artefact name while the recipe is hashed (the name carries the hash).
@@ -108,8 +116,76 @@ def bases() -> dict:
     return _data("bases.yaml")
 
 
+def operator_owns_driver(definition, image_name: str) -> bool:
+    """The GPU Operator installs driver and toolkit on this image's nodes: every group booting it is a
+    Kubernetes GPU group and kubernetes.gpu_operator.driver_owner is `operator`. The image then carries
+    neither (one owner per layer; checks_images.py refuses an image that would need both)."""
+    k = definition.kubernetes
+    groups = [g for g in definition.nodes.values() if g.image == image_name]
+    return bool(k is not None and k.gpu_operator.driver_owner == "operator" and groups and all(
+        g.control_plane == "kubernetes" and definition.hardware[g.hardware].gpu for g in groups
+        if g.hardware in definition.hardware))
+
+
+def carried(resolved: Resolved, image_name: str) -> dict[str, str]:
+    """Set component -> why the image carries it (the operator's layers left out where it owns them)."""
+    return carried_by(resolved.definition, image_name)
+
+
+def carried_by(definition, image_name: str) -> dict[str, str]:
+    want = sources.image_components(definition, image_name)
+    if operator_owns_driver(definition, image_name):
+        want.pop("driver", None)
+        want.pop("container_toolkit", None)
+    if operator_owns_mofed(definition, image_name):
+        want.pop("doca", None)
+    return want
+
+
+def operator_owns_mofed(definition, image_name: str) -> bool:
+    """The Network Operator's DOCA driver container (network_operator.ofed_driver) provides MOFED on this
+    image's nodes: every group booting it is a Kubernetes group. The image then carries no DOCA-OFED."""
+    k = definition.kubernetes
+    groups = [g for g in definition.nodes.values() if g.image == image_name]
+    return bool(k is not None and k.network_operator.enabled and k.network_operator.ofed_driver is not None
+                and groups and all(g.control_plane == "kubernetes" for g in groups))
+
+
+def set_packages(resolved: Resolved, image_name: str) -> dict[str, sources.Choice]:
+    """The set's components beyond the NVIDIA stack, each with the source that provides it (the
+    image-source-missing check refuses an image for which one has none)."""
+    d = resolved.definition
+    img = d.images[image_name]
+    out = {}
+    for comp in carried(resolved, image_name):
+        if comp not in SET_COMPONENTS:
+            continue
+        choice = sources.choose(resolved.matrix.compat, resolved.set, comp, img.distribution, img.release,
+                                dict(img.repositories))
+        if choice is None:  # validate's image-source-missing reports this before rendering
+            raise ValueError(f"image {image_name}: no source provides {comp} for {img.distribution} {img.release}")
+        out[comp] = choice
+    return out
+
+
+def repo_line(choice: sources.Choice, img: Image, components) -> str | None:
+    """The apt source of a choice (None for the distribution's own archive). A vendor URL pattern
+    takes {minor} (of the component's version), {distro} (the repository's id of the release) and
+    any set component by name, release part only ({doca}: 3.2.1 of 3.2.1-044413)."""
+    src = choice.source
+    if src.kind == "distribution":
+        return None
+    keyring = f"/usr/share/keyrings/clusterdef-{src.id}.gpg"
+    if src.kind == "site":
+        return f"deb [signed-by={keyring}] {img.repositories[src.id]} ./"
+    named = {k: str(v).lstrip("v").split("-")[0] for k, v in components.model_dump().items() if v}
+    url = src.url.format(**named, minor=".".join(choice.version.split(".")[:2]), distro=choice.distro)
+    return f"deb [signed-by={keyring}] {url} /"
+
+
 def nvidia_packages(resolved: Resolved, image_name: str) -> dict[str, tuple[list[str], str]]:
-    """component -> (packages, apt version glob) for one image, from the validated set."""
+    """component -> (packages, apt version glob) for one image, from the validated set; without
+    driver and toolkit where the GPU Operator owns them."""
     d, c = resolved.definition, resolved.set.components
     img = d.images[image_name]
     nv = _data("nvidia.yaml")
@@ -122,12 +198,15 @@ def nvidia_packages(resolved: Resolved, image_name: str) -> dict[str, tuple[list
     if branch < 580:  # branch-suffixed names before R580
         driver = [f"{p}-{branch}" for p in driver]
     major, minor = c.cuda.split(".")[:2]
-    return {
+    out = {
         "driver": (driver, f"{c.driver}-*"),
         "cuda": ([nv["cuda_package"].format(major=major, minor=minor)], f"{c.cuda}-*"),
         "nccl": ([nv["nccl_package"]], f"{c.nccl}-*+cuda{major}.{minor}"),
         "container_toolkit": (list(nv["container_toolkit"]), f"{c.container_toolkit}-*"),
     }
+    if operator_owns_driver(d, image_name):
+        del out["driver"], out["container_toolkit"]
+    return out
 
 
 def _pins_held(resolved: Resolved, image_name: str) -> list[str]:
@@ -137,7 +216,7 @@ def _pins_held(resolved: Resolved, image_name: str) -> list[str]:
     names = list(nv["driver_components_r580"]) + list(nv["nvswitch_r580"])
     if branch < 580:
         names = [f"{p}-{branch}" for p in names]
-    return sorted(set(names) | set(nvidia_packages(resolved, image_name)["driver"][0]))
+    return sorted(set(names) | set(nvidia_packages(resolved, image_name).get("driver", ([], ""))[0]))
 
 
 def node_access(resolved: Resolved, image_name: str) -> dict[str, str]:
@@ -188,15 +267,24 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
         pkgs = nvidia_packages(resolved, name)
         groups = {g: grp.hardware for g, grp in d.nodes.items() if grp.image == name}
         major, minor = vs.components.cuda.split(".")[:2]
+        set_pkgs = set_packages(resolved, name)
+        headers = [base["headers_package"].format(kernel=img.kernel)] if "driver" in pkgs else []
+        readers = {t for hw in set(groups.values()) for t in probe.read_tools(d.hardware[hw].firmware).values()}
+        tools_nv = [nv["firmware_reader"]] if "nvfwupd" in readers else []
         ctx = {
             "cluster": d.cluster.name, "set": vs.name, "name": name, "img": img, "art": _STEM,
             "base": base, "cuda_distro": release["cuda_repo"], "nv": nv, "pkgs": pkgs,
             "kernel_package": base["kernel_package"].format(kernel=img.kernel),
             "packages": [*base["base_packages"], *img.packages],
-            "driver_hold": _pins_held(resolved, name), "components": vs.components,
-            "branch": vs.driver_branch, "groups": groups,
+            "driver_hold": _pins_held(resolved, name) if "driver" in pkgs else [], "components": vs.components,
+            "branch": vs.driver_branch, "groups": groups, "headers": headers,
             "cuda_repo": nv["cuda_repo_url"].format(distro=release["cuda_repo"]),
             "cuda_package": nv["cuda_package"].format(major=major, minor=minor),
+            "nv_tools": tools_nv, "set_pkgs": set_pkgs, "tools": list(base["tool_packages"]),
+            "set_repos": sorted({line for ch in set_pkgs.values() if (line := repo_line(ch, img, vs.components))}),
+            "executables": [probe.INSTALLED.lstrip("/"), SCRIPT]
+            + ([nc[0].lstrip("/")] if (nc := _nodecheck(resolved, name)) else []),
+            "operator_owned": operator_owns_driver(d, name),
         }
         root = f"images/{name}/"
         tree[root + "mkosi.conf"] = _env.get_template("mkosi.conf.j2").render(ctx)
@@ -205,8 +293,18 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             _env.get_template("nvidia.list.j2").render(ctx)
         tree[root + "mkosi.skeleton/etc/apt/preferences.d/clusterdef-nvidia.pref"] = \
             _env.get_template("nvidia.pref.j2").render(ctx)
+        tree[root + "mkosi.conf.d/60-set.conf"] = _env.get_template("60-set.conf.j2").render(ctx)
+        tree[root + "mkosi.skeleton/etc/apt/sources.list.d/clusterdef-set.list"] = \
+            _env.get_template("set.list.j2").render(ctx)
+        tree[root + "mkosi.skeleton/etc/apt/preferences.d/clusterdef-set.pref"] = \
+            _env.get_template("set.pref.j2").render(ctx)
         tree[root + "build.sh"] = _env.get_template("build.sh.j2").render(ctx)
         extra = root + EXTRA + "/"
+        tree[extra + probe.INSTALLED.lstrip("/")] = probe.script()
+        nodecheck = _nodecheck(resolved, name)
+        if nodecheck is not None:
+            tree[extra + nodecheck[0].lstrip("/")] = nodecheck[1]
+        ctx["probe_path"] = probe.INSTALLED
         tree[extra + SCRIPT] = _env.get_template("firstboot/firstboot-baseline.sh").render(ctx)
         tree[extra + f"etc/systemd/system/{UNIT}"] = _env.get_template("firstboot/unit.j2").render(ctx)
         tree[extra + "etc/systemd/system/multi-user.target.d/clusterdef-baseline.conf"] = \
@@ -217,10 +315,39 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
         bdir = extra + BASELINE_DIR + "/"
         tree[bdir + "meta"] = _kv([("set", vs.name), ("image", _STEM),
                                    ("cuda_package", ctx["cuda_package"])])
-        tree[bdir + "components"] = _kv((c, getattr(vs.components, c)) for c in NODE_COMPONENTS)
+        tree[bdir + "components"] = _kv(baseline_components(resolved, name))
         tree[bdir + "groups"] = _kv(sorted(groups.items()))
+        tools: dict[str, str] = {}
         for hw in sorted(set(groups.values())):
             htype = d.hardware[hw]
             pinned = vs.firmware.get(htype.platform, {})
             tree[bdir + f"hardware/{hw}"] = _kv((c, pinned.get(c, "unpinned")) for c in htype.firmware)
+            tools.update(probe.read_tools(htype.firmware))
+            if htype.gpu and "gpu_vbios" in htype.firmware:
+                tree[bdir + f"devices/{hw}"] = _kv([("gpu_vbios", htype.gpu.count)])
+        tree[bdir + "tools"] = _kv(sorted(tools.items()))
     return tree
+
+
+def baseline_components(resolved: Resolved, image_name: str) -> list[tuple[str, str]]:
+    """(component, version) the first boot compares besides firmware: the NVIDIA stack the image
+    carries, and slurmd's release on Slurm images (kubelet is compared by node admission)."""
+    c = resolved.set.components
+    want = carried(resolved, image_name)
+    out = [(k, getattr(c, k)) for k in NODE_COMPONENTS if k in want]
+    if "slurm" in want:
+        out.append(("slurm", c.slurm))
+    return out
+
+
+def _nodecheck(resolved: Resolved, image_name: str) -> tuple[str, str] | None:
+    """(path, text) of the Slurm health check for a Slurm image: installed where slurm.conf's
+    HealthCheckProgram points."""
+    from ..slurm import nodecheck, slurm_groups
+
+    d = resolved.definition
+    if d.slurm is None or not d.slurm.health_check.enabled:
+        return None
+    if not any(g.image == image_name for g in slurm_groups(resolved).values()):
+        return None
+    return d.slurm.health_check.program, nodecheck(resolved)

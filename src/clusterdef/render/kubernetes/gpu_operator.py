@@ -52,17 +52,21 @@ def values(resolved: Resolved) -> dict:
     c = vs.components
     facts = resolved.matrix.compat.operator(c.gpu_operator)
     nodes = sum(gpu_nodes(d, g)[0] for g in kubernetes_gpu_groups(resolved))
-    parallel = max(1, min(d.upgrade.wave_size * d.upgrade.max_parallel_waves, nodes or 1))
+    # The Kubernetes wave: how many GPU nodes the operator's upgrade controller takes down at once.
+    parallel = max(1, min(d.upgrade.kubernetes_wave_size, nodes or 1))
+    # One owner per layer: where the node image installs driver and toolkit (driver_owner: image),
+    # the operator's are off (validate's gpu-layer-two-owners checks the images against this).
+    owned = op.driver_owner == "operator"
     # RDMA (GPUDirect) needs MOFED: the host's DOCA-OFED or the Network Operator's container
     source = network_operator.mofed(resolved)
     rdma = bool(k.network_operator.enabled and rdma_groups(resolved) and source is not None)
 
     driver: dict = {
-        "enabled": True,
+        "enabled": owned,
         "repository": op.driver_repository,
         "version": c.driver,
     }
-    if op.driver_pools:
+    if op.driver_pools and owned:
         driver["nvidiaDriverCRD"] = {"enabled": True, "deployDefaultCR": False}
     driver["rdma"] = {"enabled": rdma, "useHostMofed": rdma and source == "host"}
     driver["upgradePolicy"] = {
@@ -77,7 +81,7 @@ def values(resolved: Resolved) -> dict:
         "daemonsets": {"tolerations": tolerations(resolved)},
         "mig": {"strategy": op.mig_strategy},
         "driver": driver,
-        "toolkit": {"enabled": True, "version": _v(c.container_toolkit)},
+        "toolkit": {"enabled": owned, "version": _v(c.container_toolkit)},
     }
     device_plugin = (facts.model_extra or {}).get("device_plugin") if facts else None
     out["devicePlugin"] = {"enabled": True, **({"version": _v(str(device_plugin))} if device_plugin else {})}
@@ -95,7 +99,7 @@ def nvidia_drivers(resolved: Resolved) -> list[dict]:
     Empty when no pool pins a driver (the ClusterPolicy then deploys the set's driver everywhere)."""
     d = resolved.definition
     op = d.kubernetes.gpu_operator
-    if not op.driver_pools:
+    if not op.driver_pools or op.driver_owner != "operator":
         return []
     tol = tolerations(resolved)
     pools = [(DEFAULT_POOL, resolved.set)] + [(n, resolved.matrix.sets[p.matrix]) for n, p in op.driver_pools.items()]

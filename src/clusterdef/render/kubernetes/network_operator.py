@@ -41,8 +41,10 @@ def values(resolved: Resolved) -> dict | None:
 def host_mofed(resolved: Resolved) -> bool:
     d = resolved.definition
     groups = rdma_groups(resolved)
+    from ..images import carried_by  # what the image target puts into each image
+
     return bool(resolved.set.components.doca and groups
-                and all(HOST_PACKAGE in d.images[d.nodes[g].image].packages for g in groups))
+                and all("doca" in carried_by(d, d.nodes[g].image) for g in groups))
 
 
 def mofed(resolved: Resolved) -> str | None:

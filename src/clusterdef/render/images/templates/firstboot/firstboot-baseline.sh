@@ -3,22 +3,27 @@
 # Rendered by clusterdef; run by {{ "clusterdef-baseline.service" }} on every boot.
 #
 # Compares what the node runs (driver, CUDA, NCCL, container toolkit, and the firmware its
-# hardware type pins) with the set. Off-matrix: one log line per component naming both
-# versions, a marker file, exit 1 - the node must not register. On-matrix: a marker, exit 0.
+# hardware type pins) with the set. Off-matrix: one log line per device naming both versions,
+# a marker file, exit 1 - the node must not register. On-matrix: a marker, exit 0.
 #
-# Probes, in order: a file $CLUSTERDEF_PROBE_DIR/<component> (first line), the variable
-# CLUSTERDEF_PROBE_<COMPONENT>, then the real tool or sysfs file. No answer counts as
-# off-matrix ("unknown"): a version nobody can read is not a validated one.
+# Every device is read by {{ probe_path }} (clusterdef-probe, the probe nodecheck and the
+# gpu_facts collector use too): all GPUs' VBIOS, every NVSwitch, every ConnectX/BlueField HCA,
+# the BMC and SBIOS, each with the tool named in $BASE/tools. A device that differs is named
+# with both versions; a component nothing can read is off-matrix ("unknown", with the probe's
+# reason): a version nobody can read is not a validated one. Fewer devices than the hardware
+# type has ($BASE/devices: the GPU count) is off-matrix too: an unread GPU is an unchecked one.
 #   CLUSTERDEF_BASELINE_DIR  expected versions (default /usr/lib/clusterdef/baseline)
 #   CLUSTERDEF_STATE_DIR     where the marker goes (default /var/lib/clusterdef)
-#   CLUSTERDEF_PROBE_DIR     probe overrides (default /etc/clusterdef/probes)
+#   CLUSTERDEF_PROBE         the probe (default {{ probe_path }})
 #   CLUSTERDEF_CMDLINE       kernel command line file (default /proc/cmdline)
+# nvfwupd reads the BMC's inventory with NVFWUPD_TARGET (the unit reads /etc/clusterdef/nvfwupd.env).
 set -u
 BASE=${CLUSTERDEF_BASELINE_DIR:-/usr/lib/clusterdef/baseline}
 STATE=${CLUSTERDEF_STATE_DIR:-/var/lib/clusterdef}
-PROBES=${CLUSTERDEF_PROBE_DIR:-/etc/clusterdef/probes}
+PROBE=${CLUSTERDEF_PROBE:-{{ probe_path }}}
 CMDLINE=${CLUSTERDEF_CMDLINE:-/proc/cmdline}
 TAG=clusterdef-baseline
+TAB=$(printf '\t')
 
 log() { echo "$TAG: $*"; }
 
@@ -32,36 +37,6 @@ arg() {
 # Value of KEY in a KEY=VALUE file.
 value() { sed -n "s/^$2=//p" "$1" 2>/dev/null | head -n 1; }
 
-# Debian package version without the revision: 13.0.2-1 -> 13.0.2, 2.30.4-1+cuda13.0 -> 2.30.4.
-pkgver() {
-  command -v dpkg-query >/dev/null 2>&1 || return 0
-  v=$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null) || return 0
-  [ -n "$v" ] && echo "${v%%-*}"
-}
-
-first_line() { [ -r "$1" ] && head -n 1 "$1"; }
-
-probe() {
-  c=$1
-  if [ -r "$PROBES/$c" ]; then first_line "$PROBES/$c"; return 0; fi
-  var=CLUSTERDEF_PROBE_$(echo "$c" | tr 'a-z-' 'A-Z_')
-  eval "v=\${$var:-}"
-  if [ -n "$v" ]; then echo "$v"; return 0; fi
-  case $c in
-    driver) first_line /sys/module/nvidia/version ;;
-    cuda) pkgver "$(value "$BASE/meta" cuda_package)" ;;
-    nccl) pkgver libnccl2 ;;
-    container_toolkit) pkgver nvidia-container-toolkit ;;
-    sbios) first_line /sys/class/dmi/id/bios_version ;;
-    bmc) command -v ipmitool >/dev/null 2>&1 &&
-           ipmitool mc info 2>/dev/null | sed -n 's/^Firmware Revision *: *//p' | head -n 1 ;;
-    gpu_vbios) command -v nvidia-smi >/dev/null 2>&1 &&
-                 nvidia-smi --query-gpu=vbios_version --format=csv,noheader 2>/dev/null | head -n 1 ;;
-    cx7) for f in /sys/class/infiniband/*/fw_ver; do [ -r "$f" ] && { first_line "$f"; return 0; }; done ;;
-  esac
-  return 0
-}
-
 pinned_set=$(value "$BASE/meta" set)
 image=$(value "$BASE/meta" image)
 boot_set=$(arg clusterdef.set)
@@ -71,32 +46,55 @@ bad=0
 checked=0
 
 mkdir -p "$STATE"
-rm -f "$STATE/off-matrix" "$STATE/on-matrix"
+rm -f "$STATE/off-matrix" "$STATE/on-matrix" "$STATE/off-matrix.tmp"
 
-off() {
+off() {  # WHAT RUNNING PINNED
   log "OFF-MATRIX $1: node runs $2, set $pinned_set pins $3"
-  echo "$1 running=$2 pinned=$3" >> "$STATE/off-matrix.tmp"
+  printf '%s running=%s pinned=%s\n' "$1" "$2" "$3" >> "$STATE/off-matrix.tmp"
   bad=$((bad + 1))
+}
+
+# Compare every device the probe reports for COMPONENT with WANT; fewer than EXPECT devices is off-matrix.
+check() {  # COMPONENT WANT EXPECT
+  tool=$(value "$BASE/tools" "$1")
+  out=$(sh "$PROBE" "$1${tool:+=$tool}" 2>/dev/null </dev/null)
+  [ -n "$out" ] || out="$1${TAB}-${TAB}unknown${TAB}the probe $PROBE printed nothing"
+  n=0
+  while IFS="$TAB" read -r comp dev got why; do
+    [ "$comp" = "$1" ] || continue
+    checked=$((checked + 1))
+    what=$1
+    [ "$dev" = - ] || what="$1 $dev"
+    if [ "$got" = unknown ]; then
+      off "$what" "unknown (${why:-unreadable})" "$2"
+    else
+      n=$((n + 1))
+      [ "$got" = "$2" ] || off "$what" "$got" "$2"
+    fi
+  done <<EOT
+$out
+EOT
+  if [ "${3:-0}" -gt 0 ] && [ "$n" -gt 0 ] && [ "$n" -lt "$3" ]; then
+    checked=$((checked + 1))
+    off "$1" "$n of $3 devices readable" "$2 on all $3"
+  fi
 }
 
 check_file() {
   while IFS='=' read -r comp want; do
     case $comp in '' | '#'*) continue ;; esac
-    got=$(probe "$comp" </dev/null)
-    checked=$((checked + 1))
-    [ "$got" = "$want" ] || off "$comp" "${got:-unknown}" "$want"
+    check "$comp" "$want" "$(value "$BASE/devices/$2" "$comp")" </dev/null
   done < "$1"
 }
 
-rm -f "$STATE/off-matrix.tmp"
 [ "$boot_set" = "$pinned_set" ] || off set "${boot_set:-none}" "$pinned_set"
 hardware=$(value "$BASE/groups" "$group")
 if [ -z "$hardware" ] || [ ! -r "$BASE/hardware/$hardware" ]; then
   off group "${group:-none}" "one of: $(sed 's/=.*//' "$BASE/groups" | tr '\n' ' ')"
 else
-  check_file "$BASE/hardware/$hardware"
+  check_file "$BASE/hardware/$hardware" "$hardware"
 fi
-check_file "$BASE/components"
+check_file "$BASE/components" "$hardware"
 
 if [ "$bad" -gt 0 ]; then
   mv "$STATE/off-matrix.tmp" "$STATE/off-matrix"

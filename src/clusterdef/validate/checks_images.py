@@ -1,0 +1,119 @@
+"""Images carry the set: every component the set pins for an image's nodes has an apt source that
+provides that version on the image's distribution and release (matrices/compat/package-sources.yaml),
+the definition does not list set packages itself, site repositories name known sources, and each
+Kubernetes GPU layer (driver, container toolkit) has one owner: the image or the GPU Operator."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..errors import Finding, error
+from .registry import Context, check
+
+
+def _set_package_names(ctx: Context) -> dict[str, str]:
+    """Package name -> the set component it belongs to (every source's names, and NVIDIA's)."""
+    from ..render.images import bases
+    from ..render.images import _data as image_data
+
+    out: dict[str, str] = {}
+    for src in ctx.matrix.compat.package_sources:
+        for comp, c in src.components.items():
+            for p in c.packages:
+                out.setdefault(p, comp)
+    nv = image_data("nvidia.yaml")
+    for p in [*nv["driver_components_r580"], *nv["nvswitch_r580"]]:
+        out.setdefault(p, "driver")
+    for base in bases().values():
+        for p in base.get("driver", ()):
+            out.setdefault(p, "driver")
+    for p in nv["container_toolkit"]:
+        out.setdefault(p, "container_toolkit")
+    out.setdefault(nv["nccl_package"], "nccl")
+    out.update({"slurmctld": "slurm", "slurmdbd": "slurm", "slurm-wlm": "slurm"})
+    return out
+
+
+@check("images")
+def images(ctx: Context) -> Iterable[Finding]:
+    from ..matrix import sources
+    from ..render.images import bases, carried_by
+
+    d, vs = ctx.definition, ctx.chosen_set
+    if vs is None:
+        return
+    compat = ctx.matrix.compat
+    site_ids = {s.id for s in compat.package_sources if s.kind == "site"}
+    owned = _set_package_names(ctx)
+    for name, img in d.images.items():
+        if img.release not in bases().get(img.distribution, {}).get("releases", {}):
+            continue  # image-release-unknown (checks_provisioning.py)
+        for rid in img.repositories:
+            if rid not in site_ids:
+                yield error("image-repository-unknown", ("images", name, "repositories", rid),
+                            f"image `{name}`: `{rid}` is not a site source of matrices/compat/package-sources.yaml",
+                            f"site sources: {', '.join(sorted(site_ids)) or 'none'}")
+        for i, pkg in enumerate(img.packages):
+            if pkg in owned:
+                yield error("image-package-from-set", ("images", name, "packages", i),
+                            f"image `{name}`: package `{pkg}` is part of the set's {owned[pkg]}, which the image "
+                            f"installs from the set at {vs.name}'s version",
+                            f"remove `{pkg}` from images.{name}.packages: the image target adds the set's "
+                            f"{owned[pkg]} packages with their pins")
+        carries = carried_by(d, name)
+        for comp, why in carries.items():
+            version = sources.set_version(vs, comp)
+            if version is None:
+                yield error("image-source-missing", ("images", name, "release"),
+                            f"image `{name}`: {why}, but set {vs.name} pins no {comp} version",
+                            f"use a set that pins {comp}, or boot this image on nodes that do not need it")
+                continue
+            if sources.choose(compat, vs, comp, img.distribution, img.release, dict(img.repositories)) is None:
+                yield error("image-source-missing", ("images", name, "release"),
+                            f"image `{name}`: no package source provides {comp} {version} (set {vs.name}) "
+                            f"for {img.distribution} {img.release}; {why}",
+                            sources.explain(compat, comp, img.distribution, img.release, dict(img.repositories)))
+
+
+@check("gpu-layer-owner")
+def gpu_layer_owner(ctx: Context) -> Iterable[Finding]:
+    """One owner per layer on Kubernetes GPU nodes: what the image target puts into each image
+    (render.images.carried) against what the GPU Operator values deploy (render.kubernetes.gpu_operator)."""
+    from ..render.images import carried_by, operator_owns_driver
+
+    d = ctx.definition
+    k = d.kubernetes
+    if k is None:
+        return
+    no = k.network_operator
+    if no.enabled and no.ofed_driver is not None:
+        shared = sorted({g.image for g in d.nodes.values() if g.control_plane == "kubernetes" and g.image in d.images
+                         and "doca" in carried_by(d, g.image)})
+        if shared:
+            yield error("gpu-layer-two-owners", ("kubernetes", "network_operator", "ofed_driver"),
+                        f"the Network Operator deploys its DOCA driver container (ofed_driver), and image(s) "
+                        f"{', '.join(f'`{i}`' for i in shared)} of Kubernetes groups install the set's DOCA-OFED "
+                        "too (Slurm groups boot them as well)",
+                        "remove ofed_driver (the Kubernetes nodes use the image's DOCA-OFED: host MOFED), or give "
+                        "the Kubernetes groups an image of their own")
+    op = k.gpu_operator
+    k8s_gpu = [n for n, g in d.nodes.items() if g.control_plane == "kubernetes"
+               and g.hardware in d.hardware and d.hardware[g.hardware].gpu]
+    if op.driver_owner == "image":
+        for pool in op.driver_pools:
+            yield error("gpu-layer-two-owners", ("kubernetes", "gpu_operator", "driver_pools", pool),
+                        f"driver pool `{pool}` makes the GPU Operator deploy a driver, but driver_owner is `image`: "
+                        "the nodes' image already installs the set's driver",
+                        "remove the driver pool (a canary boots a new image instead), or set "
+                        "kubernetes.gpu_operator.driver_owner: operator")
+        return
+    for gname in k8s_gpu:
+        image = d.nodes[gname].image
+        if image in d.images and not operator_owns_driver(d, image):
+            others = sorted(n for n, g in d.nodes.items() if g.image == image and n not in k8s_gpu)
+            yield error("gpu-layer-two-owners", ("nodes", gname, "image"),
+                        f"node group `{gname}`: the GPU Operator deploys driver and container toolkit "
+                        f"(driver_owner: operator), and image `{image}` installs them too, because "
+                        f"{', '.join(f'`{o}`' for o in others)} boot{'s' if len(others) == 1 else ''} it",
+                        "give the Kubernetes GPU groups an image of their own, or set "
+                        "kubernetes.gpu_operator.driver_owner: image")

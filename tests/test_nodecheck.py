@@ -1,0 +1,123 @@
+"""The rendered Slurm health check (slurm/nodecheck) on a stand-in HGX H100 node: stand-in nvidia-smi,
+ibstat, dmesg, dpkg-query, slurmd and uname first on PATH print the real tools' output shapes
+(tests/standin_node.py), nodecheck reads them through the shared clusterdef-probe, and a stand-in
+scontrol records the calls. Each check passes on the healthy node and fails, draining with a reason
+that names the check, when one device is broken. (test_slurm_daemons.py drains through a real slurmctld.)"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from clusterdef.build import build_tree
+from clusterdef.probe import script as probe_script
+from clusterdef.validate.pipeline import validate_file
+from conftest import CLUSTERS, MATRICES, TODAY
+from standin_node import calls, dgx_h100, install, update
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    result = validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY)
+    assert result.ok
+    tree, _ = build_tree(result, ["slurm"])
+    return tree["slurm/nodecheck"], result.matrix.sets["2026.07-r580"]
+
+
+@pytest.fixture
+def node(rendered, tmp_path):
+    text, vs = rendered
+    script = tmp_path / "nodecheck"
+    script.write_text(text)
+    probe = tmp_path / "probe"
+    probe.write_text(probe_script())
+    state = dgx_h100(vs, "hgx-h100")
+    state["kernel_log"] = ["[    3.141592] nvidia-nvswitch: Probing device 0000:05:00.0, Vendor Id = 0x10de"]
+    bindir = install(tmp_path / "bin", state)
+    (bindir / "uname").write_text("#!/bin/sh\necho 6.8.0-60-generic\n")
+    (bindir / "uname").chmod(0o755)
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "CLUSTERDEF_NODECHECK_NODE": "gpu002",
+           "CLUSTERDEF_NODECHECK_PROBE": str(probe), "CLUSTERDEF_NODECHECK_SCONTROL": str(bindir / "scontrol")}
+
+    def run():
+        r = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+        drains = [c for c in calls(bindir, "scontrol") if c.startswith("scontrol update")]
+        return r, drains
+    return run, bindir, vs
+
+
+def test_healthy_node_passes_and_is_not_drained(node):
+    run, bindir, _ = node
+    r, drains = run()
+    assert r.returncode == 0, r.stderr
+    assert drains == []
+    # every reading went through the stand-in tools, not around them
+    assert any("--query-remapped-rows" in c for c in calls(bindir, "nvidia-smi"))
+    assert calls(bindir, "ibstat") and calls(bindir, "dmesg")
+
+
+BROKEN = [
+    ("gpu-count", lambda n: n["gpus"].pop(), "gpu-count: 7 of 8 GPUs visible"),
+    ("ecc", lambda n: n["gpus"][4].update(ecc=3), "ecc: gpu4(00000000:9a:00.0) 3 uncorrectable ECC error(s)"),
+    ("row-remap pending", lambda n: n["gpus"][1].update(pending="1"),
+     "row-remap: 00000000:2a:00.0 remap pending (1): reset the GPU"),
+    ("row-remap failure", lambda n: n["gpus"][7].update(failure="1"), "row-remap: 00000000:db:00.0 remap failure (1)"),
+    ("xid", lambda n: n["kernel_log"].append(
+        "[ 8812.004411] NVRM: Xid (PCI:0000:ba:00): 79, pid=48211, name=python3, GPU has fallen off the bus."),
+     "xid: Xid 79 (RESTART_BM) on PCI:0000:ba:00 since boot"),
+    ("xid not in the catalogue", lambda n: n["kernel_log"].append(
+        "[ 12.5] NVRM: Xid (PCI:0000:18:00): 170, pid=1, unclassified"), "xid: Xid 170 (unknown) on PCI:0000:18:00"),
+    ("nvlink", lambda n: n["gpus"][2].update(links_up=16), "nvlink: gpu2 16 of 18 links active"),
+    ("ib down", lambda n: n["hcas"][5].update(ports=[("Down", 10, "InfiniBand")]),
+     "ib: 7 of 8 InfiniBand ports Active at 400 Gb/s (mlx5_5/1 Down@10)"),
+    ("ib slow", lambda n: n["hcas"][0].update(ports=[("Active", 200, "InfiniBand")]),
+     "ib: 7 of 8 InfiniBand ports Active at 400 Gb/s (mlx5_0/1 Active@200)"),
+    ("version", lambda n: n["gpus"][3].update(vbios="96.00.99.00.01"),
+     "version: gpu_vbios gpu3(00000000:5d:00.0) 96.00.99.00.01, set 2026.07-r580 pins 96.00.68.00.01"),
+    ("version driver", lambda n: n.update(driver="550.144.03"),
+     "version: driver gpu0(00000000:18:00.0) 550.144.03, set 2026.07-r580 pins 580.126.20"),
+    ("version unreadable", lambda n: n["packages"].pop("libnccl2"),
+     "version: nccl unreadable (no installed package matches libnccl2), set 2026.07-r580 pins 2.30.4"),
+]
+
+
+@pytest.mark.parametrize(("check", "breaks", "reason"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_each_check_drains_naming_itself(node, check, breaks, reason):
+    run, bindir, _ = node
+    update(bindir, breaks)
+    r, drains = run()
+    assert r.returncode == 1, r.stderr
+    assert len(drains) == 1, drains
+    assert "NodeName=gpu002 State=DRAIN" in drains[0]
+    assert f"'Reason=clusterdef-nodecheck: {reason}" in drains[0], drains[0]
+
+
+def test_harmless_xid_does_not_drain(node):
+    """Xid 13 (Graphics Engine Exception) and 31 (page fault) are the application's: RESTART_APP."""
+    run, bindir, _ = node
+    update(bindir, lambda n: n["kernel_log"].extend([
+        "[ 40.1] NVRM: Xid (PCI:0000:18:00): 13, pid=811, Graphics SM Warp Exception",
+        "[ 41.7] NVRM: Xid (PCI:0000:2a:00): 31, pid=812, Ch 00000008, intr 10000000. MMU Fault"]))
+    r, drains = run()
+    assert r.returncode == 0 and drains == [], r.stderr
+
+
+def test_missing_tool_fails_closed(node):
+    run, bindir, _ = node
+    (bindir / "ibstat").unlink()
+    r, drains = run()
+    assert r.returncode == 1
+    assert "ib: InfiniBand ports unreadable (ibstat (infiniband-diags) not installed)" in drains[0]
+
+
+def test_several_failures_in_one_reason_and_resume(node):
+    run, bindir, _ = node
+    update(bindir, lambda n: (n["gpus"][4].update(ecc=1), n["gpus"][2].update(links_up=0)))
+    r, drains = run()
+    assert r.returncode == 1
+    assert "ecc: gpu4" in drains[0] and "; nvlink: gpu2 0 of 18 links active" in drains[0]
+    update(bindir, lambda n: (n["gpus"][4].update(ecc=0), n["gpus"][2].pop("links_up")))
+    r, _ = run()
+    assert r.returncode == 0
+    assert calls(bindir, "scontrol")[-1] == "scontrol update NodeName=gpu002 State=RESUME"
