@@ -91,6 +91,7 @@ CASES = [
     ("qos-preempt-mode-unused", set_(["slurm", "qos", "normal", "preempt_mode"], "requeue"), ("slurm", "qos", "normal", "preempt_mode"), Severity.WARNING),
     ("secret-ref-unused", set_(["secrets", "refs", "munge_key"], "vault_munge_key"), ("secrets", "refs", "munge_key"), Severity.WARNING),
     ("mig-profile-exceeds-memory", set_(["hardware", "hgx-h100", "gpu", "mig_profiles"], ["1g.10gb", "7g.800gb"]), ("hardware", "hgx-h100", "gpu", "mig_profiles", 1), Severity.ERROR),
+    ("tenant-filesystem-not-mounted", set_(["filesystems", "scratch", "node_groups"], ["train", "infer"]), ("tenants", "secure", "storage", "filesystem"), Severity.WARNING),
     ("partition-default-twice", set_(["slurm", "partitions", "debug", "default"], True), ("slurm", "partitions", "debug", "default"), Severity.ERROR),
     ("partition-no-default", delete(["slurm", "partitions", "train", "default"]), ("slurm", "partitions"), Severity.WARNING),
     ("partition-no-topology", delete(["nodes", "train", "placement"]), ("slurm", "partitions", "train"), Severity.WARNING),

@@ -120,7 +120,8 @@ def test_gb200_attachments_and_the_bmc_network(tmp_path):
     assert len(rows) == 54 * 4
     by = {(row["host"], row["role"]): row for row in rows}
     assert by[("gb019", "storage")] == {"host": "gb019", "group": "train-r02", "role": "storage", "network": "stor0",
-                                        "kind": "roce", "nic": "bf3s", "ports": "bf3s", "ipv4": "10.40.0.29",
+                                        "kind": "roce", "nic": "bf3s", "ports": "bf3s", "speed_gbps": "200",
+                                        "ipv4": "10.40.0.29",
                                         "subnet": "10.40.0.0/24"}
     assert by[("gb054", "management")]["ipv4"] == "10.31.0.64" and by[("gb054", "management")]["nic"] == "bmc"
     assert by[("gb001", "compute")]["ports"] == "ibp0 ibp1 ibp2 ibp3"

@@ -41,29 +41,41 @@ def render(resolved: Resolved) -> dict[str, str]:
                              fabric, where.get(node.name, "")])
             hosts.append(f"{node.ipv4}\t{node.name}.{domain} {node.name}")
     out = {"inventory/nodes.csv": buf.getvalue(), "inventory/hosts": "\n".join(hosts) + "\n"}
-    attached = attachments(resolved)
-    if attached is not None:
-        out["inventory/attachments.csv"] = attached
+    out["inventory/attachments.csv"] = attachments(resolved)
     return out
 
 
-ATTACHMENT_COLUMNS = ["host", "group", "role", "network", "kind", "nic", "ports", "ipv4", "subnet"]
+ATTACHMENT_COLUMNS = ["host", "group", "role", "network", "kind", "nic", "ports", "speed_gbps", "ipv4", "subnet"]
 
 
-def attachments(resolved: Resolved) -> str | None:
+def group_attachments(d, g) -> dict:
+    """A group's attachments: as declared, else implied by its hardware's NICs (the provisioning NIC
+    on the PXE network, the compute NIC on the fabric of `placement`)."""
+    from ..model.nodes import Attachment
+
+    if g.attachments:
+        return dict(g.attachments)
+    out = {}
+    for nic in d.hardware[g.hardware].nics:
+        if nic.role == "provisioning" and "provisioning" not in out:
+            out["provisioning"] = Attachment(network="provisioning", nic=nic.name)
+        elif nic.role == "compute" and g.placement is not None and "compute" not in out:
+            out["compute"] = Attachment(network=g.placement.fabric, nic=nic.name)
+    return out
+
+
+def attachments(resolved: Resolved) -> str:
     """One row per host and attachment (node groups' `attachments`): the network, the NIC serving it
     (its interface names: `count` ports are name0..name<N-1>), and the host's address there with the
     subnet. The BMC rows are what out-of-band tooling (Redfish, ipmitool) reads; none of them is ever
-    in the provisioning dnsmasq. None when no group declares attachments."""
+    in the provisioning dnsmasq. A group that declares none gets those its NICs imply."""
     d = resolved.definition
-    if not any(g.attachments for g in d.nodes.values()):
-        return None
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(ATTACHMENT_COLUMNS)
     for gname, g in d.nodes.items():
         hw = d.hardware[g.hardware]
-        for role, a in g.attachments.items():
+        for role, a in group_attachments(d, g).items():
             nic = next(n for n in hw.nics if n.name == a.nic)
             ports = " ".join([nic.name] if nic.count == 1 else [f"{nic.name}{i}" for i in range(nic.count)])
             if role == "provisioning":
@@ -77,6 +89,6 @@ def attachments(resolved: Resolved) -> str | None:
                     ip = str(g.addressing.ipv4_start + i)
                 else:
                     ip = str(a.ipv4_start + i) if a.ipv4_start is not None else ""
-                writer.writerow([host, gname, role, a.network, nic.kind, nic.name, ports, ip,
+                writer.writerow([host, gname, role, a.network, nic.kind, nic.name, ports, nic.speed_gbps, ip,
                                  str(subnet) if subnet else ""])
     return buf.getvalue()

@@ -184,6 +184,13 @@ def tenant_storage(ctx: Context) -> Iterable[Finding]:
                         f"filesystem `{s.filesystem}` (gpfs) needs `source`, the device mmsetquota names",
                         "add `source: <gpfs device>`")
         totals[s.filesystem] = totals.get(s.filesystem, 0.0) + s.quota_tib
+        unmounted = [g for g in t.isolation.node_groups if g in d.nodes and g not in fs.node_groups]
+        if unmounted:
+            yield warning("tenant-filesystem-not-mounted", ("tenants", tname, "storage", "filesystem"),
+                          f"tenant `{tname}` keeps its data on `{s.filesystem}`, which its own node group(s) "
+                          f"{', '.join(unmounted)} do not mount",
+                          f"add them to filesystems.{s.filesystem}.node_groups, or put the tenant on a "
+                          "filesystem its nodes mount")
     for fname, total in totals.items():
         size = d.filesystems[fname].size_tib
         if size is not None and total > size:
