@@ -140,7 +140,15 @@ def test_gb200_attachments_and_the_bmc_network(tmp_path):
         path.write_text(conf)
         t = subprocess.run(["dnsmasq", "--test", "-C", str(path)], capture_output=True, text=True, timeout=60)
         assert t.returncode == 0 and "syntax check OK" in t.stderr + t.stdout, t.stderr
-    assert "inventory/attachments.csv" not in build_tree(validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY))[0]
+    # the lab declares no attachments: each group gets those its NICs imply (provisioning, compute)
+    lab = build_tree(validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY))[0]
+    lab_rows = list(csv.DictReader(lab["inventory/attachments.csv"].splitlines()))
+    assert {(r["host"], r["role"]) for r in lab_rows if r["host"] == "gpu001"} == {("gpu001", "provisioning"),
+                                                                                   ("gpu001", "compute")}
+    gpu001 = {r["role"]: r for r in lab_rows if r["host"] == "gpu001"}
+    assert (gpu001["provisioning"]["nic"], gpu001["provisioning"]["speed_gbps"], gpu001["provisioning"]["ipv4"]) == \
+        ("eno1", "25", "10.20.0.11")
+    assert (gpu001["compute"]["network"], gpu001["compute"]["ports"].split()[0]) == ("ib0", "ibp0")
 
 
 def test_rail_cores_without_spines_and_block_on_an_old_slurm(rail_lab, matrix, tmp_path):
