@@ -53,7 +53,7 @@ def accounting_lab(lab: dict) -> dict:
     lab["tenants"]["secure"]["slurm"]["users"] = ["root"]
     # vision is sold whole nodes in the shared pool: slurm.conf gets MCS by account. nobody (a local
     # user that exists on every machine) is one of its users, to look at the queue as a tenant does.
-    pass
+    lab["tenants"]["vision"]["isolation"] = {"level": "shared", "device": "whole-node"}
     lab["tenants"]["vision"]["slurm"]["users"] = ["root", "nobody"]
     return lab
 
