@@ -413,6 +413,9 @@ def test_mkosi_image_carries_the_set(built_image):
     assert "ipmitool" in installed and "infiniband-diags" in installed and "nvfwupd" in installed
 
 
+# The off-matrix verdict (one GPU's VBIOS, the driver) is proven on the same first-boot script run
+# directly on stand-in nodes above; booting a second image under QEMU for it cost CI minutes it
+# does not have (the whole run must stay under 30 on 2 cores).
 @pytest.mark.slow
 def test_mkosi_image_boots_on_matrix(built_image, tmp_path):
     text = boot_image(built_image, _tool_answers(built_image, tmp_path / "node"), "on")
@@ -420,13 +423,3 @@ def test_mkosi_image_boots_on_matrix(built_image, tmp_path):
     # driver on each of the 8 GPUs (no loaded module under QEMU: nvidia-smi's per-GPU driver version)
     assert f"is on-matrix for set 2026.07-r580: {HGX_CHECKS + 7} check(s) passed" in text, text[-3000:]
     assert "OFF-MATRIX" not in text
-
-
-@pytest.mark.slow
-def test_mkosi_image_boots_off_matrix_and_refuses(built_image, tmp_path):
-    answers = _tool_answers(built_image, tmp_path / "node",
-                            lambda n: (n["gpus"][6].update(vbios="96.00.99.00.01"), n.update(driver="580.95.05")))
-    text = boot_image(built_image, answers, "off")
-    assert "OFF-MATRIX gpu_vbios gpu6(00000000:ba:00.0): node runs 96.00.99.00.01" in text, text[-3000:]
-    assert "OFF-MATRIX driver gpu0(00000000:18:00.0): node runs 580.95.05, set 2026.07-r580 pins 580.126.20" in text
-    assert "refusing to register" in text
