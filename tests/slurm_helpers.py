@@ -470,3 +470,37 @@ def fake_gpu_slurmds(build, env: dict, work: Path, hosts, gpus: int):
               + " ".join(f"slurmd -D -N {h} -f $SLURM_CONF & " for h in hosts) + "wait")
     return build.popen("unshare", "-m", "--propagation", "private", "sh", "-c", script,
                        env={**env, "W": str(work)}, log=work / "slurmd.out")
+
+
+def accounting_cluster(build: Build, tree: dict[str, str], stack: list, prefix: str):
+    """Munge, MariaDB, slurmdbd and slurmctld (no slurmd) on the rendered Slurm tree, with the
+    rendered qos.sh and accounts.cfg loaded as a user would. Everything started is appended to
+    `stack`; stop it with stop_all(stack). Returns (work, controller, slurmdbd, env)."""
+    work = Workdir(build, prefix=prefix)
+    stack.append(work)
+    munge = Munge(work)
+    stack.append(munge)
+    munge.start()
+    db = MariaDB(work)
+    stack.append(db)
+    db.start()
+    ctl = Controller(build, work, munge)
+    dbd = Slurmdbd(ctl, db)
+    ctl.write(tree, accounting=dbd.address)
+    stack.append(dbd)
+    dbd.start()
+    stack.append(ctl)
+    ctl.start()  # registers the cluster in the database
+    env = {**ctl.env, "PATH": os.environ["PATH"]}
+    etc = work.host / "etc"
+    r = subprocess.run(["sh", str(etc / "qos.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = dbd.sacctmgr("-i", "load", f"file={etc / 'accounts.cfg'}", check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return work, ctl, dbd, env
+
+
+def stop_all(stack: list) -> None:
+    """Stop what accounting_cluster (or a test) started, newest first; a Workdir is removed last."""
+    for thing in reversed(stack):
+        thing.cleanup() if isinstance(thing, Workdir) else thing.stop()

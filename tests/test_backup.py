@@ -37,7 +37,8 @@ from clusterdef.render import slurm as slurm_target
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
-from slurm_helpers import Controller, MariaDB, Munge, Slurmdbd, Workdir, free_port, host_build, missing, stop, wait_for
+from slurm_helpers import (MariaDB, accounting_cluster, free_port, host_build, missing, stop, stop_all,
+                           wait_for)
 from test_slurm_accounting import accounting_lab, table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -273,8 +274,7 @@ def _sh(tmp_path: Path, tree: dict, rel: str, env: dict, *args: str) -> subproce
 def stack():
     started = []
     yield started
-    for thing in reversed(started):
-        thing.cleanup() if isinstance(thing, Workdir) else thing.stop()
+    stop_all(started)
 
 
 @pytest.mark.slow
@@ -292,27 +292,8 @@ def test_restore_drill(lab, matrix, stack, tmp_path):
     resolved = resolve(d, _on_host_slurm(matrix, data["cluster"]["matrix"], build.version), CLUSTERS)
     tree = {**slurm_target.render(resolved), **backup_target.render(resolved)}
 
-    work = Workdir(build, prefix="cdbackup-")
-    stack.append(work)
-    munge = Munge(work)
-    stack.append(munge)
-    munge.start()
-    db = MariaDB(work)
-    stack.append(db)
-    db.start()
-    ctl = Controller(build, work, munge)
-    dbd = Slurmdbd(ctl, db)
-    ctl.write(tree, accounting=dbd.address)
-    stack.append(dbd)
-    dbd.start()
-    stack.append(ctl)
-    ctl.start()
-    etc = work.host / "etc"
-    env = {**ctl.env, "PATH": os.environ["PATH"]}
-    r = subprocess.run(["sh", str(etc / "qos.sh")], env=env, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stdout + r.stderr
-    r = dbd.sacctmgr("-i", "load", f"file={etc / 'accounts.cfg'}", check=False)
-    assert r.returncode == 0, r.stdout + r.stderr
+    work, ctl, dbd, env = accounting_cluster(build, tree, stack, "cdbackup-")
+    db = dbd.db
 
     def accounting() -> tuple[list, list]:
         assoc = dbd.sacctmgr("show", "assoc", "-P", f"cluster={d.cluster.name}",

@@ -354,7 +354,7 @@ def test_slurm_users_sync_on_real_slurmdbd(ldap, lab, matrix, tmp_path):
     slurmdbd + MariaDB loaded with the rendered accounts: the admin group's member gets AdminLevel,
     a stale administrator outside it is demoted, each tenant group's member becomes a user of its
     tenant's account; a second run changes nothing."""
-    from slurm_helpers import Controller, MariaDB, Munge, Slurmdbd, Workdir, host_build
+    from slurm_helpers import accounting_cluster, host_build, stop_all
     from test_slurm_daemons import _on_host_slurm, render
 
     build = host_build()
@@ -364,25 +364,7 @@ def test_slurm_users_sync_on_real_slurmdbd(ldap, lab, matrix, tmp_path):
     d, tree = render(data, _on_host_slurm(matrix, data["cluster"]["matrix"], build.version))
     started = []
     try:
-        work = Workdir(build, prefix="cdidentity-")
-        munge = Munge(work)
-        started.append(munge)
-        munge.start()
-        db = MariaDB(work)
-        started.append(db)
-        db.start()
-        ctl = Controller(build, work, munge)
-        dbd = Slurmdbd(ctl, db)
-        ctl.write(tree, accounting=dbd.address)
-        started.append(dbd)
-        dbd.start()
-        started.append(ctl)
-        ctl.start()  # registers the cluster in the database
-        env = {**ctl.env, "PATH": os.environ["PATH"]}
-        etc = work.host / "etc"
-        q = subprocess.run(["sh", str(etc / "qos.sh")], env=env, capture_output=True, text=True, timeout=60)
-        assert q.returncode == 0, q.stdout + q.stderr
-        dbd.sacctmgr("-i", "load", f"file={etc / 'accounts.cfg'}")
+        work, ctl, dbd, env = accounting_cluster(build, tree, started, "cdidentity-")
         dbd.sacctmgr("-i", "add", "user", "mallory", "account=nlp", "adminlevel=Administrator")
         script = tmp_path / "slurm-users.sh"
         script.write_text(full["identity/slurm-users.sh"])
@@ -409,6 +391,4 @@ def test_slurm_users_sync_on_real_slurmdbd(ldap, lab, matrix, tmp_path):
                 first = (u, a)
         assert (u, a) == first
     finally:
-        for thing in reversed(started):
-            thing.stop()
-        work.cleanup()
+        stop_all(started)
