@@ -65,6 +65,12 @@ def lab(tmp: Path, set_name: str, name: str, keep: Path | None = None, stateless
         text = text.replace(f"rollback: {{target: {OLD}}}", f"rollback: {{target: {CURRENT}}}", 1)
     if keep is not None:
         text = keep_builds(text, images_tree(keep))
+    # smoke tests that run here: the storage one fails while <tmp>/fail-storage exists
+    start, end = text.index("  smoke_tests:\n"), text.index("\nbackup:")
+    text = text[:start] + f"""  smoke_tests:
+    gpus-visible: {{layer: hardware, argv: [/usr/bin/true]}}
+    scratch-mounted: {{layer: storage, argv: [/usr/bin/test, "!", -e, {tmp}/fail-storage], node_groups: [train, infer]}}
+""" + text[end:]
     out = tmp / name
     out.write_text(text)
     return out
@@ -80,8 +86,10 @@ def make_plan(tmp: Path, a: str = OLD, b: str = CURRENT, *extra: str, stateless:
 
 
 def apply(pf: Path, log: Path, *extra: str, playbooks: Path = FIXTURES):
+    # the real smoke.yml (imported by the stand-in) runs its tests here, on the local connection
     return runner.invoke(app, ["apply", str(pf), "-m", str(MATRICES), "--today", DAY, "--playbooks", str(playbooks),
-                               "-e", f"apply_log={log}", *extra])
+                               "-e", f"apply_log={log}", "-e", "ansible_connection=local", "-e", "ansible_become=false",
+                               "-e", f"ansible_python_interpreter={sys.executable}", *extra])
 
 
 def log_lines(log: Path) -> list[tuple[str, ...]]:
@@ -89,6 +97,12 @@ def log_lines(log: Path) -> list[tuple[str, ...]]:
     if not log.exists():
         return []
     return [tuple(p.strip() for p in line.split("|")) for line in log.read_text().splitlines() if line.strip()]
+
+
+def run_of(rec: dict, stage: str, action: str) -> dict:
+    """The record's run of one step."""
+    [run] = [x for x in rec["runs"] if (x["stage"], x["action"]) == (stage, action)]
+    return run
 
 
 def records(tmp: Path) -> list[dict]:
@@ -134,15 +148,21 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     steps = prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks").steps
     ran = [(s.stage, s.action, s.wave, s.playbook.name if s.playbook else None) for s in steps]
     assert ran[0] == ("image build and publish", "publish", "", "publish-image.yml")
-    assert ran[1] == ("prepare", "prepare", "", None) and steps[1].skipped
+    # before the first change: every node the rollout touches has its versions snapshotted
+    assert ran[1] == ("prepare", "snapshot", "", "snapshot.yml")
+    assert sorted(steps[1].hosts) == ["gpu001", "gpu002", "gpu003", "gpu004", "kgpu01", "kgpu02", "sgpu01", "sgpu02"]
+    assert steps[1].limit == "wave_000,wave_001,wave_002,wave_003"
+    assert ran[2] == ("prepare", "prepare", "", None) and steps[2].skipped
     # the canary group train is stateless: the control plane goes first (its image brings slurmd), then
-    # reimage.yml points the canary at the new build and reboots it; nothing is installed in place
-    assert ran[2] == ("control plane and cluster config", "control-plane", "", "control-plane.yml")
-    assert ran[3] == ("canary", "upgrade", "wave_000", "reimage.yml")
-    assert ran[4] == ("canary", "gates", "wave_000", "enforce-baseline.yml")  # no gates.yml: node admission
+    # reimage.yml points the canary at the new build and reboots it; nothing is installed in place;
+    # the lab lists smoke tests, so smoke.yml follows every gate
+    assert ran[3] == ("control plane and cluster config", "control-plane", "", "control-plane.yml")
+    assert ran[4:7] == [("canary", "upgrade", "wave_000", "reimage.yml"),
+                        ("canary", "gates", "wave_000", "enforce-baseline.yml"),  # no gates.yml: node admission
+                        ("canary", "smoke", "wave_000", "smoke.yml")]
     assert [r[1:] for r in ran if r[0] == "rollback drill"] == [
         ("rollback", "wave_000", "reimage.yml"), ("gates", "wave_000", "enforce-baseline.yml"),
-        ("reapply", "wave_000", "reimage.yml")]
+        ("smoke", "wave_000", "smoke.yml"), ("reapply", "wave_000", "reimage.yml")]
     skipped = prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks", {"control-plane"}).steps
     assert [s.skipped for s in skipped if s.kind == "control-plane"] == ["skipped by --skip-stage"]
     # the stateful groups (infer, secure) keep the in-place path
@@ -150,12 +170,16 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
         ("wave_000", "reimage.yml"), ("wave_001", "reimage.yml"), ("wave_002", "upgrade.yml"),
         ("wave_003", "upgrade.yml")]
     assert ran[-1] == ("boot defaults", "boot-default", "", "boot-pointer.yml")
-    assert steps[4].limit == "wave_000"  # enforce-baseline.yml targets all nodes: limit to the wave
-    # the rollback step and the gates right after it hold the canary to the rollback set; nothing else does
+    assert steps[5].limit == "wave_000" and steps[6].limit == "wave_000"  # they target all nodes: the wave
+    # capacity comes back when a canary or wave's last step passes (8 GPUs per lab node); the rollback
+    # drill's nodes were already counted with the canary
+    back = [(s.stage, s.action, s.gpus) for s in steps if s.returns]
+    assert back == [("canary", "smoke", 16), ("wave 1", "smoke", 16), ("wave 2", "smoke", 16), ("wave 3", "smoke", 16)]
+    # the rollback step and the gates and smoke tests right after it hold the canary to the rollback set
     held_back = [(s.stage, s.action) for s in steps if s.extravars({})["clusterdef_rollback"]]
-    assert held_back == [("rollback drill", "rollback"), ("rollback drill", "gates")]
-    assert [s.to_json().get("rollback") for s in steps if s.stage == "rollback drill"] == [True, True, None]
-    canary = steps[3].extravars({"x": "1"})
+    assert held_back == [("rollback drill", "rollback"), ("rollback drill", "gates"), ("rollback drill", "smoke")]
+    assert [s.to_json().get("rollback") for s in steps if s.stage == "rollback drill"] == [True, True, True, None]
+    canary = steps[4].extravars({"x": "1"})
     new_build = canary["clusterdef_boot_build"]
     assert new_build.startswith("gpu-node-2026.07.1-2026.07-r580-")
     assert {k: canary[k] for k in ("x", "clusterdef_wave", "clusterdef_stage", "clusterdef_step")} == {
@@ -165,14 +189,23 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
         ("gpu001", "ipxe/hosts/host-52-54-00-20-00-11.ipxe"), ("gpu003", "ipxe/hosts/host-52-54-00-20-00-13.ipxe")]
     assert all(p["content"].rstrip().endswith(f"/ipxe/images/train/{new_build}.ipxe")
                for p in canary["clusterdef_boot_pointers"])
-    back = steps[5].extravars({})["clusterdef_boot_build"]
-    assert back.startswith("gpu-node-2025.10.1-2025.10-r580-") and \
-        steps[7].extravars({})["clusterdef_boot_build"] == new_build
+    drill = [s for s in steps if s.stage == "rollback drill"]
+    assert drill[0].extravars({})["clusterdef_boot_build"].startswith("gpu-node-2025.10.1-2025.10-r580-") and \
+        drill[-1].extravars({})["clusterdef_boot_build"] == new_build
     # the boot defaults: the new entry script and group defaults written, the pointers of train removed
     files = {p["path"]: p["content"] for p in steps[-1].extravars({})["clusterdef_boot_pointers"]}
     assert files["ipxe/groups/train.ipxe"].count(new_build) >= 2 and "ipxe/boot.ipxe" in files
     assert sorted(p for p, c in files.items() if not c) == [
         f"ipxe/hosts/host-52-54-00-20-00-1{i}.ipxe" for i in range(1, 5)]
+    # a playbooks folder without snapshot.yml is refused before anything runs, unless prepare is skipped
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for pb in (ROOT / "playbooks").glob("*.yml"):
+        if pb.name != "snapshot.yml":
+            (bare / pb.name).write_text(pb.read_text())
+    with pytest.raises(ApplyError, match="needs snapshot.yml"):
+        prepare(pf, None, None, None, MATRICES, TODAY, bare)
+    assert prepare(pf, None, None, None, MATRICES, TODAY, bare, {"prepare"}).steps[1].skipped
 
 
 def test_stale_plan_is_refused_before_anything_runs(tmp_path):
@@ -222,19 +255,25 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     assert last == ("boot-default", "boot defaults", "none", "boot.ipxe,train.ipxe,infer.ipxe,secure.ipxe,"
                          + ",".join(f"host-52-54-00-20-00-1{i}.ipxe" for i in range(1, 5)))
     assert got == [
+        ("snapshot", "prepare", "none", "gpu001,gpu002,gpu003,gpu004,kgpu01,kgpu02,sgpu01,sgpu02"),
         ("prepare", "prepare", "none", "localhost"),
         ("control-plane", "control plane and cluster config", "none", "localhost"),
         ("upgrade", "canary", "wave_000", "gpu001,gpu003"),
         ("gates", "canary", "wave_000", "gpu001,gpu003"),
+        ("smoke", "canary", "wave_000", "gpu001,gpu003"),
         ("rollback", "rollback drill", "wave_000", "gpu001,gpu003"),
         ("gates", "rollback drill", "wave_000", "gpu001,gpu003"),
+        ("smoke", "rollback drill", "wave_000", "gpu001,gpu003"),
         ("reapply", "rollback drill", "wave_000", "gpu001,gpu003"),
         ("upgrade", "wave 1", "wave_001", "gpu002,gpu004"),
         ("gates", "wave 1", "wave_001", "gpu002,gpu004"),
+        ("smoke", "wave 1", "wave_001", "gpu002,gpu004"),
         ("upgrade", "wave 2", "wave_002", "kgpu01,kgpu02"),
         ("gates", "wave 2", "wave_002", "kgpu01,kgpu02"),
+        ("smoke", "wave 2", "wave_002", "kgpu01,kgpu02"),
         ("upgrade", "wave 3", "wave_003", "sgpu01,sgpu02"),
         ("gates", "wave 3", "wave_003", "sgpu01,sgpu02"),
+        ("smoke", "wave 3", "wave_003", "sgpu01,sgpu02"),
     ]
     assert {line[4] for line in log_lines(log)} == {"check=False"}
     [rec] = records(tmp_path)
@@ -246,8 +285,35 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     for x in runs:
         assert x["rc"] == 0 and x["status"] == "successful" and x["start"] <= x["end"]
         assert (Path(x["artifact_dir"]) / "stdout").is_file() and (Path(x["artifact_dir"]) / "rc").read_text() == "0"
-    assert runs[3]["hosts"] == "gpu[001,003]" and runs[3]["nodes"] == 2
+    assert runs[4]["hosts"] == "gpu[001,003]" and runs[4]["nodes"] == 2
     assert [x["start"] for x in runs] == sorted(x["start"] for x in runs)
+    # the rollback point: both definitions and rendered trees copied before anything ran, hashes as in the plan
+    plan = json.loads(pf.read_text())
+    snap = rec["snapshot"]
+    assert rec["rollback_point"] == plan["rollout"]["rollback"]["point"]
+    assert rec["rollback_point"]["tree_sha256"] == plan["from"]["tree_sha256"] == snap["from"]["tree_sha256"]
+    for side in ("from", "to"):
+        folder = Path(snap["dir"]) / side
+        assert snap[side]["definition_sha256"] == plan[side]["definition_sha256"]
+        assert hashlib.sha256((folder / "definition.yaml").read_bytes()).hexdigest() == plan[side]["definition_sha256"]
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert len(manifest) == snap[side]["files"] > 50
+        assert all(hashlib.sha256((folder / "tree" / rel).read_bytes()).hexdigest() == h for rel, h in manifest.items())
+    # every node's versions, from the facts files snapshot.yml fetched, grouped
+    assert snap["versions"] == [{"hosts": "gpu[001-004],kgpu[01-02],sgpu[01-02]", "count": 8,
+                                 "versions": {"driver": "570.86.15", "firmware": {}}}]
+    assert snap["versions_missing"] == ""
+    # smoke results per test and host, in layer order; the storage test only where its node groups are
+    smoke = [x for x in runs if x["action"] == "smoke"]
+    assert [t["test"] for t in smoke[0]["smoke"]] == ["gpus-visible", "scratch-mounted"]
+    assert smoke[0]["smoke"][0] == {"test": "gpus-visible", "layer": "hardware", "ok": "gpu[001,003]", "failed": "",
+                                    "skipped": ""}
+    wave3 = {t["test"]: t for t in smoke[-1]["smoke"]}
+    assert wave3["scratch-mounted"]["ok"] == "" and wave3["scratch-mounted"]["skipped"] == "sgpu[01-02]"
+    # capacity back in service wave by wave (8 GPUs a node), the rollback drill not counted twice
+    assert [(c["stage"], c["nodes"], c["gpus"], c["gpus_returned"]) for c in rec["capacity"]] == [
+        ("canary", 2, 16, 16), ("wave 1", 2, 16, 32), ("wave 2", 2, 16, 48), ("wave 3", 2, 16, 64)]
+    assert "capacity back in service: 2 nodes, 16 GPUs" in r.output
 
 
 @pytest.mark.slow
@@ -265,10 +331,44 @@ def test_first_failing_wave_halts_the_rollout(tmp_path):
     assert rec["status"] == "failed" and rec["halted_at"] == "wave 1: upgrade wave_001"
     last = rec["runs"][-1]
     assert last["rc"] != 0 and last["failed_hosts"] == ["gpu004"] and "injected failure" in last["failures"][0]
-    assert [(x["stage"], x["action"]) for x in rec["not_run"]] == [("wave 1", "gates"), ("wave 2", "upgrade"),
-                                                                  ("wave 2", "gates"), ("wave 3", "upgrade"), ("wave 3", "gates"),
-                                                                  ("boot defaults", "boot-default")]
+    assert [(x["stage"], x["action"]) for x in rec["not_run"]] == [
+        ("wave 1", "gates"), ("wave 1", "smoke"), ("wave 2", "upgrade"), ("wave 2", "gates"), ("wave 2", "smoke"),
+        ("wave 3", "upgrade"), ("wave 3", "gates"), ("wave 3", "smoke"), ("boot defaults", "boot-default")]
+    assert [c["stage"] for c in rec["capacity"]] == ["canary"]  # wave 1's nodes are not back
     assert all(x["rc"] == 0 for x in rec["runs"][:-1])
+
+
+@pytest.mark.slow
+def test_missing_versions_and_a_failing_smoke_test_halt_the_rollout(tmp_path):
+    """No node changes before every node's versions are on record; a smoke test that fails on the
+    canary halts it there, with the failing test, its hosts and its exit code in the record."""
+    need_ansible_runner()
+    pf = make_plan(tmp_path)
+    log = tmp_path / "apply.log"
+    r = apply(pf, log, "-e", "snapshot_skip_hosts=gpu004,sgpu02")
+    assert r.exit_code == 1, r.output
+    assert [x[0] for x in log_lines(log)] == ["publish", "snapshot"]  # nothing after it ran
+    [rec] = records(tmp_path)
+    assert rec["halted_at"] == "prepare: snapshot" and rec["runs"][-1]["failed_hosts"] == ["gpu004", "sgpu02"]
+    assert "no versions recorded for 2 host(s)" in rec["runs"][-1]["failures"][-1]
+    assert rec["snapshot"]["versions_missing"] == "gpu004,sgpu02" and rec["snapshot"]["versions"][0]["count"] == 6
+    assert rec["capacity"] == []
+
+    Path(rec["private_data_dir"]).rename(tmp_path / "first-run")
+    Path(records(tmp_path) and sorted(tmp_path.glob("lab.plan.run-*.json"))[0]).unlink()
+    log.unlink()
+    (tmp_path / "fail-storage").write_text("")
+    r = apply(pf, log)
+    assert r.exit_code == 1, r.output
+    assert "smoke storage/scratch-mounted: failed gpu[001,003]" in r.output
+    [rec] = records(tmp_path)
+    assert rec["halted_at"] == "canary: smoke wave_000"
+    last = rec["runs"][-1]
+    tests = {t["test"]: t for t in last["smoke"]}
+    assert tests["gpus-visible"]["ok"] == "gpu[001,003]" and tests["gpus-visible"]["failed"] == ""
+    assert tests["scratch-mounted"]["failed"] == "gpu[001,003]"
+    assert tests["scratch-mounted"]["first_failure"].startswith(("gpu001: rc 1", "gpu003: rc 1"))
+    assert rec["capacity"] == [] and rec["not_run"][0]["stage"] == "rollback drill"
 
 
 @pytest.mark.slow
@@ -279,13 +379,17 @@ def test_check_mode_previews_a_canary_only_candidate_plan(tmp_path):
     r = apply(pf, log, "--check", "--forks", "7")
     assert r.exit_code == 0, r.output
     lines = log_lines(log)
-    assert [(x[0], x[2]) for x in lines] == [("publish", "none"), ("prepare", "none"), ("upgrade", "wave_000"),
-                                             ("gates", "wave_000"),
-                                             ("rollback", "wave_000"), ("gates", "wave_000"), ("reapply", "wave_000")]
+    assert [(x[0], x[2]) for x in lines] == [("publish", "none"), ("snapshot", "none"), ("prepare", "none"),
+                                             ("upgrade", "wave_000"), ("gates", "wave_000"), ("smoke", "wave_000"),
+                                             ("rollback", "wave_000"), ("gates", "wave_000"), ("smoke", "wave_000"),
+                                             ("reapply", "wave_000")]
     assert {x[4] for x in lines} == {"check=True"}  # ansible_check_mode was on in every run
     [rec] = records(tmp_path)
     assert rec["check"] is True and rec["status"] == "succeeded"
-    cmd = json.loads((Path(rec["runs"][2]["artifact_dir"]) / "command").read_text())["command"]
+    cmd = json.loads((Path(run_of(rec, "canary", "upgrade")["artifact_dir"]) / "command").read_text())["command"]
+    # smoke tests do not run in check mode: recorded as skipped
+    assert {t["test"]: t["skipped"] for t in run_of(rec, "canary", "smoke")["smoke"]} == {
+        "gpus-visible": "gpu[001,003]", "scratch-mounted": "gpu[001,003]"}
     assert "--check" in cmd and "--diff" in cmd
     assert cmd[cmd.index("--forks") + 1] == "7" and rec["forks"] == 7  # --forks reaches every ansible-playbook run
 
@@ -441,7 +545,7 @@ def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in state.iterdir()) == ["gpu003.driver"]  # check mode wrote nothing
     [rec] = records(tmp_path)
-    canary, gates = rec["runs"][2], rec["runs"][3]  # after the image stage and prepare
+    canary, gates = run_of(rec, "canary", "upgrade"), run_of(rec, "canary", "gates")
     assert (canary["action"], canary["hosts"]) == ("upgrade", "gpu[001,003]")
     assert [(c["n"], c["task"], c["hosts"], c["count"]) for c in canary["changes"]] == [
         (1, "standin_driver : Install the driver packages", "gpu001", 1),
@@ -450,7 +554,7 @@ def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
     assert canary["change_groups"] == [{"hosts": "gpu001", "count": 1, "tasks": [1, 2]}]
     assert (canary["hosts_reached"], canary["hosts_changed"], canary["hosts_unchanged"]) == (2, 1, "gpu003")
     assert gates["changes"] == [] and gates["hosts_unchanged"] == "gpu[001,003]"
-    assert rec["runs"][6]["action"] == "reapply" and rec["runs"][6]["changes"] == canary["changes"]
+    assert run_of(rec, "rollback drill", "reapply")["changes"] == canary["changes"]
     out = r.output
     assert "would change: 2 tasks on 1 of 2 hosts" in out
     assert re.search(r"1\s+standin_driver : Install the driver packages\s+gpu001\s+1/2", out)
@@ -467,7 +571,7 @@ def test_real_run_shows_what_changed_and_reapply_is_idempotent(tmp_path):
     assert r.exit_code == 0, r.output
     assert (state / "gpu001.driver").read_text() == "driver 580.95.05\n"
     [rec] = records(tmp_path)
-    canary, reapply = rec["runs"][2], rec["runs"][6]  # after the image stage and prepare
+    canary, reapply = run_of(rec, "canary", "upgrade"), run_of(rec, "rollback drill", "reapply")
     assert [(c["task"], c["hosts"]) for c in canary["changes"]] == [
         ("standin_driver : Install the driver packages", "gpu001"), ("standin_driver : Hold the driver packages",
                                                                      "gpu003")]
@@ -547,3 +651,40 @@ def test_secrets_reach_the_playbook_and_never_the_disk(tmp_path, monkeypatch):
     argv = command["command"]
     assert argv[1:5] == ["-P", "-m", "clusterdef.runner", "--env-from"] and "--vault-id" in argv
     assert not Path(argv[5]).parent.exists()  # the pipe's folder is gone
+
+
+def test_smoke_results_are_per_test_and_host_and_node_output_is_tamed():
+    res = run_mod.SmokeResults()
+
+    def item(kind, host, name, **res_):
+        return {"event": kind, "event_data": {"host": host, "task": run_mod.SMOKE_TASK,
+                                              "res": {"item": {"name": name, "layer": "rdma"}, **res_}}}
+
+    for i in range(1, 2001):
+        res.add(item("runner_item_on_ok", f"gpu{i:04d}", "hca-ports"))
+    res.add(item("runner_item_on_failed", "gpu0002", "ib-bw", rc=3,
+                 stderr="\x1b[31mport 1 DOWN\x1b[0m\n" + "x" * 100_000 + "\u202eevil"))
+    res.add(item("runner_item_on_failed", "gpu0003", "ib-bw", rc=4, stderr="second"))
+    res.add({"event": "runner_item_on_ok", "event_data": {"host": "gpu0001", "task": "other task",
+                                                          "res": {"item": {"name": "not-smoke"}}}})
+    out = res.to_json()
+    assert [t["test"] for t in out] == ["hca-ports", "ib-bw"]
+    assert out[0] == {"test": "hca-ports", "layer": "rdma", "ok": "gpu[0001-2000]", "failed": "", "skipped": ""}
+    fail = out[1]["first_failure"]
+    assert fail.startswith("gpu0002: rc 3: ") and len(fail) < 300 and out[1]["failed"] == "gpu[0002-0003]"
+    assert all(0x20 <= ord(c) < 0x7f for c in fail) and "evil" in fail
+
+
+def test_versions_snapshot_groups_hosts_and_names_the_missing(tmp_path):
+    from clusterdef.plan import snapshot
+
+    for h in ("gpu001", "gpu002"):
+        (tmp_path / f"{h}.json").write_text(json.dumps({"host": h, "versions": {"driver": "580.95.05", "firmware": {}}}))
+    (tmp_path / "gpu003.json").write_text(json.dumps({"host": "gpu003", "versions": {"driver": "570", "firmware": {}}}))
+    (tmp_path / "gpu004.json").write_text("{not json")                                   # broken: missing
+    (tmp_path / "gpu005.json").write_text(json.dumps({"host": "gpu001", "versions": {}}))  # another host's: missing
+    (tmp_path / "gpu006.json").write_text("[" * 100_000)                                 # hostile nesting: missing
+    groups, missing = snapshot.versions(tmp_path, [f"gpu00{i}" for i in range(1, 8)])
+    assert groups == [{"hosts": "gpu[001-002]", "count": 2, "versions": {"driver": "580.95.05", "firmware": {}}},
+                      {"hosts": "gpu003", "count": 1, "versions": {"driver": "570", "firmware": {}}}]
+    assert missing == ["gpu004", "gpu005", "gpu006", "gpu007"]

@@ -101,7 +101,12 @@ def test_lab_old_to_current_content(tmp_path):
     # brings the new slurmd and the control plane goes before it; the group defaults move last
     assert kinds == ["image", "prepare", "control-plane", "canary", "rollback-drill", "wave", "wave", "wave",
                      "boot-default"]
-    assert ro["rollback"] == {"target": OLD, "exercised_on_canary": True}
+    assert {k: v for k, v in ro["rollback"].items() if k != "point"} == {"target": OLD, "exercised_on_canary": True}
+    # the rollback point is the running definition and its rendered tree, as the plan's from side records them
+    assert ro["rollback"]["point"] == {"file": doc["from"]["file"], "set": OLD,
+                                       "definition_sha256": doc["from"]["definition_sha256"],
+                                       "tree_sha256": doc["from"]["tree_sha256"]}
+    assert any(g.startswith("smoke rdma/hca-ports: `/usr/bin/ibv_devinfo --list` exits 0") for g in ro["gates"])
     cp = ro["stages"][2]["steps"]
     assert cp.index("slurmdbd -> 25.11.7 (first; database conversion, dump taken in prepare)") < \
         cp.index("slurmctld -> 25.11.7")

@@ -46,9 +46,10 @@ def test_untouched_plan_is_accepted_and_steps_come_from_the_definitions(tmp_path
     assert doc[HASH_FIELD] == plan_hash(doc)
     prep = prepare(pf, None, None, None, MATRICES, TODAY, FIXTURES)
     assert prep.doc == doc
-    assert [(s.stage, s.action) for s in prep.steps][:4] == [("image build and publish", "publish"),
-                                                            ("prepare", "prepare"), ("canary", "upgrade"),
-                                                            ("canary", "gates")]
+    assert [(s.stage, s.action) for s in prep.steps][:6] == [("image build and publish", "publish"),
+                                                            ("prepare", "snapshot"), ("prepare", "prepare"),
+                                                            ("canary", "upgrade"), ("canary", "gates"),
+                                                            ("canary", "smoke")]
 
 
 def test_flipped_refused_flag_is_refused(tmp_path):

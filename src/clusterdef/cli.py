@@ -896,7 +896,9 @@ def apply(
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from . import runner
+    from .plan import snapshot
     from .plan.apply import SKIPPABLE, ApplyError, find_playbooks, prepare
+    from .writer import OutputError
 
     extra: dict[str, str] = {}
     for kv in extra_var or []:
@@ -931,9 +933,17 @@ def apply(
     doc = prep.doc
     record_path, pdd = runner.run_paths(plan_file)
     inventory = runner.write_inventory(pdd, prep.inventory)
+    try:
+        snap = snapshot.write(pdd, prep.old, prep.new)  # the rollback point, before anything runs
+    except OutputError as exc:
+        err.print(f"[red]error[/]: {escape(str(exc))} (nothing was run)")
+        raise typer.Exit(EXIT_BAD)
     header = {"plan_file": str(plan_file), "cluster": doc.get("cluster"), "from_set": doc["from"].get("set"),
-              "to_set": doc["to"].get("set"), "playbooks": str(pb_dir), "extravars": extra,
-              "secret_env": list(secret_env or []), "vault_ids": list(vault_id or []), "forks": forks}
+              "to_set": doc["to"].get("set"), "rollback_point": doc["rollout"]["rollback"]["point"], "snapshot": snap,
+              "smoke_tests": list(prep.new.definition.upgrade.smoke_tests), "playbooks": str(pb_dir),
+              "extravars": extra, "secret_env": list(secret_env or []), "vault_ids": list(vault_id or []),
+              "forks": forks}
+    extra = {**extra, "clusterdef_snapshot_dir": snap["facts_dir"]}
     mode = " (check mode: nothing changes)" if check else ""
     err.print(f"applying {escape(str(plan_file))}: {escape(str(doc['from'].get('set')))} -> "
               f"{escape(str(doc['to'].get('set')))} on {escape(str(doc.get('cluster')))}, "
@@ -968,6 +978,14 @@ def apply(
                 progress.console.print(f"  artifacts: {escape(str(result.artifact_dir))}")
             if result is not None:
                 _print_changes(progress.console, result.changes, check)
+                for t in result.smoke:
+                    state = "[red]failed[/]" if t["failed"] else "[green]ok[/]"
+                    progress.console.print(f"  smoke {escape(t['layer'])}/{escape(t['test'])}: {state} "
+                                           f"{escape(t['failed'] or t['ok'] or t['skipped'] or '-')}")
+                    if t.get("first_failure"):
+                        progress.console.print(f"    {escape(t['first_failure'])}")
+                if step.returns and result.ok:
+                    progress.console.print(f"  capacity back in service: {len(step.hosts)} nodes, {step.gpus} GPUs")
             progress.advance(bar)
 
         try:

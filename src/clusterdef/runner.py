@@ -195,6 +195,43 @@ class ChangeSummary:
                 "change_groups": [{"hosts": _fold(hs), "count": len(hs), "tasks": list(ns)} for ns, hs in ordered]}
 
 
+SMOKE_TASK = "Clusterdef smoke tests"  # the looped task of playbooks/smoke.yml
+_ITEM_EVENTS = {"runner_item_on_ok": "ok", "runner_item_on_failed": "failed", "runner_item_on_skipped": "skipped"}
+_PRINTABLE = re.compile(r"[^\x20-\x7e]+")
+
+
+class SmokeResults:
+    """Per smoke test (a loop item of SMOKE_TASK): the hosts it passed, failed and skipped on, and
+    the first failure's exit code and output tail (node output: printable ASCII only, cut short).
+    Memory grows with tests x hosts, never with output sizes."""
+
+    def __init__(self) -> None:
+        self._tests: dict[str, dict] = {}
+
+    def add(self, event: dict) -> None:
+        outcome = _ITEM_EVENTS.get(event.get("event", ""))
+        data = event.get("event_data") or {}
+        if outcome is None or str(data.get("task", "")).strip() != SMOKE_TASK:
+            return
+        res, host = data.get("res") or {}, data.get("host") or ""
+        item = res.get("item") if isinstance(res, dict) else None
+        if not isinstance(item, dict) or not host:
+            return
+        name = _PRINTABLE.sub(" ", str(item.get("name", "?")))[:64]
+        test = self._tests.setdefault(name, {"layer": _PRINTABLE.sub(" ", str(item.get("layer", "")))[:16],
+                                             "ok": set(), "failed": set(), "skipped": set(), "first_failure": ""})
+        test[outcome].add(host)
+        if outcome == "failed" and not test["first_failure"]:
+            tail = _PRINTABLE.sub(" ", str(res.get("stderr") or res.get("stdout") or res.get("msg") or ""))
+            test["first_failure"] = f"{host}: rc {res.get('rc')}: {tail[-240:].strip()}"
+
+    def to_json(self, redact: Callable[[str], str] = lambda s: s) -> list[dict]:
+        return [{"test": name, "layer": t["layer"], "ok": _fold(t["ok"]), "failed": _fold(t["failed"]),
+                 "skipped": _fold(t["skipped"]), **({"first_failure": redact(t["first_failure"])}
+                                                    if t["first_failure"] else {})}
+                for name, t in self._tests.items()]
+
+
 # --------------------------------------------------------------------------- the environment, without secrets on disk
 
 def looks_like_credential(name: str) -> bool:
@@ -315,6 +352,7 @@ class RunResult:
     events: int = 0
     failures: list[str] = field(default_factory=list)  # "host: task: msg", first few
     changes: dict = field(default_factory=dict)  # ChangeSummary.to_json()
+    smoke: list = field(default_factory=list)     # SmokeResults.to_json()
 
     @property
     def ok(self) -> bool:
@@ -324,7 +362,7 @@ class RunResult:
         counts = {k: sum((self.stats.get(k) or {}).values()) for k in ("ok", "changed", "failures", "dark", "skipped")}
         return {"rc": self.rc, "status": self.status, "artifact_dir": self.artifact_dir, "events": self.events,
                 "tasks": counts, "failed_hosts": self.failed_hosts, "unreachable_hosts": self.unreachable_hosts,
-                "failures": self.failures, **self.changes}
+                "failures": self.failures, **self.changes, **({"smoke": self.smoke} if self.smoke else {})}
 
 
 def _env(playbook: Path, envvars: dict | None) -> dict:
@@ -368,6 +406,7 @@ def run_playbook(private_data_dir: str | Path, playbook: str | Path, inventory: 
     failed: list[str] = []
     unreachable: list[str] = []
     changes = ChangeSummary()
+    smoke = SmokeResults()
     count = 0
 
     def handler(event: dict) -> bool:
@@ -384,6 +423,7 @@ def run_playbook(private_data_dir: str | Path, playbook: str | Path, inventory: 
         elif kind == "runner_on_unreachable" and host not in unreachable:
             unreachable.append(host)
         changes.add(event)
+        smoke.add(event)
         if on_event is not None:
             on_event(event)
         return True
@@ -406,7 +446,8 @@ def run_playbook(private_data_dir: str | Path, playbook: str | Path, inventory: 
     return RunResult(rc=r.rc if r.rc is not None else -1, status=r.status or "unknown",
                      artifact_dir=str(r.config.artifact_dir), stats=stats, failed_hosts=failed,
                      unreachable_hosts=unreachable, events=count, failures=[redact(f) for f in failures],
-                     changes=changes.to_json(stats.get("processed") or {}, failed + unreachable, redact))
+                     changes=changes.to_json(stats.get("processed") or {}, failed + unreachable, redact),
+                     smoke=smoke.to_json(redact))
 
 
 def _now() -> str:
@@ -427,7 +468,8 @@ def execute(steps, private_data_dir: Path, inventory: Path, record_path: Path, h
     record = {"record_format": RECORD_FORMAT, "clusterdef": __version__, **header, "check": check,
               "private_data_dir": str(private_data_dir), "inventory": str(inventory),
               "started": _now(), "finished": None, "status": "running", "halted_at": None, "runs": [],
-              "not_run": []}
+              "capacity": [], "not_run": []}
+    returned = {"nodes": 0, "gpus": 0}
 
     def save() -> None:
         write_file_atomic(record_path, json.dumps(record, indent=2) + "\n")
@@ -466,8 +508,16 @@ def execute(steps, private_data_dir: Path, inventory: Path, record_path: Path, h
             result.rc, result.status = 1, "failed"
             result.failures.append(f"{len(missed)} host(s) of the step were never reached: "
                                    f"{', '.join(missed[:10])}{' ...' if len(missed) > 10 else ''}")
+        if step.action == "snapshot" and result.ok:
+            _record_versions(record, step, result, check)
         entry.update(result.summary())
         record["runs"].append(entry)
+        if step.returns and result.ok:  # the wave passed its gates and smoke tests: its nodes are back
+            returned["nodes"] += len(step.hosts)
+            returned["gpus"] += step.gpus
+            record["capacity"].append({"stage": step.stage, "wave": step.wave, "hosts": _fold(step.hosts),
+                                       "nodes": len(step.hosts), "gpus": step.gpus, "at": _now(),
+                                       "nodes_returned": returned["nodes"], "gpus_returned": returned["gpus"]})
         if on_done:
             on_done(i, step, result)
         if not result.ok:
@@ -480,6 +530,23 @@ def execute(steps, private_data_dir: Path, inventory: Path, record_path: Path, h
     record.update(status=status, finished=_now())
     save()
     return record
+
+
+def _record_versions(record: dict, step, result: RunResult, check: bool) -> None:
+    """Every host's versions from the snapshot step's facts files into the record; a host without
+    them fails the step (nothing is changed on a node whose versions are not on record). In check
+    mode, where a node that never ran gpu_facts has no facts yet, they are listed instead."""
+    from .plan import snapshot
+
+    snap = record.setdefault("snapshot", {})
+    groups, missing = snapshot.versions(Path(snap.get("facts_dir") or "."), step.hosts)
+    snap["versions"] = groups
+    snap["versions_missing"] = _fold(missing)
+    if missing and not check:
+        result.rc, result.status = 1, "failed"
+        result.failed_hosts = list(dict.fromkeys([*result.failed_hosts, *missing]))
+        result.failures.append(f"no versions recorded for {len(missing)} host(s) (snapshot/facts/<host>.json): "
+                               f"{_fold(missing)}")
 
 
 def run_paths(plan_file: Path, when: datetime | None = None) -> tuple[Path, Path]:

@@ -133,6 +133,11 @@ MountSource = Annotated[str, _pattern(r"^[A-Za-z0-9/][A-Za-z0-9_.+@:,/-]{0,254}$
 # A file beside the definition (relative to its folder, never above it).
 RelPath = Annotated[str, _pattern(r"^[A-Za-z0-9_+@][A-Za-z0-9_.+@/-]{0,4095}$", 4096, "a path relative to the definition's folder, without '..' (inventory/macs.csv)"), AfterValidator(_relative_path)]
 
+# One argument of a command a playbook runs as argv (no shell): printable ASCII without '{' and '}',
+# so Ansible's templating never sees an expression in it (a definition string is data, not Jinja),
+# and without '`', so the plan's Markdown shows it inside a code span it cannot leave.
+CommandArg = Annotated[str, _pattern(r"^[\x20-\x5f\x61-\x7a|~]{1,1024}$", 1024, "printable ASCII without '{', '}' or '`', at most 1024 characters per argument (one argument per item)")]
+
 # An apt repository URL: http(s) with a host name, or file: with an absolute path (a local stand-in
 # repository); letters, digits and . _ ~ % + - : / only, so it goes into an apt sources line as is.
 RepoUrl = Annotated[str, _pattern(r"^(https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~%+:-]*)*|file:(/[A-Za-z0-9._~%+-]+)+/?)$", 2048, "an apt repository URL such as http://repo.site.example/slurm/ (http, https or file:/path; no spaces, quotes or '$')")]

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal, get_args
+
+from pydantic import Field, field_validator
 
 from .base import Model, Name
-from .types import SetName
+from .types import CommandArg, SetName
+
+# The order smoke tests run in after each step that changed nodes: a later layer is only meaningful
+# when the ones below it work (no NCCL test on a node whose GPUs or HCAs are missing).
+SmokeLayer = Literal["hardware", "storage", "rdma", "collective", "application"]
+SMOKE_LAYERS = get_args(SmokeLayer)
 
 
 class Canary(Model):
@@ -31,6 +38,25 @@ class Rollback(Model):
     exercise_on_canary: bool = True
 
 
+class SmokeTest(Model):
+    """A command `clusterdef apply` runs on every node of a wave after its gates (playbooks/smoke.yml),
+    as argv without a shell; a non-zero exit fails the wave. Its result per host is in the run record."""
+    layer: SmokeLayer
+    argv: list[CommandArg] = Field(min_length=1, max_length=64)
+    """The program (an absolute path) and its arguments, one per item."""
+    timeout_seconds: int = Field(default=600, ge=1, le=86400)
+    node_groups: list[Name] = Field(default_factory=list, max_length=1024)
+    """Only on these node groups' hosts (empty: every host of the wave)."""
+
+    @field_validator("argv")
+    @classmethod
+    def _program_is_absolute(cls, argv: list[str]) -> list[str]:
+        if not argv[0].startswith("/") or any(p in ("", ".", "..") for p in argv[0].split("/")[1:]):
+            raise ValueError(f"the program {argv[0]!r} must be an absolute path (/usr/bin/nvidia-smi): "
+                             "no PATH lookup on the node")
+        return argv
+
+
 class Upgrade(Model):
     canary: Canary = Canary()
     wave_size: int = Field(default=64, ge=1, le=131072)
@@ -40,3 +66,5 @@ class Upgrade(Model):
     drain: Drain = Drain()
     baseline_tolerance: Tolerances = Tolerances()
     rollback: Rollback = Rollback()
+    smoke_tests: dict[Name, SmokeTest] = Field(default_factory=dict, max_length=256)
+    """Run in layer order (hardware, storage, rdma, collective, application) after every gate."""

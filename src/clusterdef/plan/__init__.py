@@ -381,7 +381,11 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     if image_changes:
         stages.append(Stage("image build and publish", "image", steps=_image_steps(image_changes, old_builds)))
     stages.append(Stage("prepare", "prepare", steps=[
-        f"snapshot: rendered tree {tree_hash(old.tree)[:12]}, slurmdbd database dump, etcd snapshot",
+        f"rollback point: {old.label} (definition {_sha(old.text)[:12]}, rendered tree {tree_hash(old.tree)[:12]}, "
+        f"set {old_set.name}); apply copies both definitions and trees into its snapshot before anything runs",
+        "snapshot every node's versions (snapshot.yml: gpu_facts, into the run record; a node without them "
+        "halts the run)",
+        "slurmdbd database dump, etcd snapshot (prepare.yml)",
         "record versions: `clusterdef drift --facts ...` shows every node on "
         f"{old_set.name} (or lists the exceptions)",
         f"check the rollback target {rb_set or '(none)'} is on hand (packages, images, firmware bundles)",
@@ -538,7 +542,10 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
             "wave_size": d.upgrade.wave_size,
             "gates": gate_list,
             "rollback": {"target": rb_set, "exercised_on_canary": bool(canary_hosts)
-                         and d.upgrade.rollback.exercise_on_canary},
+                         and d.upgrade.rollback.exercise_on_canary,
+                         # what apply snapshots before the first change and a rollback returns to
+                         "point": {"file": old.label, "set": old_set.name, "definition_sha256": _sha(old.text),
+                                   "tree_sha256": tree_hash(old.tree)}},
             "stages": [s.to_json() for s in stages],
         },
         "files": [f.to_json() for f in files],

@@ -75,6 +75,8 @@ class Step:
     skipped: str = ""
     rollback: bool = False  # the step runs against the rollback set (rollback.yml and the gates after it)
     vars: dict = field(default_factory=dict)  # extra vars of this step (boot pointers of a stateless stage)
+    returns: bool = False  # the wave's last step: when it succeeds, its nodes are back in service
+    gpus: int = 0          # the GPUs of `hosts` (capacity returned when `returns`)
 
     @property
     def label(self) -> str:
@@ -90,6 +92,7 @@ class Step:
                 "hosts": hostlist.fold(self.hosts) if self.hosts else "", "nodes": len(self.hosts),
                 "limit": self.limit, **({"skipped": self.skipped} if self.skipped else {}),
                 **({"rollback": True} if self.rollback else {}),
+                **({"returns_capacity": True, "gpus": self.gpus} if self.returns else {}),
                 **({"boot_build": self.vars["clusterdef_boot_build"]} if "clusterdef_boot_build" in self.vars else {})}
 
 
@@ -197,15 +200,20 @@ class BootPointers:
 
 
 def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: set[str] = frozenset(),
-                   boot: BootPointers | None = None) -> list[Step]:
+                   boot: BootPointers | None = None, smoke: bool = False) -> list[Step]:
     """The ordered steps of the plan's rollout. Raises ApplyError (nothing has run) when a
     playbook a stage needs is missing or a stage's hosts are not in the inventory's waves.
-    Stateless stages run reimage.yml with the boot pointers `boot` writes (needed then)."""
+    Stateless stages run reimage.yml with the boot pointers `boot` writes (needed then).
+    The prepare stage starts with the versions snapshot (snapshot.yml on every host the rollout
+    touches); `smoke`: the definition lists smoke tests, so smoke.yml runs after every gate."""
     problems: list[str] = []
     steps: list[Step] = []
     upgrade, rollback = _playbook(playbooks, "upgrade.yml"), _playbook(playbooks, "rollback.yml")
     reimage = _playbook(playbooks, "reimage.yml")
     gates = _playbook(playbooks, *GATES)
+    smoke_pb = _playbook(playbooks, "smoke.yml")
+    rollout = doc.get("rollout", {}).get("stages", [])
+    touched = [wg for st in rollout if st.get("kind") in ("canary", "wave") for wg in wave_groups(st, waves)]
 
     def pointers(stage: dict, hosts: list[str], key: str) -> dict:
         if boot is None:
@@ -218,13 +226,18 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
         return pb
 
     def per_wave(stage: dict, *actions: tuple) -> None:
+        if smoke:  # the definition's smoke tests after every gate, on the same hosts and set
+            at = [i + 1 for i, a in enumerate(actions) if a[0] == "gates"]
+            for i in reversed(at):
+                actions = (*actions[:i], ("smoke", smoke_pb, "smoke.yml"), *actions[i:])
         for group, hosts, limit in wave_groups(stage, waves):
             rolled_back = False  # the gates right after rollback.yml check the rollback set, not the target
-            for action, pb, pb_name, *key in actions:
-                rolled_back = action == "rollback" or (rolled_back and action == "gates")
+            for n, (action, pb, pb_name, *key) in enumerate(actions, 1):
+                rolled_back = action == "rollback" or (rolled_back and action in ("gates", "smoke"))
                 steps.append(Step(stage["name"], stage["kind"], action, need(pb, pb_name, stage["name"]), group,
                                   hosts, limit if action in ("upgrade", "reapply", "rollback") else (limit or group),
-                                  rollback=rolled_back, vars=pointers(stage, hosts, key[0]) if key else {}))
+                                  rollback=rolled_back, vars=pointers(stage, hosts, key[0]) if key else {},
+                                  returns=n == len(actions) and stage["kind"] in ("canary", "wave")))
 
     for stage in doc.get("rollout", {}).get("stages", []):
         kind, name = stage.get("kind"), stage.get("name", "?")
@@ -252,6 +265,14 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                 per_wave(stage, ("rollback", reimage, "reimage.yml", "back"), ("gates", gates, " or ".join(GATES)),
                          ("reapply", reimage, "reimage.yml", "to"))
             elif kind == "prepare":
+                if touched:  # every node's versions on record before the first change (plan.snapshot)
+                    pb = _playbook(playbooks, "snapshot.yml")
+                    if pb is None:
+                        problems.append(f"stage {name!r} needs snapshot.yml in {playbooks} (every node's versions "
+                                        "recorded before the first change), which has none; or record them by "
+                                        "hand and pass --skip-stage prepare")
+                    steps.append(Step(name, kind, "snapshot", pb, hosts=[h for _, hs, _ in touched for h in hs],
+                                      limit=",".join(dict.fromkeys(lim or g for g, _, lim in touched))))
                 pb = _playbook(playbooks, "prepare.yml")
                 steps.append(Step(name, kind, "prepare", pb,
                                   skipped="" if pb else "no prepare.yml: snapshot and record versions by hand"))
@@ -371,7 +392,13 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
         raise ApplyError([f"the rendered inventory cannot be read: {exc}"])
     boot = BootPointers(new) if any(st.get("provisioning") == "stateless" or st.get("kind") in ("image", "boot-default")
                                     for st in doc["rollout"]["stages"]) else None
-    return Prepared(doc, old, new, steps_for_plan(doc, waves, Path(playbooks), skip, boot), inventory)
+    d = new.definition
+    steps = steps_for_plan(doc, waves, Path(playbooks), skip, boot, smoke=bool(d.upgrade.smoke_tests))
+    gpus = {h: (d.hardware[g.hardware].gpu.count if d.hardware[g.hardware].gpu else 0)
+            for g in d.nodes.values() for h in hostlist.names(g.hosts)}
+    for step in steps:
+        step.gpus = sum(gpus.get(h, 0) for h in step.hosts)
+    return Prepared(doc, old, new, steps, inventory)
 
 
 def find_playbooks(start: Path | None) -> Path | None:

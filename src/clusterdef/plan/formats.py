@@ -107,12 +107,16 @@ def to_markdown(doc: dict) -> str:
         out += ["", "</details>", ""]
 
     ro = doc["rollout"]
+    pt = ro["rollback"]["point"]
     out += ["### Rollout", "",
             "Layer order (one layer at a time): " + " → ".join(ro["layer_order"]) + ".",
             f"Canary: {ro['canary']['nodes']} node(s) `{ro['canary']['hosts'] or '-'}`; "
             f"waves of at most {ro['wave_size']} node(s): {ro['waves']}; rollback target: "
             f"`{ro['rollback']['target'] or '-'}`"
-            + (" (exercised on the canary before wave 1)." if ro["rollback"]["exercised_on_canary"] else "."), ""]
+            + (" (exercised on the canary before wave 1)." if ro["rollback"]["exercised_on_canary"] else "."),
+            f"Rollback point: `{escape_md(_val(pt['file'])).replace('`', chr(39))}` on `{escape_md(pt['set'])}` "
+            f"(definition {pt['definition_sha256'][:12]}, rendered tree {pt['tree_sha256'][:12]}), snapshotted by "
+            "`clusterdef apply` with every node's versions before the first change.", ""]
     stages = ro["stages"]
     if stages:
         out += ["```mermaid", "flowchart TD"]
@@ -129,7 +133,7 @@ def to_markdown(doc: dict) -> str:
             out.append(f"  s{first_wave} -. gate fails .-> halt")
         out += ["```", ""]
     out += ["**Gates** after the canary, the control plane and every wave:", ""]
-    out += [f"- {g}" for g in ro["gates"]]
+    out += [f"- {g}" for g in ro["gates"]]  # smoke commands sit in code spans they cannot leave (no `)
     out.append("")
     out += ["<details><summary>Stages, step by step</summary>", ""]
     seen_steps: list[str] | None = None
@@ -246,6 +250,9 @@ def to_text(doc: dict) -> str:
     ro = doc["rollout"]
     out.append(f"[bold]rollout[/] canary {e(ro['canary']['hosts'] or '-')}, {ro['waves']} wave(s) of <= "
                f"{ro['wave_size']}, rollback to {e(ro['rollback']['target'] or '-')}")
+    pt = ro["rollback"]["point"]
+    out.append(f"[bold]rollback point[/] {e(pt['file'])} on {e(pt['set'])} (definition "
+               f"{pt['definition_sha256'][:12]}, tree {pt['tree_sha256'][:12]})")
     for s in ro["stages"]:
         out.append(f"  [bold]{e(s['name'])}[/]" + (f" {s['nodes']} nodes {e(s['hosts'])}" if s["nodes"] else ""))
         out += [f"    - {e(step)}" for step in s["steps"]]

@@ -55,9 +55,15 @@ SCHEMA = {
                         "canary": {"type": "object", "additionalProperties": False, "required": ["hosts", "nodes"],
                                    "properties": {"hosts": _STR, "nodes": _INT}},
                         "rollback": {"type": "object", "additionalProperties": False,
-                                     "required": ["target", "exercised_on_canary"],
+                                     "required": ["target", "exercised_on_canary", "point"],
                                      "properties": {"target": {"type": ["string", "null"]},
-                                                    "exercised_on_canary": _BOOL}}}},
+                                                    "exercised_on_canary": _BOOL,
+                                                    "point": {"type": "object", "additionalProperties": False,
+                                                              "required": ["file", "set", "definition_sha256",
+                                                                           "tree_sha256"],
+                                                              "properties": {"file": _STR, "set": _STR,
+                                                                             "definition_sha256": _SHA,
+                                                                             "tree_sha256": _SHA}}}}}},
     },
 }
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ .-]{0,40}")

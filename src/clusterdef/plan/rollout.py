@@ -4,11 +4,13 @@ blocks or units per wave), and the rollback target exercised on the canary."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 
 from .. import hostlist
 from ..matrix.load import Matrix
 from ..model import Definition
+from ..model.upgrade import SMOKE_LAYERS
 
 
 @dataclass
@@ -130,6 +132,9 @@ def gates(definition: Definition, has_slurm: bool, has_k8s: bool, baseline: str 
         out.append("Slurm job: `srun --gres=gpu:<type>:N` on the nodes completes")
     if has_k8s:
         out.append("Kubernetes GPU pod: a pod requesting nvidia.com/gpu runs nvidia-smi on the nodes")
+    for name, t in sorted(definition.upgrade.smoke_tests.items(), key=lambda kv: SMOKE_LAYERS.index(kv[1].layer)):
+        where = f" on {', '.join(t.node_groups)}" if t.node_groups else ""
+        out.append(f"smoke {t.layer}/{name}{where}: `{shlex.join(t.argv)}` exits 0 within {t.timeout_seconds} s")
     return out
 
 

@@ -103,6 +103,11 @@ def references(ctx: Context) -> Iterable[Finding]:
     if canary.node_group and canary.node_group not in d.nodes:
         yield _ref("ref-node-group", ("upgrade", "canary", "node_group"), "node group", canary.node_group,
                    d.nodes, "nodes")
+    for tname, test in d.upgrade.smoke_tests.items():
+        for i, g in enumerate(test.node_groups):
+            if g not in d.nodes:
+                yield _ref("ref-node-group", ("upgrade", "smoke_tests", tname, "node_groups", i), "node group", g,
+                           d.nodes, "nodes")
 
 
 @check("sections")

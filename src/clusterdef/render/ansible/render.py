@@ -6,6 +6,7 @@ import re
 
 
 from ... import hostlist, probe
+from ...model.upgrade import SMOKE_LAYERS
 from ...resolve import Resolved
 from .. import yamlout
 from ..inventory import switch_of
@@ -180,6 +181,12 @@ def variables(resolved: Resolved) -> dict[str, dict]:
         "node_admission_rollback_set": back.name,
         "node_admission_rollback_expected": _expected(bc),
     }}
+    # playbooks/smoke.yml runs these after every gate, layer by layer; argv only (no shell), and the
+    # model keeps '{' and '}' out of every argument so Ansible never templates one.
+    out["all"]["clusterdef_smoke_tests"] = [
+        {"name": name, "layer": t.layer, "argv": list(t.argv), "timeout_seconds": t.timeout_seconds,
+         "groups": [f"group_{ident(g)}" for g in t.node_groups]}
+        for name, t in sorted(d.upgrade.smoke_tests.items(), key=lambda kv: SMOKE_LAYERS.index(kv[1].layer))]
     if control_plane_hosts(resolved):
         # The set's Slurm release; a stepped path (plan: transition.slurm_path) is walked by running
         # control-plane.yml once per hop with -e slurm_control_plane_version=<hop>. The compatibility
