@@ -178,3 +178,35 @@ def test_rail_cores_without_spines_and_block_on_an_old_slurm(rail_lab, matrix, t
     assert unsupported() == []
     topo["slurm"] = "block"
     assert unsupported() == [("network", "fabrics", "ib0", "topology", "slurm")]
+
+
+def test_a_switch_with_more_ports_than_infiniband_allows_is_refused(tmp_path):
+    """The estate's leaves once held 32 DGX nodes (8 HCA ports each: 256 ports, plus 2 uplinks);
+    no InfiniBand switch has more than 254 external ports, so that tree is refused at the leaf,
+    and a rail fabric whose spines take every rail leaf of 32 units (256 cables) at the spines."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe")
+    data = yaml.load((CLUSTERS / "estate.yaml").read_text())
+    switches = data["network"]["fabrics"]["ib-compute"]["topology"]["switches"]
+    switches["leaf001"] = {"nodes": "gpu[0001-0032]"}
+    del switches["leaf002"]
+    switches["spine001"] = switches["spine002"] = {"switches": "leaf[001,003-008]"}
+    path = tmp_path / "estate.yaml"
+    (tmp_path / "estate-macs.csv").write_text((CLUSTERS / "estate-macs.csv").read_text())
+    dump_yaml(data, path)
+    r = validate_file(path, MATRICES, TODAY)
+    [f] = [f for f in r.errors if f.code == "switch-ports"]
+    assert f.path == ("network", "fabrics", "ib-compute", "topology", "switches", "leaf001")
+    assert "needs 258 ports (256 for the compute ports of 32 hosts, 2 for cables to other switches)" in f.message
+    assert "kind: rail" in f.hint
+
+    # the same nodes on rails: 32 units x 8 rail leaves, each cabled to every spine
+    units = {f"su{i:02d}": {"nodes": f"gpu[{(i - 1) * 128 + 1:04d}-{i * 128:04d}]"} for i in range(1, 33)}
+    data["network"]["fabrics"]["ib-compute"]["topology"] = {"kind": "rail", "rails": 8, "spines": "spine[01-04]",
+                                                            "scalable_units": units}
+    dump_yaml(data, path)
+    r = validate_file(path, MATRICES, TODAY)
+    [f] = [f for f in r.errors if f.code == "switch-ports"]
+    assert f.path == ("network", "fabrics", "ib-compute", "topology", "spines")
+    assert "switch `spine01`" in f.message and "needs 256 ports (all for cables to other switches)" in f.message

@@ -132,7 +132,7 @@ def test_estate_waves_follow_topology(tmp_path):
     assert all(w["nodes"] <= 128 for w in waves)
     assert sum(w["nodes"] for w in waves) + 8 == sum(lc["nodes"] for lc in doc["set_change"]["layers"]
                                                      if lc["component"] == "driver")
-    assert waves[0]["switches"] == ["leaf001", "leaf002", "leaf003", "leaf004"]
+    assert waves[0]["switches"] == [f"leaf{i:03d}" for i in range(1, 9)]  # 8 leaves of 16 nodes: one SU
 
 
 def test_candidate_is_canary_only_and_steps_kubernetes(tmp_path):

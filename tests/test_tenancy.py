@@ -123,10 +123,10 @@ def _need(*tools: str) -> None:
 class Sim:
     """ibsim on a net file, with the environment its clients need; ended by its pid."""
 
-    def __init__(self, net: str, work: Path):
+    def __init__(self, net: str, work: Path, sm: str = "sm-ib0"):
         self.work = work
         (work / "fabric.net").write_text(net)
-        self.env = {**os.environ, "IBSIM_SOCKNAME": f"cdt-{os.getpid()}-{work.name}"[:90], "SIM_HOST": "sm-ib0",
+        self.env = {**os.environ, "IBSIM_SOCKNAME": f"cdt-{os.getpid()}-{work.name}"[:90], "SIM_HOST": sm,
                     "OSM_TMP_DIR": str(work), "OSM_CACHE_DIR": str(work)}
         self.log = open(work / "ibsim.log", "w")
         self.proc = subprocess.Popen(["ibsim", "-s", "-n", str(work / "fabric.net")], stdout=self.log,
@@ -169,42 +169,112 @@ def ca_ports(ibnetdiscover: str) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-def test_opensm_gives_the_tenant_partition_to_its_ports_only(lab, tmp_path):
-    """The rendered partitions.conf, loaded by a real OpenSM sweep of the lab fabric under ibsim:
-    every HCA port of the dedicated tenant holds its PKey as a full member; no other port holds it."""
-    _need("ibsim", "ibsim-run", "ibnetdiscover", "opensm", "smpquery")
-    from clusterdef.fabric import ibsim
+def pkey_sweep(net: str, tmp_path: Path, owners: dict[str, set[str]], partitions_conf, sm: str = "sm-ib0") -> int:
+    """Simulate the net file with ibsim, let a real OpenSM sweep it with the partitions.conf that
+    `partitions_conf(ports)` renders once the fabric's port GUIDs are known (`ports`: host ->
+    [(GUID, LID)] as ibnetdiscover shows them, which the operator copies into the inventory), then
+    read every HCA port's PKey table with smpquery. Each tenant's hosts (`owners`: tenant -> hosts)
+    must hold its PKey as a full member and 0x7fff; every other port only 0x7fff (a limited member
+    of Default). Returns the number of ports checked."""
+    from clusterdef.fabric import ibsim  # noqa: F401  (the caller built `net` with it)
 
-    sim = Sim(ibsim.net_file(_variant(lab, tmp_path).definition, "ib0"), tmp_path)
+    sim = Sim(net, tmp_path, sm)
     try:
         ports = ca_ports(sim.run("ibnetdiscover"))
-        assert set(ports) >= {"sgpu01", "sgpu02", "gpu001", "kgpu01"}
-        # The definition's port GUIDs are what the fabric has (as an operator copies them from ibstat).
-        lab["nodes"]["secure"]["addressing"]["mac"]["port_guids"] = [
-            ";".join(g for g, _ in ports[h]) for h in ("sgpu01", "sgpu02")]
-        r = _variant(lab, tmp_path, "lab-guids.yaml")
-        conf = build_tree(r, ["network"])[0]["network/opensm/partitions.conf"]
-        (tmp_path / "partitions.conf").write_text(conf)
+        keys = partitions_conf(ports, tmp_path / "partitions.conf")
         sim.run("opensm", "-o", "-P", str(tmp_path / "partitions.conf"), "-f", str(tmp_path / "osm.log"), "-s", "0")
         swept = ca_ports(sim.run("ibnetdiscover"))
-        key = tenancy.pkey(r.definition, "secure")
-        full, limited = f"0x{key | 0x8000:04x}", f"0x{key:04x}"
+        full = {t: f"0x{k | 0x8000:04x}" for t, k in keys.items()}
+        limited = {f"0x{k:04x}" for k in keys.values()}
         seen = 0
         for host, host_ports in swept.items():
             if host.startswith("sm-"):
                 continue
+            mine = [t for t, hs in owners.items() if host in hs]
             for guid, lid in host_ports:
                 assert lid > 0, (host, guid)
                 table = set(re.findall(r"0x[0-9a-f]{4}", sim.run("smpquery", "pkeys", str(lid)))) - {"0x0000"}
-                if host.startswith("sgpu"):
-                    assert full in table and "0x7fff" in table, (host, lid, table)
+                if mine:
+                    assert table == {full[mine[0]], "0x7fff"}, (host, lid, table)
                 else:
-                    assert full not in table and limited not in table, (host, lid, table)
+                    assert not table & (set(full.values()) | limited), (host, lid, table)
                     assert table == {"0x7fff"}, (host, lid, table)  # limited member of Default only
                 seen += 1
-        assert seen == 8 * 8  # 8 hosts with 8 HCA ports each
+        return seen
     finally:
         sim.close()
+
+
+@pytest.mark.parametrize("kind", ["tree", "rail"])
+def test_opensm_gives_the_tenant_partition_to_its_ports_only(lab, tmp_path, kind):
+    """The rendered partitions.conf, loaded by a real OpenSM sweep of the lab fabric under ibsim,
+    on the lab's leaf/spine tree and on the same nodes rail-optimised (HCA i on rail leaf i of its
+    scalable unit): every HCA port of the dedicated tenant holds its PKey as a full member; no
+    other port holds it."""
+    _need("ibsim", "ibsim-run", "ibnetdiscover", "opensm", "smpquery")
+    from clusterdef.fabric import ibsim
+
+    from conftest import as_rail
+
+    data = as_rail(lab) if kind == "rail" else lab
+
+    def render(ports, dest: Path) -> dict[str, int]:
+        assert set(ports) >= {"sgpu01", "sgpu02", "gpu001", "kgpu01"}
+        # the definition's port GUIDs are what the fabric has (as an operator copies them from ibstat)
+        data["nodes"]["secure"]["addressing"]["mac"]["port_guids"] = [
+            ";".join(g for g, _ in ports[h]) for h in ("sgpu01", "sgpu02")]
+        r = _variant(data, tmp_path, "lab-guids.yaml")
+        dest.write_text(build_tree(r, ["network"])[0]["network/opensm/partitions.conf"])
+        return {"secure": tenancy.pkey(r.definition, "secure")}
+
+    net = ibsim.net_file(_variant(data, tmp_path).definition, "ib0")
+    if kind == "rail":
+        assert '"su1-rail8"' in net and '"su2-rail1"' in net
+    assert pkey_sweep(net, tmp_path, {"secure": {"sgpu01", "sgpu02"}}, render) == 8 * 8  # 8 hosts, 8 ports each
+
+
+def test_opensm_gives_the_estate_tenants_partitions_to_their_ports_only(trees, tmp_path):
+    """The estate's two dedicated tenants (a Slurm SU each, PKeys allocated) and a shared SU, on a
+    piece of the estate's own fabric under ibsim (the whole estate is 4,096 hosts with 32,768 HCA
+    ports, beyond what ibsim simulates in seconds): two hosts on different leaves of each SU, their
+    leaves, spines and the cores. partitions.conf is rendered from the estate with the piece's port
+    GUIDs in its inventory CSV; every port of each tenant's hosts holds its PKey, no other does."""
+    _need("ibsim", "ibsim-run", "ibnetdiscover", "opensm", "smpquery")
+    import csv
+    import io
+
+    from clusterdef import hostlist
+    from clusterdef.fabric import ibsim
+
+    r, _ = trees["estate"]
+    d = r.definition
+    owners = {n: t.isolation.node_groups[0] for n, t in d.tenants.items()
+              if t.isolation.level == "dedicated" and t.isolation.network == "partition-key"}
+    assert len(owners) == 2, owners
+    piece = {}
+    for tenant, su in {**owners, "shared": "su01"}.items():
+        hosts = hostlist.names(d.nodes[su].hosts)
+        piece[tenant] = {hosts[0], hosts[-1]}  # first and last leaf of the SU
+    net = ibsim.net_file(d, "ib-compute", hosts=set().union(*piece.values()))
+    assert net.count("\nSwitch") == 3 * 2 + 3 * 2 + 16  # 2 leaves and 2 spines per SU, 16 cores
+
+    def render(ports, dest: Path) -> dict[str, int]:
+        rows = list(csv.reader((CLUSTERS / "estate-macs.csv").read_text().splitlines()))
+        for row in rows[1:]:
+            if row[0] in ports and len(row) > 2 and row[2]:
+                row[2] = ";".join(g for g, _ in ports[row[0]])
+        folder = tmp_path / "estate"
+        folder.mkdir(exist_ok=True)
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(rows)
+        (folder / "estate-macs.csv").write_text(buf.getvalue())
+        shutil.copy(CLUSTERS / "estate.yaml", folder / "estate.yaml")
+        rr = _result(folder / "estate.yaml")
+        dest.write_text(build_tree(rr, ["network"])[0]["network/opensm/partitions.conf"])
+        return {t: tenancy.pkey(rr.definition, t) for t in owners}
+
+    seen = pkey_sweep(net, tmp_path, {t: piece[t] for t in owners}, render, ibsim.sm_hca(d, "ib-compute"))
+    assert seen == 6 * 8
 
 
 # --------------------------------------------------------------------------- storage: btrfs decides
@@ -505,7 +575,12 @@ def test_estate_dedicated_tenants_own_their_su_ports_in_partitions_conf(trees):
     rows = list(csv.reader((CLUSTERS / "estate-macs.csv").read_text().splitlines()))[1:]
     guids = {row[0]: row[2].split(";") for row in rows if len(row) > 2 and row[2]}
     conf = tree["network/opensm/partitions.conf"]
-    lines = {ln.split("=", 1)[0]: ln for ln in conf.splitlines() if ln and not ln.startswith("#")}
+    # short lines: OpenSM cuts a long one mid-GUID and falls back to one partition for every port
+    assert max(len(ln) for ln in conf.splitlines()) < 512
+    lines: dict[str, list[str]] = {}
+    for ln in conf.splitlines():
+        if ln and not ln.startswith("#"):
+            lines.setdefault(ln.split("=", 1)[0], []).append(ln)
     from clusterdef import hostlist
 
     # port GUIDs are given for the owners' hosts only (no other node needs them)
@@ -516,9 +591,11 @@ def test_estate_dedicated_tenants_own_their_su_ports_in_partitions_conf(trees):
         [su] = t.isolation.node_groups
         hosts = hostlist.names(d.nodes[su].hosts)
         key = f"0x{tenancy.pkey(d, name):04x}"
-        head, members = lines[name].split(":", 1)
-        assert head.strip() == f"{name}={key}, ipoib"
-        full = {m.strip().removesuffix("=full") for m in members.rstrip(" ;").split(",")}
+        full = set()
+        for ln in lines[name]:  # one partition in definitions of 16 ports, merged by their PKey
+            head, members = ln.split(":", 1)
+            assert head.strip() == f"{name}={key}, ipoib"
+            full |= {m.strip().removesuffix("=full") for m in members.rstrip(" ;").split(",")}
         assert full == {g for h in hosts for g in guids[h]} and len(full) == len(hosts) * 8
         parts = [p for p, part in d.slurm.partitions.items() if su in part.node_groups]
         assert parts == [name] and d.slurm.partitions[name].allow_accounts == (t.slurm.account,)

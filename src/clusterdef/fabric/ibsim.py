@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..model import Definition
-from .layout import LANE_GBPS, RATED_WIDTH, MAX_SWITCH_PORTS, FabricError, Layout, layout
+from .layout import LANE_GBPS, RATED_WIDTH, MAX_SWITCH_PORTS, FabricError, Layout, layout, restrict
 
 # speeds in order, fastest last; ibsim 0.10 parses SDR..HDR (and FDR10)
 _ORDER = ("SDR", "DDR", "QDR", "FDR", "EDR", "HDR", "NDR", "XDR")
@@ -86,9 +86,13 @@ def rated_link(gbps: int, max_speed: str = IBSIM_MAX_SPEED) -> tuple[int, str]:
                       f"the most the simulator can carry")
 
 
-def build(definition: Definition, fabric_name: str, max_speed: str = IBSIM_MAX_SPEED) -> Net:
-    """The fabric's records and cables, before any fault."""
+def build(definition: Definition, fabric_name: str, max_speed: str = IBSIM_MAX_SPEED,
+          hosts: set[str] | None = None) -> Net:
+    """The fabric's records and cables, before any fault; `hosts`: only the part of the fabric
+    that cables these hosts (their leaves and the switches above them)."""
     lay = layout(definition, fabric_name)
+    if hosts is not None:
+        lay = restrict(lay, hosts)
     net = Net(lay, {}, {})
     used: dict[str, int] = {s: 0 for s in lay.switches}
 
@@ -192,9 +196,10 @@ def text(net: Net) -> str:
 
 
 def net_file(definition: Definition, fabric_name: str | None = None, faults: Faults | None = None,
-             max_speed: str = IBSIM_MAX_SPEED) -> str:
-    """The ibsim net file of the fabric (the only InfiniBand fabric when `fabric_name` is None)."""
-    net = build(definition, fabric_name, max_speed)
+             max_speed: str = IBSIM_MAX_SPEED, hosts: set[str] | None = None) -> str:
+    """The ibsim net file of the fabric (the only InfiniBand fabric when `fabric_name` is None);
+    `hosts`: only the part that cables them (a large estate's piece, within what ibsim carries)."""
+    net = build(definition, fabric_name, max_speed, hosts)
     if faults is not None:
         inject(net, faults)
     return text(net)

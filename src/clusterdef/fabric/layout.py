@@ -170,6 +170,35 @@ def _rail_layout(definition: Definition, fabric_name: str, topo, ports, sm: str 
     return Layout(fabric_name, "rail", hosts, switches, leaves, uplinks, sm, trunk, rail_of)
 
 
+def switch_ports(lay: Layout) -> dict[str, int]:
+    """External ports each switch of the layout uses: its hosts' ports and its cables to other
+    switches (the subnet manager's cable aside)."""
+    used = {s: 0 for s in lay.switches}
+    for host in lay.hosts.values():
+        for p in range(1, host.ports + 1):
+            used[host.leaf_of(p)] += 1
+    for child, parent in lay.uplinks:
+        used[child] += 1
+        used[parent] += 1
+    return used
+
+
+def restrict(lay: Layout, hosts: set[str]) -> Layout:
+    """The part of the layout that cables `hosts`: those hosts, their leaves and every switch
+    above them, with the same names and cabling order (a piece of a large fabric to simulate)."""
+    kept = {h: host for h, host in lay.hosts.items() if h in hosts}
+    switches = {host.leaf_of(p) for host in kept.values() for p in range(1, host.ports + 1)}
+    grown = True
+    while grown:  # every switch above a kept one
+        above = {parent for child, parent in lay.uplinks if child in switches} - switches
+        switches |= above
+        grown = bool(above)
+    leaves = {leaf: tuple(h for h in members if h in kept) for leaf, members in lay.leaves.items() if leaf in switches}
+    return Layout(lay.fabric, lay.kind, kept, tuple(s for s in lay.switches if s in switches), leaves,
+                  tuple((c, p) for c, p in lay.uplinks if c in switches and p in switches), lay.sm, lay.trunk_gbps,
+                  {k: v for k, v in lay.rail_of.items() if k in switches} if lay.rail_of is not None else None)
+
+
 # Gb/s per lane of each InfiniBand speed as ibnetdiscover names it (the signalling rates rounded
 # the way the NIC's marketing speed is: 4x NDR = 400 Gb/s).
 LANE_GBPS = {"SDR": 2.5, "DDR": 5.0, "QDR": 10.0, "FDR10": 10.0, "FDR": 14.0, "EDR": 25.0,

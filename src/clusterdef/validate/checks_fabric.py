@@ -75,6 +75,48 @@ def rail_topology(ctx: Context) -> Iterable[Finding]:
                             "count (the `count` of the compute NICs), or fix the hardware's NICs")
 
 
+@check("switch-ports")
+def switch_ports(ctx: Context) -> Iterable[Finding]:
+    """An InfiniBand switch has at most 254 external ports (port numbers are 8 bits, 0 is the
+    switch's own management port, 255 reserved): a leaf or spine the cabling needs more of cannot
+    be built, and no subnet manager (nor ibsim) can bring it up. Blocks are Slurm's grouping, not
+    switches, so only tree and rail fabrics are counted."""
+    from ..fabric.layout import MAX_SWITCH_PORTS, FabricError, layout, switch_ports as used_ports
+
+    d = ctx.definition
+    for fname, fabric in d.network.fabrics.items():
+        topo = fabric.topology
+        if fabric.kind != "infiniband" or topo.kind not in ("tree", "rail"):
+            continue
+        if any(g.hardware not in d.hardware for g in d.nodes.values()):
+            return  # ref-hardware says so; without the hardware there is no port count
+        try:
+            lay = layout(d, fname)
+        except FabricError:
+            continue  # cabling that cannot be laid out is reported by the placement and rail checks
+        base = ("network", "fabrics", fname, "topology")
+        spines = set(hostlist.names(topo.spines)) if topo.kind == "rail" and topo.spines else set()
+        for sname, n in used_ports(lay).items():
+            if n <= MAX_SWITCH_PORTS:
+                continue
+            if topo.kind == "tree":
+                path = base + ("switches", sname)
+            elif lay.rail_of and sname in lay.rail_of:
+                path = base + ("scalable_units", lay.rail_of[sname][0])
+            else:
+                path = base + ("spines" if sname in spines else "cores",)
+            members = lay.leaves.get(sname, ())
+            down = sum(1 for h in members for q in range(1, lay.hosts[h].ports + 1) if lay.hosts[h].leaf_of(q) == sname)
+            split = (f"{down} for the compute ports of {len(members)} hosts, {n - down} for cables to other "
+                     "switches" if members else "all for cables to other switches")
+            yield error("switch-ports", path,
+                        f"switch `{sname}` of fabric `{fname}` needs {n} ports ({split}); an InfiniBand switch "
+                        f"has at most {MAX_SWITCH_PORTS}",
+                        "spread the hosts over more leaves (a node's 8 HCA ports fill 8 leaf ports each), or "
+                        "cable each HCA to its own rail leaf with `kind: rail` (docs/fabric.md)")
+            break  # one per fabric: the rest are the same mistake
+
+
 def slurm_fabric(d):
     """(fabric name, fabric) Slurm's topology.conf describes: the first Slurm group's."""
     for g in d.groups_of("slurm").values():

@@ -25,6 +25,9 @@ from ... import tenancy
 from ...resolve import Resolved
 
 
+GUIDS_PER_LINE = 16  # a definition line stays under 512 characters
+
+
 def partitions_conf(resolved: Resolved) -> str:
     d = resolved.definition
     out = [f"# OpenSM partitions of cluster {d.cluster.name} (set {resolved.set.name}); rendered by clusterdef, "
@@ -34,10 +37,15 @@ def partitions_conf(resolved: Resolved) -> str:
     for tenant in tenancy.pkey_tenants(d):
         guids = [g for grp in tenancy.owned_groups(d, tenant)
                  for host in resolved.port_guids(grp).values() for g in host]
-        members = ", ".join(f"{g}=full" for g in guids)
         out.append(f"# tenant {tenant}: {len(guids)} port(s) of node groups "
                    f"{', '.join(tenancy.owned_groups(d, tenant))}\n")
-        out.append(f"{tenant}=0x{tenancy.pkey(d, tenant):04x}, ipoib : {members} ;\n")
+        # OpenSM reads the file in short line buffers: a line of a thousand GUIDs is cut mid-GUID
+        # ("bad PortGUID") and OpenSM falls back to its default config, every port a full member of
+        # one partition. So the ports go GUIDS_PER_LINE to a definition; definitions with the same
+        # PKey are merged (partition-config.txt: "If PKey is repeated ... merged").
+        head = f"{tenant}=0x{tenancy.pkey(d, tenant):04x}, ipoib : "
+        for i in range(0, max(len(guids), 1), GUIDS_PER_LINE):
+            out.append(head + ", ".join(f"{g}=full" for g in guids[i:i + GUIDS_PER_LINE]) + " ;\n")
     return "".join(out)
 
 
