@@ -279,11 +279,42 @@ def test_opensm_gives_the_estate_tenants_partitions_to_their_ports_only(trees, t
 
 # --------------------------------------------------------------------------- storage: btrfs decides
 
+def _apply_tenant_isolation(tree: dict[str, str], tmp_path: Path, mount: Path, hosts: str = "tenant_storage_admin",
+                            recap: str = "gpu001") -> list[str]:
+    """playbooks/tenant-isolation.yml's role on this machine (local connection) for `hosts` of the
+    rendered inventory and group_vars, each host installing under <tmp>/root/<host> (the lab's scratch
+    admin host is gpu001) and applying the quotas to `mount`; twice. Returns `recap`'s PLAY RECAP
+    line of both runs."""
+    ansible = Path(sys.executable).parent / "ansible-playbook"
+    if not ansible.exists():
+        pytest.skip("ansible-playbook is not installed")
+    inv = tmp_path / "ansible"
+    for rel, text in tree.items():
+        if rel.startswith("ansible/"):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+    play = tmp_path / "play.yml"
+    play.write_text(f"- hosts: {hosts}\n  gather_facts: false\n  roles: [tenant_isolation]\n")
+    extra = json.dumps({"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                        "tenant_isolation_root": str(tmp_path / "root") + "/{{ inventory_hostname }}",
+                        "tenant_isolation_script_env": {"CLUSTERDEF_MOUNT": str(mount)}})
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(Path(__file__).resolve().parents[1] / "roles"),
+           "ANSIBLE_NOCOLOR": "1", "ANSIBLE_HOST_KEY_CHECKING": "0"}
+    recaps = []
+    for _ in range(2):  # idempotent: the second run changes nothing
+        r = subprocess.run([str(ansible), "-i", str(inv), str(play), "-e", extra], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+        recaps.append(next(ln for ln in r.stdout.splitlines() if ln.startswith(recap + " ")))
+    return recaps
+
+
 @pytest.mark.slow
 def test_btrfs_quota_and_scratch_expiry(lab, tmp_path):
-    """The rendered btrfs quota script on a real btrfs (loop device): a write past the tenant's quota
-    fails with EDQUOT, another tenant is unaffected; the rendered scratch cleanup removes files not
-    accessed for the tenant's expiry and keeps newer ones and everything outside tenants' folders."""
+    """The tenant_isolation role applies the rendered btrfs quota script to a real btrfs (loop
+    device): a write past the tenant's quota fails with EDQUOT, another tenant is unaffected; the
+    scratch cleanup script it installed removes files not accessed for the tenant's expiry and keeps
+    newer ones and everything outside tenants' folders."""
     _need("mkfs.btrfs", "btrfs", "losetup")
     if os.geteuid() != 0:
         pytest.skip("mounting a loop device needs root")
@@ -298,10 +329,11 @@ def test_btrfs_quota_and_scratch_expiry(lab, tmp_path):
     subprocess.run(["mount", "-o", "loop", str(img), str(mnt)], check=True)
     try:
         env = {**os.environ, "CLUSTERDEF_MOUNT": str(mnt)}
-        for _ in range(2):  # idempotent: a second run changes nothing and does not fail
-            q = subprocess.run(["sh", "-c", tree["storage/scratch/quota.sh"]], env=env, capture_output=True,
-                               text=True, timeout=120)
-            assert q.returncode == 0, q.stdout + q.stderr
+        first, second = _apply_tenant_isolation(tree, tmp_path, mnt)
+        assert "changed=0" not in first and "failed=0" in first and "changed=0" in second, (first, second)
+        installed = tmp_path / "root/gpu001/usr/lib/clusterdef/storage/scratch"
+        assert (installed / "quota.sh").read_text() == tree["storage/scratch/quota.sh"]
+        assert (tmp_path / "root/gpu001/etc/systemd/system/clusterdef-scratch-scratch.timer").is_file()
         subprocess.run(["sync"], check=True)
         over = subprocess.run(["dd", "if=/dev/zero", f"of={mnt}/secure/big", "bs=1M", "count=20", "conv=fsync"],
                               capture_output=True, text=True, timeout=120)
@@ -320,7 +352,7 @@ def test_btrfs_quota_and_scratch_expiry(lab, tmp_path):
             p.write_text("x")
             subprocess.run(["touch", "-a", "-d", age, str(p)], check=True)
         (mnt / "secure" / "link").symlink_to(mnt / "outside" / "old")
-        c = subprocess.run(["sh", "-c", tree["storage/scratch/scratch-cleanup.sh"]], env=env, capture_output=True,
+        c = subprocess.run(["sh", str(installed / "scratch-cleanup.sh")], env=env, capture_output=True,
                            text=True, timeout=120)
         assert c.returncode == 0, c.stdout + c.stderr
         assert not (mnt / "secure" / "old").exists() and not (mnt / "secure" / "sub" / "old").exists()
@@ -328,6 +360,20 @@ def test_btrfs_quota_and_scratch_expiry(lab, tmp_path):
         assert (mnt / "vision" / "data").exists()
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+def test_tenant_isolation_role_installs_a_groups_mount_unit_only_on_its_nodes(lab, tmp_path):
+    """A dedicated filesystem with a source: the role puts its rendered mount unit on the nodes of its
+    node group and on no other node (each host installs under its own folder)."""
+    lab["filesystems"]["scratch"].update(source="/dev/disk/by-label/scratch", node_groups=["secure"])
+    tree = build_tree(_variant(lab, tmp_path), ["ansible", "storage"])[0]
+    # sgpu01, the first host of the group, is now the filesystem's admin host (quotas): left out here
+    first, second = _apply_tenant_isolation(tree, tmp_path, tmp_path, hosts="nodes:!tenant_storage_admin",
+                                            recap="sgpu02")
+    assert "changed=0" not in first and "changed=0" in second
+    unit = "etc/systemd/system/scratch.mount"
+    assert (tmp_path / "root/sgpu02" / unit).read_text() == tree["storage/mounts/secure/scratch.mount"]
+    assert not [h for h in ("gpu001", "gpu004", "kgpu01") if (tmp_path / "root" / h / unit).exists()]
+
 
 # Slurm's enforcement (a dedicated partition refusing another account, PrivateData hiding jobs) is
 # proven with a real slurmdbd in tests/test_slurm_accounting.py.

@@ -33,11 +33,13 @@ from ..model.backup import Backup
 from ..model.secrets import SLURMDBD_STORAGE_PASS
 from ..quoting import UnsafeValue, shell, systemd
 from ..resolve import Resolved
+from .yamlout import Unsafe
 
 ETC = "/etc/clusterdef/backup"
 LIB = "/usr/lib/clusterdef/backup"
 STAGE = "/var/lib/clusterdef/backup"
 STATE_DEFAULT = "/var/lib/slurm/slurmctld"
+UNITS = "/etc/systemd/system"
 
 
 def live_state_dir(d) -> str:
@@ -297,6 +299,24 @@ def units(resolved: Resolved, role: str) -> dict[str, str]:
                           f"[Timer]\nOnCalendar={on_calendar(b)}\nRandomizedDelaySec=10min\nPersistent=true\n\n"
                           "[Install]\nWantedBy=timers.target\n"),
     }
+
+
+def install(resolved: Resolved) -> dict[str, dict]:
+    """What roles/backup installs, per role: the host that runs it, the scripts and units (as they
+    are rendered here, never templated by Ansible), the files the vault fills in (the restic
+    password, my.cnf; 0600 root) and the timer to enable. Paths are this module's (LIB, ETC)."""
+    tree = render(resolved)
+    jobs: dict[str, dict] = {}
+    for role, r in roles(resolved).items():
+        files = [{"dest": f"{LIB}/{role}/{n}", "mode": "0750", "content": Unsafe(tree[f"backup/{role}/{n}"])}
+                 for n in ("backup.sh", "restore.sh")]
+        files += [{"dest": f"{UNITS}/{u}", "mode": "0644", "content": Unsafe(text)}
+                  for u, text in units(resolved, role).items()]
+        secrets = [{"dest": f"{ETC}/restic.password", "content": tree["backup/restic.password.j2"]}]
+        if f"backup/{role}/my.cnf.j2" in tree:
+            secrets.append({"dest": f"{ETC}/{role}/my.cnf", "content": tree[f"backup/{role}/my.cnf.j2"]})
+        jobs[role] = {"host": r["host"], "files": files, "secrets": secrets, "timer": f"clusterdef-backup-{role}.timer"}
+    return jobs
 
 
 def plan(resolved: Resolved) -> str:

@@ -12,7 +12,14 @@ _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./-]*$")
 _SPECIAL = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
 
 
+class Unsafe(str):
+    """A string Ansible must never template (a script's text can hold `{#` or `{{`): written with
+    Ansible's `!unsafe` tag."""
+
+
 def _scalar(v) -> str:
+    if isinstance(v, Unsafe):
+        return "!unsafe " + json.dumps(str(v), ensure_ascii=False)
     if v is None:
         return "null"
     if v is True:

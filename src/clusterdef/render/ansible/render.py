@@ -8,7 +8,7 @@ import re
 from ... import hostlist, probe
 from ...model.upgrade import SMOKE_LAYERS
 from ...resolve import Resolved
-from .. import yamlout
+from .. import backup, storage, yamlout
 from ..inventory import switch_of
 from ..slurm import slurmdbd
 
@@ -124,6 +124,12 @@ def inventory(resolved: Resolved) -> dict:
     cp = control_plane_hosts(resolved)
     if cp:
         tree["slurm_control_plane"] = {"children": {g: _hosts(h) for g, h in cp.items()}}
+    _, filesystems = storage.install(resolved)
+    if filesystems:  # playbooks/tenant-isolation.yml: the hosts that apply a filesystem's quotas
+        tree["tenant_storage_admin"] = _hosts(sorted({f["host"] for f in filesystems.values()}))
+    jobs = backup.install(resolved) if d.backup else {}
+    if jobs:  # playbooks/backup.yml: the hosts that run a backup job (roles/backup)
+        tree["backup"] = _hosts(sorted({j["host"] for j in jobs.values()}))
     return {"all": {"children": tree}}
 
 
@@ -201,13 +207,21 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             # The text of slurm/slurmdbd.conf.j2: StoragePass is `{{ <vault variable> }}`, which Ansible resolves
             # on the slurmdbd host when the role writes the file (no_log, 0600, owner slurm).
             out["slurmdbd"] = {"slurm_control_plane_slurmdbd_conf": slurmdbd.slurmdbd_conf(resolved)}
+    if d.backup:  # the jobs of every backup host; each host installs its own (roles/backup)
+        out["backup"] = {"backup_jobs": backup.install(resolved)}
+    # roles/tenant_isolation: each group's mount units and VLAN files, each filesystem's quota and expiry
+    node_files, filesystems = storage.install(resolved)
+    for gname, files in node_files.items():
+        out.setdefault(f"group_{ident(gname)}", {})["tenant_isolation_node_files"] = files
+    if filesystems:
+        out["tenant_storage_admin"] = {"tenant_isolation_filesystems": filesystems}
     for cp in sorted({g.control_plane for g in d.nodes.values()}):
         out[f"cp_{cp}"] = {"node_drain_control_plane": cp, "node_admission_control_plane": cp,
                            "nvidia_driver_control_plane": cp, "firmware_control_plane": cp,
                            "container_toolkit_runtimes": list(RUNTIMES.get(cp, ()))}
     for gname, g in d.nodes.items():
         if g.roles:  # playbooks/group-roles.yml applies them (never one that installs packages on a stateless group)
-            out[f"group_{ident(gname)}"] = {"clusterdef_group_roles": list(g.roles)}
+            out.setdefault(f"group_{ident(gname)}", {})["clusterdef_group_roles"] = list(g.roles)
     used = {g.hardware for g in d.nodes.values()}
     for hname, hw in d.hardware.items():
         if hname not in used:

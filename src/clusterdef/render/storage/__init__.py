@@ -27,9 +27,10 @@ Pure: no disk, no network. The scripts take CLUSTERDEF_MOUNT to run against anot
 
 from __future__ import annotations
 
-from ... import tenancy
+from ... import hostlist, tenancy
 from ...quoting import shell, systemd, unit_name
 from ...resolve import Resolved
+from ..yamlout import Unsafe
 
 TIB = 2**40
 
@@ -137,6 +138,47 @@ def mount_units(resolved: Resolved) -> dict[str, str]:
                     f"WantedBy={'remote-fs.target' if network else 'local-fs.target'}\n")
             out[f"storage/mounts/{g}/{unit_name(f.mount)}"] = text
     return out
+
+
+LIB = "/usr/lib/clusterdef/storage"
+UNITS = "/etc/systemd/system"
+NETWORKD = "/etc/systemd/network"
+
+
+def admin_host(d, fs: str) -> str | None:
+    """The host that applies a filesystem's quotas and runs its scratch expiry: the first host of
+    its first node group (every kind's quota tool works from a client that mounts it)."""
+    groups = [g for g in d.filesystems[fs].node_groups if g in d.nodes]
+    return hostlist.names(d.nodes[groups[0]].hosts)[0] if groups else None
+
+
+def install(resolved: Resolved) -> tuple[dict[str, list[dict]], dict[str, dict]]:
+    """What roles/tenant_isolation installs: per node group the mount units and VLAN networkd files
+    rendered for it; per filesystem with quotas or a scratch expiry its admin host, the scripts and
+    units, the script to run (quota.sh) and the timer to enable. Contents are `Unsafe`: copied as
+    rendered, never templated."""
+    from ..network import vlan_files
+
+    d = resolved.definition
+    groups: dict[str, list[dict]] = {}
+    for rel, text in {**mount_units(resolved), **vlan_files(resolved)}.items():
+        _, kind, g, name = rel.split("/", 3)
+        dest = f"{UNITS}/{name}" if kind == "mounts" else f"{NETWORKD}/{name}"
+        groups.setdefault(g, []).append({"dest": dest, "mode": "0644", "content": Unsafe(text)})
+    tree = render(resolved)
+    filesystems: dict[str, dict] = {}
+    for fs in d.filesystems:
+        files = [{"dest": f"{LIB}/{fs}/{n}", "mode": "0750", "content": Unsafe(tree[f"storage/{fs}/{n}"])}
+                 for n in ("quota.sh", "scratch-cleanup.sh") if f"storage/{fs}/{n}" in tree]
+        host = admin_host(d, fs)
+        if not files or host is None:
+            continue
+        units_ = {u: t for u, t in units(resolved, fs).items() if f"storage/{fs}/{u}" in tree}
+        files += [{"dest": f"{UNITS}/{u}", "mode": "0644", "content": Unsafe(t)} for u, t in units_.items()]
+        filesystems[fs] = {"host": host, "mount": d.filesystems[fs].mount, "files": files,
+                           "run": [f"{LIB}/{fs}/quota.sh"] if f"storage/{fs}/quota.sh" in tree else [],
+                           "timers": [u for u in units_ if u.endswith(".timer")]}
+    return groups, filesystems
 
 
 def render(resolved: Resolved) -> dict[str, str]:
