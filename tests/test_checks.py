@@ -92,6 +92,9 @@ CASES = [
     ("secret-ref-unused", set_(["secrets", "refs", "munge_key"], "vault_munge_key"), ("secrets", "refs", "munge_key"), Severity.WARNING),
     ("mig-profile-exceeds-memory", set_(["hardware", "hgx-h100", "gpu", "mig_profiles"], ["1g.10gb", "7g.800gb"]), ("hardware", "hgx-h100", "gpu", "mig_profiles", 1), Severity.ERROR),
     ("tenant-filesystem-not-mounted", set_(["filesystems", "scratch", "node_groups"], ["train", "infer"]), ("tenants", "secure", "storage", "filesystem"), Severity.WARNING),
+    # train boots stateless from gpu-node, shared with infer and secure: its mount unit cannot be in the image
+    ("image-group-files", chain(set_(["filesystems", "scratch", "source"], "/dev/disk/by-label/scratch"),
+                                set_(["filesystems", "scratch", "node_groups"], ["train"])), ("nodes", "train", "image"), Severity.WARNING),
     ("partition-default-twice", set_(["slurm", "partitions", "debug", "default"], True), ("slurm", "partitions", "debug", "default"), Severity.ERROR),
     ("partition-no-default", delete(["slurm", "partitions", "train", "default"]), ("slurm", "partitions"), Severity.WARNING),
     ("partition-no-topology", delete(["nodes", "train", "placement"]), ("slurm", "partitions", "train"), Severity.WARNING),

@@ -646,3 +646,21 @@ def test_estate_dedicated_tenants_own_their_su_ports_in_partitions_conf(trees):
         parts = [p for p, part in d.slurm.partitions.items() if su in part.node_groups]
         assert parts == [name] and d.slurm.partitions[name].allow_accounts == (t.slurm.account,)
         assert f"PartitionName={name} Nodes={su} " in tree["slurm/slurm.conf"]
+
+
+def test_an_image_carries_its_groups_mount_units_only_when_they_agree(lab, tmp_path):
+    """A stateless node keeps nothing a role installs, so the image carries its groups' mount units
+    (pulled in by local-fs.target) when every group booting it has the same; when they differ, none
+    go in (one group's filesystem must not be mounted on another's nodes) and validate warns."""
+    lab["filesystems"]["scratch"]["source"] = "/dev/disk/by-label/scratch"
+    tree = build_tree(_variant(lab, tmp_path), ["images", "storage"])[0]
+    extra = "images/gpu-node/mkosi.extra/etc/systemd/system/"
+    assert tree[extra + "scratch.mount"] == tree["storage/mounts/train/scratch.mount"]
+    assert tree[extra + "local-fs.target.d/clusterdef-scratch.mount.conf"].endswith("[Unit]\nWants=scratch.mount\n")
+
+    lab["filesystems"]["scratch"]["node_groups"] = ["train"]
+    path = dump_yaml(lab, tmp_path / "split.yaml")
+    r = validate_file(path, MATRICES, TODAY)
+    assert [f.path for f in r.findings if f.code == "image-group-files"] == [("nodes", "train", "image")]
+    tree = build_tree(r, ["images", "storage"])[0]
+    assert "storage/mounts/train/scratch.mount" in tree and extra + "scratch.mount" not in tree

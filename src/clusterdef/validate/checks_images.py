@@ -117,3 +117,42 @@ def gpu_layer_owner(ctx: Context) -> Iterable[Finding]:
                         f"{', '.join(f'`{o}`' for o in others)} boot{'s' if len(others) == 1 else ''} it",
                         "give the Kubernetes GPU groups an image of their own, or set "
                         "kubernetes.gpu_operator.driver_owner: image")
+
+
+def _group_files(d, group: str) -> tuple:
+    """What the group's nodes get from roles/tenant_isolation (the mount units of filesystems with a
+    source it mounts, its VLAN tenant's files): as a comparable signature."""
+    from .. import tenancy
+
+    mounts = tuple(sorted(fs for fs, f in d.filesystems.items() if f.source is not None and group in f.node_groups))
+    vlans = tuple(sorted(t for t in tenancy.vlan_tenants(d) if group in tenancy.owned_groups(d, t)
+                         and tenancy.vlan_interfaces(d, group)))
+    return mounts, vlans
+
+
+@check("image-group-files")
+def image_group_files(ctx: Context) -> Iterable[Finding]:
+    """A stateless node keeps nothing a role installs past its next boot, so its group's mount units
+    and VLAN files must be in the image it boots. The image carries them only when every group booting
+    it has the same ones (one group's filesystem must not be mounted on another's nodes)."""
+    from ..errors import warning
+
+    d = ctx.definition
+    by_image: dict[str, dict[str, tuple]] = {}
+    for gname, g in d.nodes.items():
+        by_image.setdefault(g.image, {})[gname] = _group_files(d, gname)
+    for image, groups in by_image.items():
+        if len(set(groups.values())) < 2:
+            continue
+        for gname, files in groups.items():
+            if d.nodes[gname].provisioning != "stateless" or files == ((), ()):
+                continue
+            others = sorted(o for o, f in groups.items() if f != files)
+            mounts, vlans = files
+            what = ", ".join([*(f"filesystem {m}" for m in mounts), *(f"tenant {v}'s VLAN" for v in vlans)])
+            yield warning("image-group-files", ("nodes", gname, "image"),
+                          f"node group `{gname}` boots stateless from image `{image}`, which it shares with "
+                          f"{', '.join(f'`{o}`' for o in others)}: its {what} cannot be in the image, and what "
+                          "roles/tenant_isolation installs is gone at the next boot",
+                          f"give `{gname}` an image of its own (images.<name>, then nodes.{gname}.image), or "
+                          "make it `provisioning: stateful`")

@@ -219,6 +219,32 @@ def _pins_held(resolved: Resolved, image_name: str) -> list[str]:
     return sorted(set(names) | set(nvidia_packages(resolved, image_name).get("driver", ([], ""))[0]))
 
 
+def group_files(resolved: Resolved, image: str) -> dict[str, str]:
+    """The mount units and VLAN files of the node groups booting `image` (storage.install), carried in
+    the image so a stateless node has them from boot on (roles/tenant_isolation installs the same
+    files on running nodes; on a stateless one they would be gone at the next boot). Only when every
+    group booting the image has the same files: otherwise no group's go in (`image-group-files`
+    warns), since one group's filesystem must not be mounted on another's nodes. Mount units are
+    pulled in by local-fs.target / remote-fs.target drop-ins (no enable symlinks in a text tree)."""
+    from ..storage import install
+
+    d = resolved.definition
+    per_group, _ = install(resolved)
+    sets = {tuple((f["dest"], str(f["content"])) for f in per_group.get(g, [])) for g, n in d.nodes.items()
+            if n.image == image}
+    if len(sets) != 1:
+        return {}
+    out: dict[str, str] = {}
+    for dest, text in next(iter(sets)):
+        out[dest.lstrip("/")] = text
+        if dest.endswith(".mount"):
+            unit = dest.rsplit("/", 1)[1]
+            target = "remote-fs.target" if "WantedBy=remote-fs.target" in text else "local-fs.target"
+            out[f"etc/systemd/system/{target}.d/clusterdef-{unit}.conf"] = (
+                f"# Rendered by clusterdef: mount {unit} on every boot of image {image}.\n[Unit]\nWants={unit}\n")
+    return out
+
+
 def node_access(resolved: Resolved, image_name: str) -> dict[str, str]:
     """pam_slurm_adopt for an image of Slurm nodes when a tenant is dedicated (docs/tenancy.md):
     nobody reaches such a node over ssh without a job there. Paths relative to images/<image>/."""
@@ -312,6 +338,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             f"[Unit]\nWants={UNIT}\n"
         for rel, text in node_access(resolved, name).items():
             tree[root + rel] = text
+        for rel, text in group_files(resolved, name).items():
+            tree[extra + rel] = text
         bdir = extra + BASELINE_DIR + "/"
         tree[bdir + "meta"] = _kv([("set", vs.name), ("image", _STEM),
                                    ("cuda_package", ctx["cuda_package"])])

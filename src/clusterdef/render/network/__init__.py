@@ -61,8 +61,10 @@ def vlan_files(resolved: Resolved) -> dict[str, str]:
     for tenant in tenancy.vlan_tenants(d):
         vid = tenancy.vlan(d, tenant)
         for g in tenancy.owned_groups(d, tenant):
-            head = (f"# Rendered by clusterdef: VLAN {vid} of tenant {tenant} on node group {g} of cluster "
-                    f"{d.cluster.name}; install into /etc/systemd/network/.\n")
+            # the same text on every group of the tenant, so an image its groups share can carry it
+            head = (f"# Rendered by clusterdef: VLAN {vid} of tenant {tenant} on node groups "
+                    f"{', '.join(tenancy.owned_groups(d, tenant))} of cluster {d.cluster.name}; install into "
+                    "/etc/systemd/network/.\n")
             for i, iface in enumerate(tenancy.vlan_interfaces(d, g)):
                 v = vlan_name(iface, vid, i)
                 base = f"network/vlan/{g}/10-clusterdef-"

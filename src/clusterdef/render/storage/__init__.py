@@ -129,8 +129,9 @@ def mount_units(resolved: Resolved) -> dict[str, str]:
         for g in f.node_groups:
             if g not in d.nodes:
                 continue
-            text = (f"# Rendered by clusterdef: filesystem {fs} ({f.kind}) on node group {g} of cluster "
-                    f"{d.cluster.name}{owner}.\n"
+            # the same text for every group that mounts it, so an image its groups share can carry it
+            text = (f"# Rendered by clusterdef: filesystem {fs} ({f.kind}) of cluster {d.cluster.name}, mounted on "
+                    f"node groups {', '.join(x for x in f.node_groups if x in d.nodes)} only{owner}.\n"
                     f"[Unit]\nDescription=clusterdef filesystem {fs}\n"
                     + ("Wants=network-online.target\nAfter=network-online.target\n" if network else "")
                     + f"\n[Mount]\nWhat={systemd(f.source)}\nWhere={systemd(f.mount)}\nType={f.kind}\n"
