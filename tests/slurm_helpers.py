@@ -472,12 +472,12 @@ def fake_gpu_slurmds(build, env: dict, work: Path, hosts, gpus: int):
                        env={**env, "W": str(work)}, log=work / "slurmd.out")
 
 
-def accounting_cluster(build: Build, tree: dict[str, str], stack: list, prefix: str):
-    """Munge, MariaDB, slurmdbd and slurmctld (no slurmd) on the rendered Slurm tree, with the
-    rendered qos.sh and accounts.cfg loaded as a user would. Everything started is appended to
-    `stack`; stop it with stop_all(stack). Returns (work, controller, slurmdbd, env)."""
+def accounting_daemons(build: Build, tree: dict[str, str], stack: list, prefix: str, node_ports=None):
+    """Munge, MariaDB, slurmdbd and slurmctld (no slurmd) on the rendered Slurm tree; everything
+    started is appended to `stack` (stop it with stop_all(stack)). Returns (work, controller,
+    slurmdbd, the written slurm.conf)."""
     work = Workdir(build, prefix=prefix)
-    stack.append(work)
+    stack.append(work)  # removed last (teardown runs newest first)
     munge = Munge(work)
     stack.append(munge)
     munge.start()
@@ -486,11 +486,18 @@ def accounting_cluster(build: Build, tree: dict[str, str], stack: list, prefix: 
     db.start()
     ctl = Controller(build, work, munge)
     dbd = Slurmdbd(ctl, db)
-    ctl.write(tree, accounting=dbd.address)
+    conf = ctl.write(tree, accounting=dbd.address, **({"node_ports": node_ports} if node_ports else {}))
     stack.append(dbd)
     dbd.start()
     stack.append(ctl)
     ctl.start()  # registers the cluster in the database
+    return work, ctl, dbd, conf
+
+
+def accounting_cluster(build: Build, tree: dict[str, str], stack: list, prefix: str):
+    """accounting_daemons, with the rendered qos.sh and accounts.cfg loaded as a user would.
+    Returns (work, controller, slurmdbd, env)."""
+    work, ctl, dbd, _ = accounting_daemons(build, tree, stack, prefix)
     env = {**ctl.env, "PATH": os.environ["PATH"]}
     etc = work.host / "etc"
     r = subprocess.run(["sh", str(etc / "qos.sh")], env=env, capture_output=True, text=True, timeout=60)

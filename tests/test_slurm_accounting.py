@@ -26,8 +26,7 @@ from clusterdef.build import build_tree
 from clusterdef import hostlist
 from clusterdef.validate.pipeline import validate_file
 from conftest import MATRICES, TODAY, dump_yaml
-from slurm_helpers import (Controller, fake_gpu_slurmds, MariaDB, Munge, Slurmdbd, Workdir, free_port, host_build, stop,
-                           wait_for)
+from slurm_helpers import accounting_daemons, fake_gpu_slurmds, Workdir, free_port, host_build, stop, wait_for
 from test_slurm_daemons import _on_host_slurm, render, slurm_time
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slurm_live, pytest.mark.slow]
@@ -98,21 +97,8 @@ def _start(stack: list, data: dict, matrix, tmp_path: Path) -> SimpleNamespace:
     full_tree = build_tree(result)[0]
     hosts = [h for g in d.groups_of("slurm").values() for h in hostlist.names(g.hosts)]
 
-    work = Workdir(build, prefix="cdslurmdbd-")
-    stack.append(work)  # removed last (teardown runs newest first)
-    munge = Munge(work)
-    stack.append(munge)
-    munge.start()
-    db = MariaDB(work)
-    stack.append(db)
-    db.start()
-    ctl = Controller(build, work, munge)
-    dbd = Slurmdbd(ctl, db)
-    conf = ctl.write(tree, accounting=dbd.address, node_ports={h: free_port() for h in hosts})
-    stack.append(dbd)
-    dbd.start()
-    stack.append(ctl)
-    ctl.start()
+    work, ctl, dbd, conf = accounting_daemons(build, tree, stack, "cdslurmdbd-",
+                                              node_ports={h: free_port() for h in hosts})
     # gres/gpu is a TRES only once slurmctld registered with AccountingStorageTRES.
     def gpu_tres() -> bool:
         return "gres|gpu" in dbd.sacctmgr("-n", "-P", "show", "tres", "format=type,name").stdout
@@ -138,7 +124,7 @@ def _start(stack: list, data: dict, matrix, tmp_path: Path) -> SimpleNamespace:
         return states and all(states.get(h, "").startswith("idle") for h in hosts)
     wait_for(idle, 60, "all lab nodes IDLE", slurmds, work.host / "slurmd.out")
     return SimpleNamespace(build=build, d=d, tree=tree, full_tree=full_tree, conf=conf, ctl=ctl, dbd=dbd,
-                           munge=munge, work=work, hosts=hosts)
+                           munge=ctl.munge, work=work, hosts=hosts)
 
 
 class Jobs:

@@ -274,8 +274,8 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                     steps.append(Step(name, kind, "snapshot", pb, hosts=[h for _, hs, _ in touched for h in hs],
                                       limit=",".join(dict.fromkeys(lim or g for g, _, lim in touched))))
                 pb = _playbook(playbooks, "prepare.yml")
-                steps.append(Step(name, kind, "prepare", pb,
-                                  skipped="" if pb else "no prepare.yml: take the slurmdbd dump and the etcd snapshot by hand"))
+                steps.append(Step(name, kind, "prepare", pb, skipped="" if pb else
+                                  "no prepare.yml: take the slurmdbd dump and the etcd snapshot by hand"))
             elif kind == "control-plane":
                 pb = _playbook(playbooks, "control-plane.yml")
                 if pb is None:

@@ -18,19 +18,13 @@ from pathlib import Path
 
 from .. import hostlist
 from ..writer import write_file_atomic
+from .diff import tree_hash
 
 FOLDER = "snapshot"
 
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _tree_sha(files: dict[str, str]) -> str:
-    h = hashlib.sha256()
-    for rel in sorted(files):
-        h.update(f"{rel}\0{_sha(files[rel])}\n".encode())
-    return h.hexdigest()
 
 
 def write(pdd: Path, old, new) -> dict:
@@ -45,7 +39,7 @@ def write(pdd: Path, old, new) -> dict:
             write_file_atomic(base / "tree" / rel, text)
         manifest = {rel: _sha(text) for rel, text in sorted(s.tree.items())}
         write_file_atomic(base / "manifest.json", json.dumps(manifest, indent=1) + "\n")
-        entry[side] = {"file": s.label, "definition_sha256": _sha(s.text), "tree_sha256": _tree_sha(s.tree),
+        entry[side] = {"file": s.label, "definition_sha256": _sha(s.text), "tree_sha256": tree_hash(s.tree),
                        "files": len(manifest)}
     (root / "facts").mkdir(parents=True, exist_ok=True)
     return entry

@@ -79,7 +79,8 @@ def waves(resolved: Resolved) -> list[list[str]]:
     return out
 
 
-def inventory(resolved: Resolved) -> dict:
+def inventory(resolved: Resolved, group_vars: dict[str, dict]) -> dict:
+    """The inventory; `group_vars` (variables()) names the backup and filesystem admin hosts."""
     d = resolved.definition
     places = switch_of(resolved)
     groups: dict[str, dict] = {}
@@ -124,10 +125,11 @@ def inventory(resolved: Resolved) -> dict:
     cp = control_plane_hosts(resolved)
     if cp:
         tree["slurm_control_plane"] = {"children": {g: _hosts(h) for g, h in cp.items()}}
-    _, filesystems = storage.install(resolved)
+    # the hosts of the jobs group_vars carries (variables): one computation of the scripts, not two
+    filesystems = group_vars.get("tenant_storage_admin", {}).get("tenant_isolation_filesystems", {})
     if filesystems:  # playbooks/tenant-isolation.yml: the hosts that apply a filesystem's quotas
         tree["tenant_storage_admin"] = _hosts(sorted({f["host"] for f in filesystems.values()}))
-    jobs = backup.install(resolved) if d.backup else {}
+    jobs = group_vars.get("backup", {}).get("backup_jobs", {})
     if jobs:  # playbooks/backup.yml: the hosts that run a backup job (roles/backup)
         tree["backup"] = _hosts(sorted({j["host"] for j in jobs.values()}))
     return {"all": {"children": tree}}
@@ -248,7 +250,8 @@ def render(resolved: Resolved) -> dict[str, str]:
     d, vs = resolved.definition, resolved.set
     banner = (f"# Cluster {d.cluster.name}, validated set {vs.name} ({vs.status}).\n"
               "# Rendered by clusterdef from the definition; edit the definition, not this file.\n")
-    tree = {f"{ROOT}/inventory/hosts.yml": _yaml(banner, inventory(resolved))}
-    for group, values in variables(resolved).items():
+    group_vars = variables(resolved)
+    tree = {f"{ROOT}/inventory/hosts.yml": _yaml(banner, inventory(resolved, group_vars))}
+    for group, values in group_vars.items():
         tree[f"{ROOT}/group_vars/{group}.yml"] = _yaml(banner + "---\n", values)
     return tree

@@ -226,10 +226,10 @@ def group_files(resolved: Resolved, image: str) -> dict[str, str]:
     group booting the image has the same files: otherwise no group's go in (`image-group-files`
     warns), since one group's filesystem must not be mounted on another's nodes. Mount units are
     pulled in by local-fs.target / remote-fs.target drop-ins (no enable symlinks in a text tree)."""
-    from ..storage import install
+    from ..storage import node_files
 
     d = resolved.definition
-    per_group, _ = install(resolved)
+    per_group = node_files(resolved)
     sets = {tuple((f["dest"], str(f["content"])) for f in per_group.get(g, [])) for g, n in d.nodes.items()
             if n.image == image}
     if len(sets) != 1:

@@ -153,19 +153,26 @@ def admin_host(d, fs: str) -> str | None:
     return hostlist.names(d.nodes[groups[0]].hosts)[0] if groups else None
 
 
-def install(resolved: Resolved) -> tuple[dict[str, list[dict]], dict[str, dict]]:
-    """What roles/tenant_isolation installs: per node group the mount units and VLAN networkd files
-    rendered for it; per filesystem with quotas or a scratch expiry its admin host, the scripts and
-    units, the script to run (quota.sh) and the timer to enable. Contents are `Unsafe`: copied as
-    rendered, never templated."""
+def node_files(resolved: Resolved) -> dict[str, list[dict]]:
+    """Per node group: its mount units (into /etc/systemd/system) and VLAN networkd files (into
+    /etc/systemd/network), as [{dest, mode, content}]."""
     from ..network import vlan_files
 
-    d = resolved.definition
     groups: dict[str, list[dict]] = {}
     for rel, text in {**mount_units(resolved), **vlan_files(resolved)}.items():
         _, kind, g, name = rel.split("/", 3)
         dest = f"{UNITS}/{name}" if kind == "mounts" else f"{NETWORKD}/{name}"
         groups.setdefault(g, []).append({"dest": dest, "mode": "0644", "content": Unsafe(text)})
+    return groups
+
+
+def install(resolved: Resolved) -> tuple[dict[str, list[dict]], dict[str, dict]]:
+    """What roles/tenant_isolation installs: per node group the mount units and VLAN networkd files
+    rendered for it; per filesystem with quotas or a scratch expiry its admin host, the scripts and
+    units, the script to run (quota.sh) and the timer to enable. Contents are `Unsafe`: copied as
+    rendered, never templated."""
+    d = resolved.definition
+    groups = node_files(resolved)
     tree = render(resolved)
     filesystems: dict[str, dict] = {}
     for fs in d.filesystems:
