@@ -282,6 +282,93 @@ def test_visudo_accepts_sudoers_and_only_admins_get_sudo(lab_tree, lab, tmp_path
     assert subprocess.run([visudo, "-cf", str(bad)], capture_output=True).returncode != 0
 
 
+def _identity_role(tree: dict[str, str], tmp_path: Path, hosts: str, extra: dict | None = None):
+    """roles/identity by ansible-playbook on this machine (local connection) for `hosts` of the rendered
+    inventory and group_vars, each host installing under <tmp>/root/<host>; the bind password from a
+    vars file, as a vault file would give it."""
+    ansible = Path(sys.executable).parent / "ansible-playbook"
+    if not ansible.exists():
+        pytest.skip("ansible-playbook is not installed")
+    for rel, text in tree.items():
+        if rel.startswith("ansible/"):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+    (tmp_path / "play.yml").write_text(f"- hosts: {hosts}\n  gather_facts: false\n  roles: [identity]\n")
+    (tmp_path / "vault.yml").write_text(f"vault_ldap_bind_password: {BIND_PW}\n")
+    ev = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+          "identity_root": str(tmp_path / "root") + "/{{ inventory_hostname }}", **(extra or {})}
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(Path(__file__).resolve().parents[1] / "roles"),
+           "ANSIBLE_NOCOLOR": "1", "PATH": os.environ.get("PATH", "") + ":/usr/sbin"}
+    return subprocess.run([str(ansible), "-i", str(tmp_path / "ansible"), str(tmp_path / "play.yml"),
+                           "-e", "@" + str(tmp_path / "vault.yml"), "-e", json.dumps(ev)],
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_identity_role_installs_the_rendered_files(lab_tree, tmp_path):
+    """roles/identity, real ansible-playbook: a stateful node (kgpu01) gets its group's sssd.conf (the
+    bind password resolved from the vault variable, 0600), nsswitch.conf and the sudoers file (0440),
+    byte for byte as rendered; the stateless node (gpu001) gets only what its image cannot carry (its
+    group's sssd.conf with the password). The handler runs only when a file changed, the second run
+    changes nothing, and a sudoers file visudo refuses never replaces the installed one."""
+    _need("visudo")
+    runs = [_identity_role(lab_tree, tmp_path, "kgpu01,gpu001") for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    recap = [{h: next(ln for ln in r.stdout.splitlines() if ln.startswith(h + " ")) for h in ("kgpu01", "gpu001")}
+             for r in runs]
+    assert all("changed=0" not in ln for ln in recap[0].values()) and all("changed=0" in ln for ln in recap[1].values())
+    assert "RUNNING HANDLER [identity : Restart sssd]" in runs[0].stdout
+    assert "RUNNING HANDLER" not in runs[1].stdout
+    assert BIND_PW not in runs[0].stdout + runs[0].stderr  # no_log
+    root = tmp_path / "root"
+    def resolved(group: str) -> str:  # the vault variable's value in its place, nothing else changed
+        return lab_tree[f"identity/sssd/{group}.conf.j2"].replace("{{ vault_ldap_bind_password }}", BIND_PW)
+
+    want = {"etc/sssd/sssd.conf": (resolved("infer"), 0o600),
+            "etc/nsswitch.conf": (lab_tree["identity/nsswitch.conf"], 0o644),
+            "etc/sudoers.d/clusterdef-admins": (lab_tree["identity/sudoers.d/clusterdef-admins"], 0o440)}
+    for rel, (text, mode) in want.items():
+        f = root / "kgpu01" / rel
+        assert f.read_bytes() == text.encode(), rel
+        assert (f.stat().st_mode & 0o7777, f.stat().st_uid) == (mode, 0), rel
+    assert f"ldap_default_authtok = {BIND_PW}\n" in want["etc/sssd/sssd.conf"][0]
+    assert (root / "gpu001/etc/sssd/sssd.conf").read_bytes() == resolved("train").encode()
+    assert not (root / "gpu001/etc/nsswitch.conf").exists()  # the image carries it
+    assert (root / "kgpu01/etc/sssd").stat().st_mode & 0o777 == 0o711
+    broken = {"identity_files": [{"dest": "/etc/sudoers.d/clusterdef-admins", "mode": "0440", "kind": "sudoers",
+                                  "secret": False, "content": "%Domain Admins ALL=(ALL:ALL) ALL\n"}]}
+    r = _identity_role(lab_tree, tmp_path, "kgpu01", broken)
+    assert r.returncode != 0 and "failed to validate" in r.stdout and "syntax error" in r.stdout, r.stdout[-3000:]
+    assert (root / "kgpu01/etc/sudoers.d/clusterdef-admins").read_text() == want["etc/sudoers.d/clusterdef-admins"][0]
+
+
+def test_images_carry_the_identity_files_their_groups_share(lab_tree):
+    """The lab's one image boots three groups whose sssd.conf differ (and hold the bind password): the
+    image carries the SSSD packages, nsswitch.conf and the sudoers file (0440 by build.sh), no sssd.conf."""
+    root = "images/gpu-node/"
+    assert "sssd" in lab_tree[root + "mkosi.conf.d/65-identity.conf"].split()
+    assert lab_tree[root + "mkosi.extra/etc/nsswitch.conf"] == lab_tree["identity/nsswitch.conf"]
+    assert lab_tree[root + "mkosi.extra/etc/sudoers.d/clusterdef-admins"] == lab_tree["identity/sudoers.d/clusterdef-admins"]
+    assert not [r for r in lab_tree if r.startswith(root) and "sssd.conf" in r]
+    assert "chmod 0440 mkosi.extra/etc/sudoers.d/clusterdef-admins\n" in lab_tree[root + "build.sh"]
+
+
+def test_an_image_carries_sssd_conf_when_every_group_shares_it(lab, tmp_path):
+    """Without a bind DN and with one group booting the image, its sssd.conf goes into the image
+    (0600 by build.sh) and the role installs nothing on the stateless group."""
+    data = copy.deepcopy(lab)
+    for k in ("bind_dn", "bind_password_ref"):
+        data["identity"]["directory"].pop(k)
+    data["images"]["other"] = copy.deepcopy(data["images"]["gpu-node"])
+    for g in ("infer", "secure"):  # gpu-node is then booted by the train group alone
+        data["nodes"][g]["image"] = "other"
+    tree = _render(data, tmp_path)
+    root = "images/gpu-node/"
+    assert tree[root + "mkosi.extra/etc/sssd/sssd.conf"] == tree["identity/sssd/train.conf"]
+    assert "chmod 0600 mkosi.extra/etc/sssd/sssd.conf\n" in tree[root + "build.sh"]
+    assert "identity_files" not in tree.get("ansible/group_vars/group_train.yml", "")
+
+
 def test_cluster_admin_only_for_admin_groups(lab_tree):
     import kubernetes_validate
     from ruamel.yaml import YAML

@@ -8,7 +8,7 @@ import re
 from ... import hostlist, probe
 from ...model.upgrade import SMOKE_LAYERS
 from ...resolve import Resolved
-from .. import backup, storage, yamlout
+from .. import backup, identity, storage, yamlout
 from ..inventory import switch_of
 from ..slurm import slurmdbd
 
@@ -217,6 +217,16 @@ def variables(resolved: Resolved) -> dict[str, dict]:
         out.setdefault(f"group_{ident(gname)}", {})["tenant_isolation_node_files"] = files
     if filesystems:
         out["tenant_storage_admin"] = {"tenant_isolation_filesystems": filesystems}
+    # roles/identity: each group's sssd.conf, nsswitch.conf and sudoers (on a stateless group only what its
+    # image cannot carry); packages only where nothing is lost at the next boot
+    for gname, files in identity.install(resolved).items():
+        gv = out.setdefault(f"group_{ident(gname)}", {})
+        gv["identity_files"] = files
+        if d.nodes[gname].provisioning == "stateful":
+            gv["identity_packages"] = list(identity.packages(d))
+    dirc = d.identity.directory if d.identity else None
+    if dirc is not None and dirc.bind_dn and dirc.bind_password_ref:
+        out["all"]["identity_bind_password_var"] = d.secrets.refs.get(dirc.bind_password_ref, "")
     for cp in sorted({g.control_plane for g in d.nodes.values()}):
         out[f"cp_{cp}"] = {"node_drain_control_plane": cp, "node_admission_control_plane": cp,
                            "nvidia_driver_control_plane": cp, "firmware_control_plane": cp,

@@ -160,3 +160,74 @@ def render(resolved: Resolved) -> dict[str, str]:
     if d.slurm is not None:
         out[f"{ROOT}/slurm-users.sh"] = slurm_users(resolved, ident)
     return out
+
+
+# Where roles/identity and the images put each rendered file, with its mode. sssd refuses a
+# sssd.conf readable by others; sudo refuses a sudoers file writable by others.
+SSSD_CONF = "/etc/sssd/sssd.conf"
+NSSWITCH_CONF = "/etc/nsswitch.conf"
+SUDOERS = "/etc/sudoers.d/clusterdef-admins"
+# Debian's packages for SSSD logins: libpam-sss's pam-auth-update profile adds pam_sss to the
+# common-* PAM stacks when it is installed, so clusterdef renders no PAM file of its own.
+PACKAGES = ("sssd", "libnss-sss", "libpam-sss", "sudo")
+
+
+def packages(d) -> tuple[str, ...]:
+    """The packages the identity files need: SSSD's with a directory, sudo in any case."""
+    if d.identity is None:
+        return ()
+    return PACKAGES if d.identity.directory is not None else ("sudo",)
+
+
+def node_files(resolved: Resolved) -> dict[str, list[dict]]:
+    """Per node group: [{dest, mode, kind, content}] of every identity file its nodes need. kind is
+    `sssd` (restart sssd; `secret` too when it holds the bind password's vault variable), `nss` or
+    `sudoers` (validated with visudo). Contents are `Unsafe`: copied as rendered, never templated."""
+    from ..yamlout import Unsafe
+
+    d = resolved.definition
+    tree = render(resolved)
+    if d.identity is None:
+        return {}
+    common = [{"dest": SUDOERS, "mode": "0440", "kind": "sudoers", "content": Unsafe(tree[f"{ROOT}/sudoers.d/clusterdef-admins"])}]
+    if d.identity.directory is not None:
+        common.append({"dest": NSSWITCH_CONF, "mode": "0644", "kind": "nss", "content": Unsafe(tree[f"{ROOT}/nsswitch.conf"])})
+    out = {}
+    for group in d.nodes:
+        files = list(common)
+        if d.identity.directory is not None:
+            rel = access.sssd_file(d, group)
+            files.insert(0, {"dest": SSSD_CONF, "mode": "0600", "kind": "sssd", "secret": rel.endswith(".j2"),
+                             "content": Unsafe(tree[rel])})
+        out[group] = [{**f, "secret": f.get("secret", False)} for f in files]
+    return out
+
+
+def image_files(resolved: Resolved, image: str) -> dict[str, dict]:
+    """dest -> file of what image `image` carries: the identity files that are the same on every node
+    group booting it and hold no secret (the bind password is resolved on the node, never built into
+    an image the boot server hands to anyone on the provisioning network)."""
+    d = resolved.definition
+    per_group = [node_files(resolved).get(g, []) for g, n in d.nodes.items() if n.image == image]
+    if not per_group or not per_group[0]:
+        return {}
+    first = {f["dest"]: f for f in per_group[0] if not f["secret"]}
+    return {dest: f for dest, f in first.items()
+            if all(any(o["dest"] == dest and str(o["content"]) == str(f["content"]) for o in files)
+                   for files in per_group)}
+
+
+def install(resolved: Resolved) -> dict[str, list[dict]]:
+    """What roles/identity installs per node group: everything on a stateful group; on a stateless
+    one only what its image cannot carry (a node group's own sssd.conf, or one holding the bind
+    password), installed again after every boot (reimage.yml)."""
+    d = resolved.definition
+    out = {}
+    for group, files in node_files(resolved).items():
+        g = d.nodes[group]
+        if g.provisioning == "stateless":
+            carried = image_files(resolved, g.image)
+            files = [f for f in files if f["dest"] not in carried]
+        if files:
+            out[group] = files
+    return out

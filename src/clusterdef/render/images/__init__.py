@@ -14,6 +14,9 @@ Layout (all under `images/<image>/`):
     identity                         name, version, set, digest and artefact name of this build
 
     mkosi.conf.d/60-slurm-node-access.conf   (an image of Slurm nodes, a dedicated tenant) libpam-slurm-adopt
+    mkosi.conf.d/65-identity.conf    (an identity section) sssd, libnss-sss, libpam-sss, sudo; in mkosi.extra/
+                                     etc/nsswitch.conf, etc/sudoers.d/clusterdef-admins (0440) and, when every
+                                     group booting the image shares it and it holds no secret, etc/sssd/sssd.conf (0600)
     mkosi.extra/etc/pam.d/sshd       ... and sshd's PAM stack with pam_slurm_adopt last in account, no
                                      pam_systemd; administrators in etc/security/clusterdef-admins.conf
                                      (pam/ here; the slurm_node_access role installs the same files)
@@ -262,6 +265,31 @@ def node_access(resolved: Resolved, image_name: str) -> dict[str, str]:
     }
 
 
+def identity_files(resolved: Resolved, image_name: str) -> dict[str, str]:
+    """SSSD, NSS and sudo for the image's nodes (docs/identity.md): the packages, and the identity
+    files every group booting the image shares and that hold no secret (identity.image_files; the
+    rest roles/identity installs after boot). Paths relative to images/<image>/."""
+    from .. import identity
+
+    d = resolved.definition
+    if d.identity is None or not any(g.image == image_name for g in d.nodes.values()):
+        return {}
+    pkgs = "".join(f"        {p}\n" for p in identity.packages(d))
+    out = {"mkosi.conf.d/65-identity.conf": "# Rendered by clusterdef: SSSD logins and sudo (identity).\n"
+                                            f"[Content]\nPackages=\n{pkgs}"}
+    for dest, f in identity.image_files(resolved, image_name).items():
+        out[EXTRA + dest] = str(f["content"])
+    return out
+
+
+def private_files(resolved: Resolved, image_name: str) -> list[tuple[str, str]]:
+    """(mode, path under mkosi.extra/) of the image's files that must not keep the renderer's 0644."""
+    from .. import identity
+
+    return [(f["mode"], dest.lstrip("/")) for dest, f in identity.image_files(resolved, image_name).items()
+            if f["mode"] != "0644"]
+
+
 def _kv(pairs) -> str:
     return "".join(f"{k}={v}\n" for k, v in pairs)
 
@@ -311,6 +339,7 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             "executables": [probe.INSTALLED.lstrip("/"), SCRIPT]
             + ([nc[0].lstrip("/")] if (nc := _nodecheck(resolved, name)) else []),
             "operator_owned": operator_owns_driver(d, name),
+            "private": private_files(resolved, name),
         }
         root = f"images/{name}/"
         tree[root + "mkosi.conf"] = _env.get_template("mkosi.conf.j2").render(ctx)
@@ -340,6 +369,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             tree[root + rel] = text
         for rel, text in group_files(resolved, name).items():
             tree[extra + rel] = text
+        for rel, text in identity_files(resolved, name).items():
+            tree[root + rel] = text
         bdir = extra + BASELINE_DIR + "/"
         tree[bdir + "meta"] = _kv([("set", vs.name), ("image", _STEM),
                                    ("cuda_package", ctx["cuda_package"])])
