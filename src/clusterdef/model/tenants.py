@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network
 from typing import Literal
 
 from pydantic import Field
@@ -50,6 +51,10 @@ class TenantKubernetes(Model):
     """Identity-provider groups bound to the namespace."""
     allow_from_namespaces: tuple[Name, ...] = ()
     """Namespaces allowed through the default-deny network policy."""
+    egress_cidrs: tuple[IPv4Network, ...] | None = Field(default=None, max_length=64)
+    """Networks outside the cluster the tenant's pods may reach. Default: everything for a shared
+    tenant, nothing for a dedicated one. The BMC network (network.management) is always cut out
+    (`except`), and a network inside it is refused (`management-exposed`)."""
     pod_security: Literal["privileged", "baseline", "restricted"] | None = None
     """Pod Security Standard enforced on the namespace; default: restricted when the tenant
     is dedicated, baseline when shared."""

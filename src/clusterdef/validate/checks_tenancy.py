@@ -243,3 +243,28 @@ def tenant_capacity_per_control_plane(ctx: Context) -> Iterable[Finding]:
             yield error("quota-reserved-over-capacity", ("tenants",),
                         f"{cp}-only tenants reserve {reserved} GPUs but {cp} owns {gpus[cp]}",
                         f"lower their reservations or give {cp} more nodes")
+
+
+@check("management-exposed")
+def management_exposed(ctx: Context) -> Iterable[Finding]:
+    """No tenant's pods reach the BMC network: every egress ipBlock the tenant's NetworkPolicy gets
+    (segmentation.ip_blocks, as rendered) is evaluated against network.management. The default
+    0.0.0.0/0 gets the BMC subnet as `except`; a declared network inside the BMC subnet cannot be cut."""
+    from .. import segmentation
+
+    d = ctx.definition
+    mgmt = d.network.management
+    if mgmt is None:
+        return
+    for tname, t in d.tenants.items():
+        if t.kubernetes is None:
+            continue
+        for i, block in enumerate(segmentation.ip_blocks(d, tname)):
+            if segmentation.reaches(block, mgmt.subnet):
+                declared = t.kubernetes.egress_cidrs is not None
+                yield error("management-exposed",
+                            ("tenants", tname, "kubernetes") + (("egress_cidrs", i) if declared else ()),
+                            f"tenant `{tname}`'s pods may reach {block['cidr']}, inside the BMC network "
+                            f"{mgmt.subnet} (network.management): its NetworkPolicy egress cannot cut it out",
+                            "tenants never reach BMCs: remove the network from egress_cidrs, or name the "
+                            "service's own subnet outside network.management")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from ... import access, tenancy
+from ... import access, segmentation, tenancy
 from ...resolve import Resolved
 from . import image_policy
 from .common import GPU, L_GROUP, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
@@ -182,6 +182,18 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
                          {"to": [{"namespaceSelector": {"matchExpressions": [
                              {"key": L_TENANT, "operator": "DoesNotExist"}]}}]},
                      ]}})
+
+    if segmentation.policed(d, tenant):
+        # egress outside the cluster only to the tenant's networks, the BMC network cut out of each
+        # (segmentation.py; `management-exposed` refuses a network that lies inside it)
+        rules = [] if locked else [{"to": [{"namespaceSelector": {}}]}]  # shared: the cluster stays reachable
+        blocks = segmentation.ip_blocks(d, tenant)
+        if blocks:
+            rules.append({"to": [{"ipBlock": b} for b in blocks]})
+        if rules:
+            objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                         "metadata": meta("allow-egress-networks"),
+                         "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": rules}})
 
     for group in access.tenant_groups(d, tenant):  # identity.tenant_groups, then the namespace's own
         objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",

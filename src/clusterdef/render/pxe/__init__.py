@@ -124,7 +124,8 @@ def render(resolved: Resolved) -> dict[str, str]:
     ctx = {"cluster": d.cluster.name, "set": resolved.set.name, "prov": prov, "url": url, "groups": groups,
            "hosts": hosts, "first_stage": FIRST_STAGE, "client_arch": CLIENT_ARCH,
            "netmask": prov.subnet.netmask, "network": prov.subnet.network_address,
-           "discover": discover[0] if len(discover) == 1 else None, "discover_many": discover}
+           "discover": discover[0] if len(discover) == 1 else None, "discover_many": discover,
+           "management": d.network.management}
     tree = {
         "pxe/dnsmasq.conf": _env.get_template("dnsmasq.conf.j2").render(ctx),
         "pxe/ipxe/boot.ipxe": _env.get_template("boot.ipxe.j2").render(ctx),
