@@ -7,7 +7,6 @@ network address of the same host."""
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 import os
 import re

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from .base import Model, Name
-from .types import DebPackage, ImageDigest, ImageVersion, KernelArg, KernelRelease, Release, RepoUrl, SetName
+from .types import (AbsPath, DebPackage, ImageDigest, ImageVersion, KernelArg, KernelRelease, Release, RepoUrl,
+                    SetName, _pattern)
+
+# A minisign public key as `minisign -G` writes it on the second line of the .pub file: "RW" and the
+# base64 of the algorithm (Ed), the 8-byte key id and the 32-byte Ed25519 key. Nothing else fits.
+MinisignKey = Annotated[str, _pattern(r"^RW[A-Za-z0-9+/]{54}$", 56, "the second line of the minisign .pub file (RW and 54 base64 characters)")]
+
+
+class ImageSigning(Model):
+    """Every build's artefacts are published with `<artefact>.SHA256SUMS` and its minisign signature
+    `<artefact>.SHA256SUMS.minisig`; a node boots the image only once a verifier initrd has checked
+    both (docs/provisioning.md, "Signed images")."""
+
+    tool: Literal["minisign"] = "minisign"
+    public_key: MinisignKey
+    """The public half: built into the verifier initrd every node boots first."""
+    secret_key_file: AbsPath = "/etc/clusterdef/image-signing.key"
+    """Where the secret key is on the build host (by reference: never in the definition or the
+    rendered tree); CLUSTERDEF_SIGNING_KEY overrides it for one build."""
 
 
 class PublishedImage(Model):
@@ -33,6 +51,8 @@ class Image(Model):
     """Earlier versions kept on the boot server, by version: at least the rollback target's build
     (`clusterdef plan` refuses a rollout of a stateless group whose rollback image is not listed).
     The current version is always published; its artefacts never overwrite these."""
+    signing: ImageSigning | None = None
+    """Sign every build and verify it at boot (a node refuses an unsigned or tampered image)."""
     repositories: dict[Name, RepoUrl] = Field(default={}, max_length=16)
     """Site apt repositories by source id of matrices/compat/package-sources.yaml (`slurm-site: URL`):
     packages the site builds and serves, such as the set's Slurm release (SchedMD publishes no apt

@@ -196,7 +196,11 @@ class BootPointers:
     def publish(self) -> dict:
         files = [{"host": "", "path": rel[len("pxe/"):], "content": text} for rel, text in sorted(self.tree.items())
                  if rel.startswith("pxe/ipxe/images/") or rel == "pxe/published"]
-        return {"clusterdef_boot_pointers": files, "clusterdef_artefacts": sorted(self.builds)}
+        images = self.resolved.definition.images
+        # signed images: their checksum file, its signature and the verifier initrd go with them (sign.sh)
+        signed = sorted(a for a, b in self.builds.items() if images[b.name].signing is not None)
+        return {"clusterdef_boot_pointers": files, "clusterdef_artefacts": sorted(self.builds),
+                "clusterdef_signed_artefacts": signed}
 
 
 def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: set[str] = frozenset(),

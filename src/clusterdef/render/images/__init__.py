@@ -11,6 +11,8 @@ Layout (all under `images/<image>/`):
     mkosi.extra/<health check path>  nodecheck, where slurm.conf's HealthCheckProgram points (Slurm images)
     mkosi.extra/etc/systemd/system/  its unit, pulled in by multi-user.target
     build.sh                         mkosi build, then the PXE artefacts <artefact>.vmlinuz/.initrd
+    sign.sh, verify/init, verify/minisign.pub   (images.<name>.signing) <artefact>.SHA256SUMS, its minisign
+                                     signature and <artefact>.verify.initrd, the initrd that checks both at boot
     identity                         name, version, set, digest and artefact name of this build
 
     mkosi.conf.d/60-slurm-node-access.conf   (an image of Slurm nodes, a dedicated tenant) libpam-slurm-adopt
@@ -371,6 +373,13 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             tree[extra + rel] = text
         for rel, text in identity_files(resolved, name).items():
             tree[root + rel] = text
+        if img.signing is not None:
+            # sign.sh signs the build's SHA256SUMS and packs the verifier initrd (docs/provisioning.md)
+            sctx = {**ctx, "signing": img.signing}
+            tree[root + "sign.sh"] = _env.get_template("verify/sign.sh").render(sctx)
+            tree[root + "verify/init"] = _env.get_template("verify/init.sh").render(sctx)
+            tree[root + "verify/minisign.pub"] = (f"untrusted comment: clusterdef image signing key, cluster {d.cluster.name}"
+                                                  f" image {name}\n{img.signing.public_key}\n")
         bdir = extra + BASELINE_DIR + "/"
         tree[bdir + "meta"] = _kv([("set", vs.name), ("image", _STEM),
                                    ("cuda_package", ctx["cuda_package"])])

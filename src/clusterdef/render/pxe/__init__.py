@@ -69,7 +69,8 @@ def kernel_cmdline(resolved: Resolved, group: str, build: ImageIdentity | None =
     img = d.images[g.image]
     build = build or identities(resolved)[g.image]
     art = build.artefact
-    return " ".join([f"initrd={art}.initrd", *img.kernel_cmdline, f"clusterdef.image={art}",
+    first = f"{art}.verify.initrd" if img.signing else f"{art}.initrd"  # a signed image: the verifier first
+    return " ".join([f"initrd={first}", *img.kernel_cmdline, f"clusterdef.image={art}",
                      f"clusterdef.set={build.set}", f"clusterdef.group={group}",
                      f"clusterdef.server={server_url(resolved)}"])
 
@@ -104,7 +105,9 @@ def _group_ctx(resolved: Resolved, gname: str, build: ImageIdentity, url: str) -
     g = resolved.definition.nodes[gname]
     return {"name": gname, "hosts": g.hosts, "count": len(list(resolved.nodes(gname))), "image": g.image,
             "version": build.version, "build": build, "kernel": f"{url}/images/{build.artefact}.vmlinuz",
-            "initrd": f"{url}/images/{build.artefact}.initrd", "cmdline": kernel_cmdline(resolved, gname, build)}
+            "initrd": f"{url}/images/{build.artefact}.initrd", "cmdline": kernel_cmdline(resolved, gname, build),
+            "signed": resolved.definition.images[g.image].signing is not None,
+            "verify": f"{url}/images/{build.artefact}.verify.initrd", "sums": f"{url}/images/{build.artefact}.SHA256SUMS"}
 
 
 def render(resolved: Resolved) -> dict[str, str]:
