@@ -4,7 +4,7 @@ renderer (render/kubernetes/tenants.py) and the `management-exposed` check share
 
 from __future__ import annotations
 
-from ipaddress import IPv4Network, ip_network
+from ipaddress import IPv4Network
 
 from .model import Definition
 
@@ -43,11 +43,11 @@ def ip_blocks(d: Definition, tenant: str) -> list[dict]:
 def reaches(block: dict, net: IPv4Network) -> bool:
     """Whether an ipBlock lets traffic reach any address of `net`: its cidr overlaps `net` and its
     excepts do not cover that overlap."""
-    cidr = ip_network(block["cidr"])
+    cidr = IPv4Network(block["cidr"])
     if not cidr.overlaps(net):
         return False
     left = [net if net.subnet_of(cidr) else cidr]  # the part of `net` the cidr holds
-    for e in map(ip_network, block.get("except", ())):
+    for e in map(IPv4Network, block.get("except", ())):
         left = [piece for p in left if not p.subnet_of(e)
                 for piece in (p.address_exclude(e) if e.subnet_of(p) else (p,))]
     return bool(left)

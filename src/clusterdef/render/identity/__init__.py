@@ -189,10 +189,10 @@ def node_files(resolved: Resolved) -> dict[str, list[dict]]:
     tree = render(resolved)
     if d.identity is None:
         return {}
-    common = [{"dest": SUDOERS, "mode": "0440", "kind": "sudoers", "content": Unsafe(tree[f"{ROOT}/sudoers.d/clusterdef-admins"])}]
+    common: list[dict] = [{"dest": SUDOERS, "mode": "0440", "kind": "sudoers", "content": Unsafe(tree[f"{ROOT}/sudoers.d/clusterdef-admins"])}]
     if d.identity.directory is not None:
         common.append({"dest": NSSWITCH_CONF, "mode": "0644", "kind": "nss", "content": Unsafe(tree[f"{ROOT}/nsswitch.conf"])})
-    out = {}
+    out: dict[str, list[dict]] = {}
     for group in d.nodes:
         files = list(common)
         if d.identity.directory is not None:
