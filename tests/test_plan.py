@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from clusterdef.cli import app
 from clusterdef.matrix.load import load_matrix

@@ -1,6 +1,6 @@
 """The CI workflow templates in .github/workflows/: they parse, have the expected triggers and
 jobs, use the official actions the docs promise, and every `clusterdef ...` command line in
-them is accepted by the real command line (parsed by the typer app's own click commands)."""
+them is accepted by the real command line (parsed by the CLI's own argparse parser)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import shlex
 from pathlib import Path
 
 import pytest
-import typer
 from ruamel.yaml import YAML
 
-from clusterdef.cli import app
+from clusterdef.cli import parser
 
 WORKFLOWS = Path(__file__).resolve().parent.parent / ".github" / "workflows"
 PR, MAIN = WORKFLOWS / "clusterdef-pull-request.yml", WORKFLOWS / "clusterdef-main.yml"
@@ -62,28 +61,23 @@ class CommandLineError(Exception):
 
 
 def check_command(args: list[str]):
-    """Resolve the verb (and sub-verb) and let the app's own click commands (typer vendors click)
-    parse the options and arguments exactly as the real CLI would; raises CommandLineError on an
-    unknown verb or option, a bad choice, a missing required option."""
-    cmd = typer.main.get_command(app)
-    rest = list(args)
-    path = ["clusterdef"]
-    while hasattr(cmd, "get_command"):  # a group of verbs
-        if not rest:
-            raise CommandLineError(f"`{' '.join(path)}` needs a verb")
-        verb = rest.pop(0)
-        sub = cmd.get_command(cmd.context_class(cmd), verb)
-        if sub is None:
-            raise CommandLineError(f"`clusterdef {' '.join(args)}`: no verb {verb!r} under `{' '.join(path)}`")
-        path.append(verb)
-        cmd = sub
+    """Let the CLI's own argparse parser parse the verb, options and arguments exactly as the real
+    command line would; raises CommandLineError on an unknown verb or option, a bad choice, a
+    missing required option, or a group (`matrix`, `baseline`...) without its verb. Returns the
+    verb's function."""
+    import contextlib
+    import io
+
+    why = io.StringIO()
     try:
-        cmd.make_context(" ".join(path), rest)
-    except Exception as exc:
-        if any(c.__name__ == "UsageError" for c in type(exc).__mro__):  # NoSuchOption, BadParameter, Missing...
-            raise CommandLineError(f"`clusterdef {' '.join(args)}`: {exc.format_message()}") from exc
-        raise
-    return cmd
+        with contextlib.redirect_stderr(why):
+            ns = parser().parse_args(list(args))
+    except SystemExit as exc:
+        raise CommandLineError(f"`clusterdef {' '.join(args)}`: {why.getvalue().strip()}") from exc
+    verb = getattr(ns, "_verb", None)
+    if verb is None:
+        raise CommandLineError(f"`clusterdef {' '.join(args)}` needs a verb")
+    return verb
 
 
 def test_workflows_parse_and_have_the_expected_triggers_and_jobs():
@@ -131,7 +125,7 @@ def test_every_clusterdef_command_line_exists_in_the_cli():
         commands = clusterdef_commands(load(path))
         assert commands, f"no clusterdef command found in {path.name}"
         for args in commands:
-            seen.add(check_command(args).name)
+            seen.add(check_command(args).__name__)
     assert {"validate", "plan"} <= seen
 
 

@@ -208,3 +208,25 @@ WIDTHS = (1, 2, 4, 8, 12)
 
 def link_gbps(width: int, speed: str) -> float:
     return width * LANE_GBPS[speed]
+
+
+def leaves(definition: Definition, group: str) -> list[tuple[str, list[str]]]:
+    """(leaf switch or block, hosts of `group` on it) in topology order, for the group's fabric.
+    Hosts not found in the topology are put under `-`."""
+    g = definition.nodes[group]
+    members = list(hostlist.names(g.hosts))
+    fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
+    out: list[tuple[str, list[str]]] = []
+    placed: set[str] = set()
+    if fabric is not None:
+        mine = set(members)
+        for name, nodes in fabric.topology.units():  # leaves, blocks, or scalable units (rail)
+            if nodes:
+                hosts = [h for h in hostlist.names(nodes) if h in mine and h not in placed]
+                if hosts:
+                    out.append((name, hosts))
+                    placed.update(hosts)
+    rest = [h for h in members if h not in placed]
+    if rest:
+        out.append(("-", rest))
+    return out

@@ -7,8 +7,8 @@ from typing import Iterable
 
 from .. import hostlist
 from ..errors import Finding, error, warning
+from ..fabric.layout import leaves
 from ..knowledge.nvlink_domains import domain_for, table as nvlink_table
-from ..plan.rollout import leaves
 from .registry import Context, check
 
 
