@@ -2,8 +2,9 @@
 
 The verbs are plain functions whose parameters declare their arguments (`Argument`, `Option`,
 as typer spells them); `parser()` turns them into argparse sub-commands. argparse (standard
-library) rather than typer: typer 0.29 builds pydantic adapters for every parameter and costs
-about 0.1 s of each start, which was a third of a lab `validate`."""
+library) rather than typer: typer 0.29 imports its click and builds pydantic adapters for every
+parameter at each start (a two-verb typer app took 0.19 s of CPU to start here, the same with
+argparse 0.02 s)."""
 
 from __future__ import annotations
 
