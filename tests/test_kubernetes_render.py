@@ -32,7 +32,7 @@ from clusterdef.render.kubernetes import common, gpu_operator, kueue
 from clusterdef.resolve import Resolved, resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, ROOT, TODAY, dump_yaml
-from lab_variants import dedicated_kubernetes
+from lab_variants import dedicated_kubernetes, driver_pool_canary
 
 REF = Path(__file__).parent / "reference" / "kubernetes"
 SHARED = ROOT.parent / "shared" / "reference"
@@ -352,20 +352,7 @@ def test_cluster_policy_schema_rejects_unknown_keys(plans):
 
 def test_driver_pools_canary(lab_data, tmp_path):
     """A canary pool runs the candidate set's driver through its own NVIDIADriver; the rest the set's."""
-    def mutate(d):
-        d["cluster"]["allow_candidate"] = True
-        # the operator owns driver and toolkit: the Kubernetes groups get an image without them
-        d["kubernetes"]["gpu_operator"]["driver_owner"] = "operator"
-        d["images"]["k8s-node"] = copy.deepcopy(d["images"]["gpu-node"])
-        d["images"]["k8s-node"].pop("repositories")
-        d["nodes"]["infer"]["image"] = "k8s-node"
-        d["nodes"]["canary"] = {**copy.deepcopy(d["nodes"]["infer"]), "hosts": "kgpu03",
-                                "addressing": {"ipv4_start": "10.20.0.33",
-                                               "mac": {"source": "list", "macs": ["52:54:00:20:00:33"]}}}
-        d["network"]["fabrics"]["ib0"]["topology"]["switches"]["leaf02"]["nodes"] += ",kgpu03"
-        d["kubernetes"]["gpu_operator"]["driver_pools"] = {
-            "canary": {"node_groups": ["canary"], "matrix": "2026.11-r595-candidate"}}
-    r = variant(lab_data, tmp_path, mutate)
+    r = load(dump_yaml(driver_pool_canary(lab_data), tmp_path / "lab-canary.yaml"))
     p = k8s.plan(r)
     drivers = {o["metadata"]["name"]: o for o in p.nvidia_drivers}
     assert set(drivers) == {"default", "canary"}
