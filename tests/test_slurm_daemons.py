@@ -1,7 +1,9 @@
 """The Slurm target on real Slurm daemons (../shared/TESTING.md): a slurmctld at least as
 new as the set's Slurm major starts on the rendered config of both examples, for every
 validated set, and `scontrol show partition/node/topology` shows exactly what the
-definition says. Builds: the host's 22.05, trixie's 24.11 and sid's 26.05 (chroot)."""
+definition says. Builds: the host's 22.05, trixie's 24.11 and sid's 26.05 (chroot). On the host's
+22.05 with fake-GPU slurmds: jobs with GPUs, per-job /tmp, nodecheck's drains, and roles/node_drain
+run by real ansible-playbook waiting for a running job."""
 
 from __future__ import annotations
 
@@ -545,4 +547,97 @@ def test_private_tmp_per_job(lab, matrix, controller):
         log = slurmd_log.read_text(errors="replace")
         assert not any(f"[{j}.extern] error" in log for j in ids), log[-2000:]
     finally:
+        stop(slurmd)
+
+
+def test_node_drain_role_waits_for_the_running_job(lab, matrix, controller, tmp_path):
+    """roles/node_drain with real ansible-playbook (local connection, the rendered inventory and
+    group_vars) against slurmctld + a fake-GPU slurmd of the host's 22.05: with a job running the node
+    is ALLOCATED, the role drains it (DRAINING) and its wait loop keeps retrying until the job ends,
+    then returns with the node DRAINED; `resumed` gives it back; a drain someone else set stays."""
+    import json
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from slurm_helpers import free_port, host_build, stop, wait_for
+
+    ansible = Path(sys.executable).parent / "ansible-playbook"
+    if not ansible.exists():
+        pytest.skip("ansible-playbook is not installed")
+    build = host_build()
+    d, tree = render(lab, _on_host_slurm(matrix, lab["cluster"]["matrix"], build.version))
+    node = "gpu001"
+    hosts = [h for g in d.groups_of("slurm").values() for h in hostlist.names(g.hosts)]
+    ctl = controller(build)
+    ctl.write(tree, node_ports={h: free_port() for h in hosts})
+    ctl.start()
+    w = ctl.work
+    from clusterdef.render.ansible.render import render as render_ansible
+
+    for rel, text in render_ansible(resolve(d, matrix, CLUSTERS)).items():  # the inventory and group_vars
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert (tmp_path / "ansible" / "group_vars" / "cp_slurm.yml").is_file()
+    play = tmp_path / "drain.yml"
+    play.write_text(f"- hosts: {node}\n  gather_facts: false\n  roles: [node_drain]\n")
+    # scontrol on PATH (the role's default) talks to this cluster through SLURM_CONF
+    env = {**ctl.env, "ANSIBLE_ROLES_PATH": str(Path(__file__).resolve().parents[1] / "roles"),
+           "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "HOME": str(tmp_path)}
+
+    def playbook(state: str, log: Path) -> subprocess.Popen:
+        extra = json.dumps({"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                            "node_drain_state": state})
+        return subprocess.Popen([str(ansible), "-i", str(tmp_path / "ansible"), str(play), "-e", extra], env=env,
+                                stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+    def finished(state: str) -> str:
+        log = tmp_path / f"{state}.log"
+        proc = playbook(state, log)
+        try:
+            proc.wait(timeout=180)
+        finally:
+            stop(proc)
+        assert proc.returncode == 0, log.read_text()[-4000:]
+        return log.read_text()
+
+    def record() -> dict:
+        return ctl.records("node") and next(r for r in ctl.records("node") if r["NodeName"] == node)
+
+    slurmd = fake_gpu_slurmds(build, ctl.env, w.host, [node], d.hardware["hgx-h100"].gpu.count)
+    drain = None
+    try:
+        wait_for(lambda: record()["State"].startswith("IDLE"), 60, f"{node} IDLE", slurmd, w.host / "slurmd.out")
+        release = w.host / "release"
+        job = build.run("sbatch", "--parsable", "-p", "train", "-w", node, "-t", "2", "-o", "/dev/null", "--wrap",
+                        f"while [ ! -e {release} ]; do sleep 0.2; done", env=ctl.env).stdout.strip().split(";")[0]
+        wait_for(lambda: record()["State"] in ("ALLOCATED", "MIXED"), 30, f"job {job} running on {node}")
+        drain_log = tmp_path / "drained.log"
+        drain = playbook("drained", drain_log)
+        # the role drained the node; slurmctld keeps the job: DRAINING, shown as ALLOCATED+DRAIN
+        wait_for(lambda: "DRAIN" in record()["State"], 60, "the role's scontrol update State=DRAIN", drain, drain_log)
+        wait_for(lambda: "FAILED - RETRYING: [gpu001]: Wait until no job runs on the node" in drain_log.read_text(),
+                 60, "the wait loop seeing the job", drain, drain_log)
+        assert drain.poll() is None, drain_log.read_text()[-3000:]  # still waiting: the job runs
+        assert record()["State"] in ("ALLOCATED+DRAIN", "MIXED+DRAIN"), record()
+        assert job in build.run("squeue", "-h", "-o", "%i", env=ctl.env).stdout.split()
+        release.touch()  # the job ends; the next look of the wait loop lets the play go on
+        drain.wait(timeout=120)
+        assert drain.returncode == 0, drain_log.read_text()[-4000:]
+        assert job not in build.run("squeue", "-h", "-o", "%i", env=ctl.env).stdout.split()
+        r = record()
+        assert r["State"] == "IDLE+DRAIN" and r["Reason"].startswith("clusterdef: maintenance"), r
+        # one change (the drain), no failure: the wait loop's retries ended in success
+        assert re.search(rf"^{node}\s+: ok=\d+\s+changed=1\s+unreachable=0\s+failed=0 ", drain_log.read_text(), re.M)
+
+        finished("resumed")
+        assert record()["State"] == "IDLE", record()
+        # a drain the role did not set is left alone
+        ctl.scontrol("update", f"NodeName={node}", "State=DRAIN", "Reason=disk replaced")
+        out = finished("resumed")
+        assert f"{node} stays drained: reason 'disk replaced" in out, out[-3000:]
+        assert record()["State"] == "IDLE+DRAIN" and record()["Reason"].startswith("disk replaced"), record()
+    finally:
+        stop(drain)
         stop(slurmd)
