@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -139,6 +140,10 @@ def run_step(wf: dict, job: str, name: str, env: dict[str, str], tmp_path: Path,
              cwd: Path = ROOT) -> tuple[subprocess.CompletedProcess, str]:
     """The step's `run:` with bash -e (as GitHub runs it), its env: block expanded; returns the
     process and what it wrote to $GITHUB_OUTPUT."""
+    if shutil.which("jq") is None:  # GitHub's runners have it; scripts/install-test-deps installs it here
+        if os.environ.get("CI"):
+            pytest.fail("jq is missing in CI: scripts/install-test-deps must install it")
+        pytest.skip("jq is not installed (scripts/install-test-deps installs it)")
     s = step(wf, job, name)
     out = tmp_path / "github_output"
     out.write_text("")
