@@ -1,5 +1,6 @@
 # PXE and node-image tests (tests/test_pxe_*.py, tests/test_images.py): QEMU (TCG), iPXE
-# ROMs, iPXE's first stages (ipxe: undionly.kpxe, ipxe.efi), OVMF, dnsmasq, busybox, mkosi 14, and a Debian kernel cached under $CLUSTERDEF_CACHE.
+# ROMs, iPXE's first stages (ipxe: undionly.kpxe, ipxe.efi), OVMF, dnsmasq, busybox, mkosi 14,
+# and a Debian kernel cached under $CLUSTERDEF_CACHE.
 # Sourced by scripts/install-test-deps (bash, as root, with apt_install and $CLUSTERDEF_CACHE).
 #
 # Cached pieces ($CLUSTERDEF_CACHE/pxe/):
