@@ -340,6 +340,29 @@ def test_chart_defaults_clusterdef_overrides(examples):
     assert built["validator"]["image"] == "gpu-operator"  # values.yaml v26.3.3: validator.image
 
 
+@pytest.mark.parametrize("template, values, out", [
+    ('m: {{ .Values.x | default "25%" }}', {"x": 0}, 'm: 25%'),  # Sprig: 0 is empty
+    ('m: {{ .Values.x | default "25%" }}', {"x": 2}, "m: 2"),
+    ("m: {{ .Values.x | default false }}", {}, "m: false"),
+    ("a:\n  {{- if .Values.m }}\n  b: 1\n  {{- end }}\nc: 2", {"m": {}}, "a:\nc: 2"),  # empty map is false
+    ("a:\n  {{- if .Values.m }}\n  b: 1\n  {{- else }}\n  b: 0\n  {{- end }}", {"m": [1]}, "a:\n  b: 1"),
+    ("{{- if and (.Values.c) (.Values.c.name) }}x{{- end }}y", {}, "y"),  # stops before the nil lookup
+    ("{{- if ne .Values.c nil }}x{{- end }}", {"c": False}, "x"),
+    ("v: {{ .Values.v | quote }} n: {{ .Values.n | quote }}", {"v": "1.0"}, 'v: "1.0" n: '),
+    ("k: {{ .Values.e }}", {}, "k: "),  # a missing key prints nothing (Helm drops <no value>)
+    ("t: {{ toYaml .Values.t | nindent 2 }}", {"t": [{"b": 1, "a": "x"}]}, "t: \n  - a: x\n    b: 1"),
+])
+def test_gotemplate_follows_go_and_sprig(template, values, out):
+    """The interpreter the ClusterPolicy oracle rests on, on what text/template and Sprig print."""
+    assert gotemplate.render(template, {"Values": values}) == out
+
+
+@pytest.mark.parametrize("template", ["{{ .Values.a.b }}", "{{- range .Values.l }}x{{- end }}", "{{ .Values.m }}"])
+def test_gotemplate_refuses_what_go_refuses_or_it_does_not_know(template):
+    with pytest.raises(gotemplate.TemplateError):
+        gotemplate.render(template, {"Values": {"m": {"k": 1}, "l": [1]}})
+
+
 def test_cluster_policy_schema_rejects_unknown_keys(plans):
     validator = cluster_policy_validator(plans["lab"].gpu_operator_release)
     values = copy.deepcopy(plans["lab"].gpu_operator_values)
