@@ -81,7 +81,7 @@ def pick_fabric(definition: Definition, name: str | None) -> str:
 
 def _host_ports(definition: Definition) -> dict[str, tuple[str, str, int, int]]:
     """host -> (group, control plane, compute IB port count, rated Gb/s) for hosts with such ports."""
-    out = {}
+    out: dict[str, tuple[str, str, int, int]] = {}
     for gname, g in definition.nodes.items():
         nics = [n for n in definition.hardware[g.hardware].nics if n.kind == "infiniband" and n.role == "compute"]
         if not nics:
@@ -92,9 +92,9 @@ def _host_ports(definition: Definition) -> dict[str, tuple[str, str, int, int]]:
     return out
 
 
-def layout(definition: Definition, fabric_name: str, sm: str | None = None) -> Layout:
-    """The declared cabling of `fabric_name`. `sm` names the subnet manager host's HCA
-    (default `sm-<fabric>`, cut to 63 characters)."""
+def layout(definition: Definition, fabric_name: str | None, sm: str | None = None) -> Layout:
+    """The declared cabling of `fabric_name` (the only InfiniBand fabric when None). `sm` names the
+    subnet manager host's HCA (default `sm-<fabric>`, cut to 63 characters)."""
     fabric_name = pick_fabric(definition, fabric_name)
     topo = definition.network.fabrics[fabric_name].topology
     ports = _host_ports(definition)

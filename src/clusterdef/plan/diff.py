@@ -76,7 +76,7 @@ def classify(path: tuple, old: Definition, new: Definition) -> tuple[str, list[s
             return RESTART, sorted(o ^ n), "nodes added or removed: provision them and restart slurmctld " \
                 "(node list) or join/cordon them in Kubernetes"
         hosts = _group_hosts(new, [g])
-        if rest == "boot":
+        if rest == "boot" and g is not None:  # rest is set only when sub (the group) is
             ob = old.nodes[g].boot if g in old.nodes else {}
             nb = new.nodes[g].boot
             return LIVE, sorted(h for h in set(ob) | set(nb) if ob.get(h) != nb.get(h)), \
@@ -98,11 +98,11 @@ def classify(path: tuple, old: Definition, new: Definition) -> tuple[str, list[s
         return LIVE, [], "partitions, QOS, priority, health check: `scontrol reconfigure`, no job is touched"
     if head == "kubernetes":
         if sub == "gpu_operator" and rest in ("mig_strategy", "mig_profile"):
-            groups = [g for g, n in new.nodes.items() if n.control_plane == "kubernetes"]
-            return REBOOT, _group_hosts(new, groups), "MIG layout change resets the GPUs: drain the nodes first"
+            kube_groups = [g for g, n in new.nodes.items() if n.control_plane == "kubernetes"]
+            return REBOOT, _group_hosts(new, kube_groups), "MIG layout change resets the GPUs: drain the nodes first"
         if sub in ("gpu_operator", "network_operator"):
-            groups = [g for g, n in new.nodes.items() if n.control_plane == "kubernetes"]
-            return RESTART, _group_hosts(new, groups), "operator settings: its pods restart on every GPU node"
+            kube_groups = [g for g, n in new.nodes.items() if n.control_plane == "kubernetes"]
+            return RESTART, _group_hosts(new, kube_groups), "operator settings: its pods restart on every GPU node"
         return LIVE, [], "Kueue queues/quotas and labels: applied live through the API server"
     if head == "tenants":
         return LIVE, [], "tenant quotas and accounts: Slurm associations and Kubernetes quotas, applied live"

@@ -120,7 +120,7 @@ def gates(definition: Definition, has_slurm: bool, has_k8s: bool, baseline: str 
 def rollback_target(definition: Definition, matrix: Matrix, old_set: str, new_set: str) -> tuple[str, list[str]]:
     """The set to return to under pressure: `previous` is the set the cluster runs now when it is
     validated, else the newest validated set other than the target."""
-    problems = []
+    problems: list[str] = []
     target = definition.upgrade.rollback.target
     if target == "previous":
         vs = matrix.sets.get(old_set)
