@@ -46,6 +46,40 @@ TARGET_WALL_S = 1.0      # 4096 nodes: render CLI wall (validate + render in one
 TARGET_RSS_MB = 200.0    # 4096 nodes: peak RSS of either command
 TARGET_TARGET_S = 0.5    # 4096 nodes: the slurm and kubernetes targets each, in-process
 TARGET_RATIO = 2.0       # render CLI wall, 16384 / 1024 nodes
+TARGET_LAB_VALIDATE_S = 0.15   # `clusterdef validate clusters/lab.yaml`, whole process, median wall
+TARGET_ESTATE_RENDER_S = 0.30  # `clusterdef render clusters/estate.yaml` (all targets), whole process, median wall
+# What every verb imports and clusterdef cannot make faster: the interpreter, then its libraries.
+FLOORS = {"python": "pass",
+          "libraries": "import pydantic, rich.console, ruamel.yaml, ClusterShell.NodeSet"}
+
+
+def run_cpu(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    """Run a command once; (wall seconds, CPU seconds of the child: user + system from wait4)."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        if os.waitstatus_to_exitcode(status) != 0:
+            out.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed: {out.read().decode(errors='replace')[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def bench_start(repeats: int, work: Path) -> dict:
+    """Whole-process figures of the bundled examples beside the floors they stand on (median wall
+    and median CPU of `repeats` runs; a fresh output folder per render, as a first render has)."""
+    cases = {f"floor: {k}": [sys.executable, "-c", v] for k, v in FLOORS.items()}
+    cases["validate lab"] = [sys.executable, "-m", "clusterdef", "validate", "clusters/lab.yaml"]
+    out = {}
+    for name, cmd in cases.items():
+        runs = [run_cpu(cmd, ROOT) for _ in range(repeats)]
+        out[name] = {"wall_s": statistics.median(w for w, _ in runs), "cpu_s": statistics.median(c for _, c in runs)}
+    runs = [run_cpu([sys.executable, "-m", "clusterdef", "render", "clusters/estate.yaml", "-o",
+                     str(work / f"estate-{i}")], ROOT) for i in range(repeats)]
+    out["render estate"] = {"wall_s": statistics.median(w for w, _ in runs),
+                            "cpu_s": statistics.median(c for _, c in runs)}
+    return out
 
 
 def run_cli(args: list[str], cwd: Path) -> tuple[float, float, int]:
@@ -145,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results = []
     with tempfile.TemporaryDirectory(prefix="clusterdef-bench-") as tmp:
+        print("... start-up", file=sys.stderr, flush=True)
+        start = bench_start(max(a.repeats, 5), Path(tmp))
         for n in a.sizes:
             print(f"... {n} nodes", file=sys.stderr, flush=True)
             results.append(bench_size(n, a.repeats, Path(tmp)))
@@ -163,7 +199,12 @@ def main(argv: list[str] | None = None) -> int:
 
     by_n = {r["nodes"]: r for r in results}
     failures = []
-    summary: dict = {}
+    summary: dict = {"start": start}
+    print(f"start-up, whole process (median of {max(a.repeats, 5)} runs): "
+          + "; ".join(f"{k} {v['wall_s']:.3f} s wall, {v['cpu_s']:.3f} s CPU" for k, v in start.items()))
+    for case, limit in (("validate lab", TARGET_LAB_VALIDATE_S), ("render estate", TARGET_ESTATE_RENDER_S)):
+        if start[case]["wall_s"] > limit:
+            failures.append(f"{case}: {start[case]['wall_s']:.3f} s > {limit} s")
     if 1024 in by_n and 16384 in by_n:
         ratio = by_n[16384]["render_wall_s"] / by_n[1024]["render_wall_s"]
         ip_ratio = by_n[16384]["in_process_s"]["total"] / by_n[1024]["in_process_s"]["total"]
@@ -201,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
             "repeats": a.repeats, "results": results, "summary": summary,
             "targets": {"wall_4096_s": TARGET_WALL_S, "rss_4096_mb": TARGET_RSS_MB,
-                        "render_ratio_16384_1024": TARGET_RATIO},
+                        "render_ratio_16384_1024": TARGET_RATIO, "validate_lab_s": TARGET_LAB_VALIDATE_S,
+                        "render_estate_s": TARGET_ESTATE_RENDER_S},
             "missed": failures}, indent=2) + "\n", encoding="utf-8")
     return 1 if failures and not a.no_fail else 0
 

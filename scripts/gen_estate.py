@@ -9,7 +9,7 @@ Layout (all numbers scale with --nodes, a multiple of 128):
 * Scalable units (SU) of 128 GPU nodes (8 x H100 each, 1024 GPUs per SU), one node group per SU.
 * The first half of the SUs are DGX H100 (platform dgx-h100), the rest HGX H100 (platform hgx-h100).
 * The first 3/4 of the SUs are Slurm-owned (training), the rest Kubernetes-owned (inference).
-* Fabric `ib-compute` (tree): 4 leaf switches of 32 nodes per SU, 2 spines per SU above its 4 leaves,
+* Fabric `ib-compute` (tree): 8 leaf switches of 16 nodes per SU, 2 spines per SU above its 8 leaves,
   and a core layer above every spine. Fabric `ib-su` (block): one block per SU (Slurm topology/block).
 * Provisioning: 10.64.0.0/16; SU i uses 10.64.(8+i).1-128; MACs are deterministic (02:cd:ef:00:hi:lo).
 * Tenants: quotas in whole nodes (8 GPUs); reserved ~70 % and reserved+burst <= 100 % of the GPUs,
@@ -28,9 +28,10 @@ import sys
 from pathlib import Path
 
 SU_NODES = 128          # nodes per scalable unit
-LEAF_NODES = 32         # nodes per leaf switch (4 leaves per SU)
+LEAF_NODES = 16         # nodes per leaf switch (8 leaves per SU): 128 ports for their HCAs, an IB switch has 254
 SPINES_PER_SU = 2
 CORE_SWITCHES = 16
+MAX_SWITCH_PORTS = 254  # ports of the largest InfiniBand switch (validate: switch-ports)
 GPUS_PER_NODE = 8
 OWNING_TENANTS = 2      # dedicated tenants that own a whole Slurm SU each
 MATRIX = "2026.07-r580"
@@ -168,13 +169,17 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
 
     # --- images ---------------------------------------------------------------------------------
     w("images:")
-    for img, extra in (("gpu-slurm", ["slurm-client", "enroot", "pyxis"]), ("gpu-k8s", ["containerd", "kubelet"])):
+    # the image target adds the set's pinned packages (slurmd, kubelet, diagnostics); the Slurm
+    # image gets slurmd of the set's version from a site repository (noble's own is 23.11)
+    for img, extra in (("gpu-slurm", ["enroot", "pyxis"]), ("gpu-k8s", ["containerd"])):
         w(f"  {img}:")
         w(f"    version: {scalar('2026.07.1')}")
         w("    distribution: ubuntu")
         w("    release: noble")
         w("    kernel: 6.8.0-60-generic")
-        w(f"    packages: {flow(['openssh-server', 'chrony', 'rdma-core', 'infiniband-diags'] + extra)}")
+        w(f"    packages: {flow(['openssh-server', 'chrony', 'rdma-core'] + extra)}")
+        if img == "gpu-slurm":
+            w(f"    repositories: {flow({'slurm-site': f'http://{SUBNET_PREFIX}.0.2/repos/slurm-25.11/'})}")
         w(f"    kernel_cmdline: {flow(['console=ttyS0,115200n8', 'iommu=pt'])}")
     w("")
 
@@ -207,7 +212,8 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
     w("        kind: tree")
     w("        switches:")
     for s in sus:
-        w(f"          # {s['name']}: leaves and spines")
+        w(f"          # {s['name']}: {SU_NODES // LEAF_NODES} leaves of {LEAF_NODES} nodes "
+          f"({LEAF_NODES * GPUS_PER_NODE} of a leaf's ports for their HCAs) and {SPINES_PER_SU} spines")
         su_index = int(s["name"][2:]) - 1
         first_leaf = su_index * (SU_NODES // LEAF_NODES) + 1
         for k in range(SU_NODES // LEAF_NODES):
@@ -217,10 +223,18 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
         leaves = hostrange("leaf", first_leaf, first_leaf + SU_NODES // LEAF_NODES - 1, leaf_width)
         for k in range(SPINES_PER_SU):
             w(f"          spine{su_index * SPINES_PER_SU + k + 1:0{spine_width}d}: {flow({'switches': leaves})}")
-    w("          # core layer above every spine")
-    all_spines = hostrange("spine", 1, n_su * SPINES_PER_SU, spine_width)
-    for c in range(CORE_SWITCHES):
-        w(f"          core{c + 1:02d}: {flow({'switches': all_spines})}")
+    n_spines = n_su * SPINES_PER_SU
+    if n_spines <= MAX_SWITCH_PORTS:
+        w("          # core layer above every spine")
+        for c in range(CORE_SWITCHES):
+            w(f"          core{c + 1:02d}: {flow({'switches': hostrange('spine', 1, n_spines, spine_width)})}")
+    else:  # a core cabled to every spine would need more ports than a switch has: core c takes
+        # spine k of every SU (k = c mod spines per SU), so each core still reaches every node
+        w(f"          # core layer: core c above spine (c mod {SPINES_PER_SU}) of every SU")
+        for c in range(CORE_SWITCHES):
+            k = c % SPINES_PER_SU + 1
+            spines = f"spine[{k:0{spine_width}d}-{n_spines - SPINES_PER_SU + k:0{spine_width}d}/{SPINES_PER_SU}]"
+            w(f"          core{c + 1:02d}: {flow({'switches': spines})}")
     w("    ib-su:")
     w("      kind: infiniband")
     w("      topology:")
@@ -336,7 +350,8 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
 
     # --- kubernetes -----------------------------------------------------------------------------
     w("kubernetes:")
-    w(f"  gpu_operator: {flow({'mig_strategy': 'none'})}")
+    w(f"  gpu_operator: {flow({'mig_strategy': 'none', 'driver_owner': 'operator'})}"
+      "   # gpu-k8s carries no driver/toolkit")
     w(f"  network_operator: {flow({'enabled': True, 'ofed_driver': {'version': '3.2.1-044413'}})}")
     w("  kueue:")
     w("    flavors:")

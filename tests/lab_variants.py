@@ -4,7 +4,10 @@
 (group `secure-infer`, host ksgpu01 on leaf02, with HCA port GUIDs), a flavor on it (`secure-h100`)
 and a queue (`secure-serve`), so its whole-node, partition-key and storage claims compile into the
 Kubernetes objects too. The lab itself stays as it is: a ninth host there would change every
-fabric, inventory, drift and rollout fixture built from it."""
+fabric, inventory, drift and rollout fixture built from it.
+
+`driver_pool_canary`: the GPU Operator owns driver and toolkit, and a canary pool (group `canary`,
+host kgpu03) runs the candidate set's driver through its own NVIDIADriver."""
 
 from __future__ import annotations
 
@@ -29,4 +32,21 @@ def dedicated_kubernetes(lab: dict) -> dict:
     t["isolation"]["node_groups"] = [*t["isolation"]["node_groups"], "secure-infer"]
     t["kubernetes"] = {"namespace": "secure", "queues": ["secure-serve"], "groups": ["secure-eng"]}
     d["filesystems"]["scratch"]["node_groups"] = [*d["filesystems"]["scratch"]["node_groups"], "secure-infer"]
+    return d
+
+
+def driver_pool_canary(lab: dict) -> dict:
+    d = copy.deepcopy(lab)
+    d["cluster"]["allow_candidate"] = True
+    # the operator owns driver and toolkit: the Kubernetes groups get an image without them
+    d["kubernetes"]["gpu_operator"]["driver_owner"] = "operator"
+    d["images"]["k8s-node"] = copy.deepcopy(d["images"]["gpu-node"])
+    d["images"]["k8s-node"].pop("repositories")
+    d["nodes"]["infer"]["image"] = "k8s-node"
+    d["nodes"]["canary"] = {**copy.deepcopy(d["nodes"]["infer"]), "hosts": "kgpu03",
+                            "addressing": {"ipv4_start": "10.20.0.33",
+                                           "mac": {"source": "list", "macs": ["52:54:00:20:00:33"]}}}
+    d["network"]["fabrics"]["ib0"]["topology"]["switches"]["leaf02"]["nodes"] += ",kgpu03"
+    d["kubernetes"]["gpu_operator"]["driver_pools"] = {
+        "canary": {"node_groups": ["canary"], "matrix": "2026.11-r595-candidate"}}
     return d

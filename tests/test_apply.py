@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from clusterdef import runner as run_mod
 from clusterdef.cli import _print_changes, _short_hosts, app

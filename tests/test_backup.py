@@ -447,7 +447,7 @@ def test_etcd_snapshot_and_restore(lab, matrix, tmp_path, stack):
 
 def test_drill_refuses_bad_input(lab, tmp_path):
     """Exit 2 with a message, never a traceback, before anything is restored."""
-    from typer.testing import CliRunner
+    from cli_runner import CliRunner
 
     from clusterdef.cli import app
 

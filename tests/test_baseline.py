@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from clusterdef.baseline import (Baseline, band, baseline_from_run, compare, load_baselines, parse, parse_file, pick,
                                  record)

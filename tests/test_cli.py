@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from clusterdef.cli import app
 from conftest import CLUSTERS, ROOT, dump_yaml

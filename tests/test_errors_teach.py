@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from clusterdef.errors import Finding, Severity
 from clusterdef.inventory import read_inventory

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from clusterdef.cli import app
 from clusterdef.knowledge.roles import roles

@@ -9,13 +9,14 @@ import sys
 
 import pulumi
 import pytest
+from pulumi.runtime.mocks import MockMonitor
 from ruamel.yaml import YAML
 
 from clusterdef.render import kubernetes as k8s
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, ROOT, TODAY, dump_yaml
-from lab_variants import dedicated_kubernetes
+from lab_variants import dedicated_kubernetes, driver_pool_canary
 
 sys.path.insert(0, str(ROOT / "infra"))
 
@@ -23,6 +24,7 @@ sys.path.insert(0, str(ROOT / "infra"))
 class Mocks(pulumi.runtime.Mocks):
     def __init__(self):
         self.created: list[tuple[str, str, dict]] = []
+        self.depends: dict[str, set[str]] = {}  # resource name -> names of what it waits for (dependsOn)
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self.created.append((args.typ, args.name, dict(args.inputs)))
@@ -32,9 +34,18 @@ class Mocks(pulumi.runtime.Mocks):
         return {}
 
 
-def run_program(path) -> list[tuple[str, str, dict]]:
-    mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, preview=False)
+class RecordingMonitor(MockMonitor):
+    """The mock engine, also noting each registration's dependencies (the URNs the SDK sends after
+    expanding depends_on, components into their children)."""
+
+    def RegisterResource(self, request):
+        self.mocks.depends[request.name] = {urn.rsplit("::", 1)[-1] for urn in request.dependencies}
+        return super().RegisterResource(request)
+
+
+def run_program(path, mocks: Mocks | None = None) -> list[tuple[str, str, dict]]:
+    mocks = mocks or Mocks()
+    pulumi.runtime.set_mocks(mocks, preview=False, monitor=RecordingMonitor(mocks))
     import program  # infra/program.py, imported after the mocks are in place
 
     @pulumi.runtime.test
@@ -62,13 +73,22 @@ def as_floats(node):
     return float(node)
 
 
-@pytest.fixture(scope="module", params=["lab", "estate", "lab-dedicated"])
-def deployed(request, tmp_path_factory, lab_data):
-    if request.param == "lab-dedicated":  # the lab's dedicated tenant on Kubernetes too (tests/lab_variants.py)
-        path = dump_yaml(dedicated_kubernetes(lab_data), tmp_path_factory.mktemp("dedicated") / "lab-dedicated.yaml")
+VARIANTS = {"lab-dedicated": dedicated_kubernetes, "lab-canary": driver_pool_canary}  # tests/lab_variants.py
+
+
+@pytest.fixture(scope="module", params=["lab", "estate", "lab-dedicated", "lab-canary"])
+def deployed_with_deps(request, tmp_path_factory, lab_data):
+    if request.param in VARIANTS:
+        path = dump_yaml(VARIANTS[request.param](lab_data), tmp_path_factory.mktemp("variant") / f"{request.param}.yaml")
     else:
         path = CLUSTERS / f"{request.param}.yaml"
-    return request.param, run_program(path), rendered(path)
+    mocks = Mocks()
+    return request.param, run_program(path, mocks), rendered(path), mocks.depends
+
+
+@pytest.fixture(scope="module")
+def deployed(deployed_with_deps):
+    return deployed_with_deps[:3]
 
 
 def by_type(created, typ):
@@ -185,7 +205,7 @@ def test_admission_policy_deployed(deployed):
     bindings = by_type(created, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
     rel = "kubernetes/admission/dedicated-nodes.yaml"
     if rel not in tree:
-        assert example in ("lab", "estate") and not policies and not bindings
+        assert example in ("lab", "estate", "lab-canary") and not policies and not bindings
         return
     assert example == "lab-dedicated"
     want = list(y.load_all(tree[rel]))
@@ -216,3 +236,50 @@ def test_image_policy_deployed(deployed):
         assert cips["image-policy-clusterimagepolicy"]["spec"]["images"][0]["glob"] == "nvcr.io/nvidia/**"
     else:
         assert cips == {}
+
+
+def test_nvidia_drivers_deployed_after_the_operator(deployed_with_deps):
+    """One NVIDIADriver per driver pool, with the rendered objects' content, created only after the GPU
+    Operator's Helm release (which installs their CRD); none without pools."""
+    example, created, tree, depends = deployed_with_deps
+    drivers = by_type(created, "kubernetes:nvidia.com/v1alpha1:NVIDIADriver")
+    rel = "kubernetes/gpu-operator/nvidiadrivers.yaml"
+    if example != "lab-canary":
+        assert rel not in tree and drivers == {}
+        return
+    want = {d["metadata"]["name"]: d for d in YAML(typ="safe").load_all(tree[rel])}
+    assert sorted(want) == ["canary", "default"]
+    assert {n.removeprefix("gpu-operator-nvidiadriver-"): v for n, v in drivers.items()} == \
+        {n: as_floats(d) for n, d in want.items()}
+    assert drivers["gpu-operator-nvidiadriver-canary"]["spec"]["version"] != \
+        drivers["gpu-operator-nvidiadriver-default"]["spec"]["version"]
+    for name in drivers:
+        assert depends[name] == {"gpu-operator-release"}
+    values = by_type(created, "kubernetes:helm.sh/v3:Release")["gpu-operator-release"]["values"]
+    assert values["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
+
+
+def test_depends_on_ordering(deployed_with_deps):
+    """Each release after its namespace, CRD objects after the release that installs their CRD, tenant
+    queues after Kueue's objects, the claim after its volume after its class, the binding after its policy."""
+    example, created, tree, depends = deployed_with_deps
+    assert depends["gpu-operator-release"] == {"gpu-operator-namespace"}
+    assert depends["network-operator-release"] == {"network-operator-namespace"}
+    assert depends["network-operator-nicclusterpolicy"] == {"network-operator-release"}
+    kueue_objects = {n for t, n, _ in created if t.startswith("kubernetes:kueue.x-k8s.io/") and n.startswith("kueue-")}
+    assert kueue_objects and all(depends[n] == {"kueue-release"} for n in kueue_objects)
+    tenants = {n.removeprefix("tenant-") for n in by_type(created, "clusterdef:kubernetes:Tenant")}
+    for t, name, _ in created:
+        tenant = max((x for x in tenants if name.startswith(f"tenant-{x}-")), key=len, default=None)
+        if t.startswith("clusterdef:") or tenant is None or name == f"tenant-{tenant}-namespace":
+            continue
+        deps = depends[name]
+        assert f"tenant-{tenant}-namespace" in deps, name
+        if t.startswith("kubernetes:kueue.x-k8s.io/"):  # the Kueue component, expanded into its children
+            assert {"kueue-release"} | kueue_objects <= deps, name
+        kind = t.rsplit(":", 1)[-1]
+        if kind in ("PersistentVolume", "PersistentVolumeClaim"):
+            before = {"PersistentVolume": "storageclass", "PersistentVolumeClaim": "persistentvolume"}[kind]
+            assert any(d.startswith(f"tenant-{tenant}-{before}-") for d in deps), name
+    if example == "lab-dedicated":
+        assert depends["admission-binding"] == {"admission-policy"}

@@ -2,8 +2,11 @@
 
 - GPU Operator values: every key path exists in the chart's values.yaml of the set's release (the
   nearest release in tests/reference when the set's own is not there: v25.10.0 -> v25.10.1), and the
-  ClusterPolicy spec the chart builds from them validates against the ClusterPolicy CRD.
-- NVIDIADriver, Kueue objects: jsonschema against the CRD's openAPIV3Schema with unknown fields rejected.
+  ClusterPolicy the chart's own templates/clusterpolicy.yaml of that release builds from them
+  (tests/gotemplate.py) validates against that release's ClusterPolicy CRD and agrees with clusterdef's
+  rendition field by field.
+- NVIDIADriver (the CRD of the set's release), Kueue objects: jsonschema against the CRD's openAPIV3Schema
+  with unknown fields rejected.
 - Tenant objects: kubernetes-validate --strict for the set's Kubernetes version.
 Reference copies live in tests/reference/kubernetes/ (with .source files); CI also has ../shared.
 """
@@ -22,13 +25,14 @@ import jsonschema
 import pytest
 from ruamel.yaml import YAML
 
+import gotemplate
 from clusterdef import hostlist
 from clusterdef.render import kubernetes as k8s
 from clusterdef.render.kubernetes import common, gpu_operator, kueue
 from clusterdef.resolve import Resolved, resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, ROOT, TODAY, dump_yaml
-from lab_variants import dedicated_kubernetes
+from lab_variants import dedicated_kubernetes, driver_pool_canary
 
 REF = Path(__file__).parent / "reference" / "kubernetes"
 SHARED = ROOT.parent / "shared" / "reference"
@@ -177,13 +181,21 @@ def test_gpu_operator_values_follow_set_and_policy(examples, plans):
         assert v["driver"]["rdma"]["enabled"] is True  # both examples: IB fabric + Network Operator
 
 
-@pytest.fixture(scope="module")
-def cluster_policy_validator():
-    path = REF / "gpu-operator" / "nvidia.com_clusterpolicies-v26.7.0.json"
-    crd = json.loads(path.read_text())
-    schema = strict(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
-    # The chart renders every required section from its own defaults; clusterdef sets some of them.
-    schema["properties"]["spec"].pop("required", None)
+def chart_tag(release: str) -> str:
+    return NEAREST_VALUES.get(release, release)
+
+
+def operator_crd(kind: str, release: str) -> dict:
+    """The CRD of the operator release the set runs (nearest reference tag), not the newest."""
+    path = REF / "gpu-operator" / f"nvidia.com_{kind}-{chart_tag(release)}.json"
+    assert path.is_file(), f"no {kind} CRD for GPU Operator {release} (looked for {path.name})"
+    return json.loads(path.read_text())
+
+
+def cluster_policy_validator(release: str, required: bool = False):
+    schema = strict(operator_crd("clusterpolicies", release)["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    if not required:  # clusterdef's rendition holds only the keys it sets; the chart renders the rest
+        schema["properties"]["spec"].pop("required", None)
     return jsonschema.Draft7Validator(schema)
 
 
@@ -192,51 +204,195 @@ def cluster_policy(values: dict) -> dict:
             "spec": gpu_operator.cluster_policy_spec(values)}
 
 
-def test_cluster_policy_spec_validates(plans, cluster_policy_validator):
-    for p in plans.values():
-        cp = cluster_policy(p.gpu_operator_values)
-        assert errors_of(cluster_policy_validator, cp) == []
+# The chart's _helpers.tpl is not in the reference: its two label helpers only fill metadata.labels and
+# spec.daemonsets.labels, which clusterdef does not set.
+CHART_HELPERS = {"gpu-operator.labels": "app.kubernetes.io/managed-by: Helm",
+                 "gpu-operator.operand-labels": "app.kubernetes.io/managed-by: gpu-operator"}
+
+
+def chart_cluster_policy(release: str, values: dict) -> dict:
+    """The ClusterPolicy the chart's own templates/clusterpolicy.yaml at that release builds from its
+    values.yaml coalesced with clusterdef's values (tests/gotemplate.py evaluates the template)."""
+    tag = chart_tag(release)
+    chart = yaml_safe.load((REF / "gpu-operator" / f"values-{tag}.yaml").read_text())
+    template = (REF / "gpu-operator" / f"clusterpolicy-template-{tag}.yaml").read_text()
+    text = gotemplate.render(template, {"Values": gotemplate.coalesce(chart, values), "Chart": {"AppVersion": tag}},
+                             CHART_HELPERS)
+    return yaml_safe.load(text)
+
+
+def as_stored(schema: dict, obj):
+    """What the API server keeps of obj before validating it: nulls of non-nullable fields pruned and the
+    schema's defaults filled in for objects that are present."""
+    if isinstance(obj, dict) and "properties" in schema:
+        out = {k: as_stored(schema["properties"].get(k, {}), v) for k, v in obj.items()
+               if v is not None or schema["properties"].get(k, {}).get("nullable")}
+        for k, sub in schema["properties"].items():
+            if k not in out and "default" in sub:
+                out[k] = copy.deepcopy(sub["default"])
+        return out
+    if isinstance(obj, list) and "items" in schema:
+        return [as_stored(schema["items"], v) for v in obj]
+    return obj
+
+
+def leaves(node, prefix=()):
+    """(path, value) of every scalar or list under nested mappings."""
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            yield from leaves(v, prefix + (k,))
+    else:
+        yield prefix, node
+
+
+def at(node, path):
+    for k in path:
+        if not isinstance(node, dict) or k not in node:
+            return KeyError
+        node = node[k]
+    return node
+
+
+SETS = sorted(p.stem for p in (MATRICES / "sets").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("set_name", SETS)
+def test_cluster_policy_spec_validates(examples, set_name):
+    """clusterdef's rendition validates against the ClusterPolicy CRD of the set's own operator release."""
+    for r in examples.values():
+        r = with_set(r, set_name)
+        cp = cluster_policy(gpu_operator.values(r))
+        assert errors_of(cluster_policy_validator(r.set.components.gpu_operator), cp) == []
         assert cp["spec"]["driver"]["upgradePolicy"]["podDeletion"]["timeoutSeconds"] == 300
 
 
-def test_cluster_policy_schema_rejects_unknown_keys(plans, cluster_policy_validator):
+@pytest.mark.parametrize("set_name", SETS)
+@pytest.mark.parametrize("example", ["lab", "estate", "lab-dedicated"])
+def test_chart_template_builds_the_same_cluster_policy(examples, example, set_name):
+    """The chart's own template at the set's release, fed the chart's defaults and clusterdef's values,
+    builds a ClusterPolicy that (as the API server stores it) validates against that release's CRD with
+    every required section, and holds every field clusterdef's rendition claims, with the same value."""
+    r = with_set(examples[example], set_name)
+    release = r.set.components.gpu_operator
+    values = gpu_operator.values(r)
+    built = chart_cluster_policy(release, values)
+    schema = operator_crd("clusterpolicies", release)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    stored = as_stored(schema, built)
+    assert errors_of(cluster_policy_validator(release, required=True), stored) == []
+    ours = gpu_operator.cluster_policy_spec(values)
+    assert [(".".join(p), v, at(built["spec"], p)) for p, v in leaves(ours) if at(built["spec"], p) != v] == []
+
+
+# Values clusterdef emits that templates/clusterpolicy.yaml does not read: they steer other templates
+# of the chart (the default NVIDIADriver CR, the DCGM ConfigMap).
+NOT_IN_CLUSTER_POLICY = {("driver", "nvidiaDriverCRD", "deployDefaultCR"),
+                         ("dcgmExporter", "config", "create"), ("dcgmExporter", "config", "data")}
+
+
+def changed(value):
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, str):
+        return value + "-x"
+    return value + [{"key": "x", "operator": "Exists"}]
+
+
+@pytest.mark.parametrize("set_name", SETS)
+def test_every_value_clusterdef_sets_reaches_the_cluster_policy(examples, set_name):
+    """Which fields the template sets from which values: changing any value clusterdef emits changes the
+    ClusterPolicy the chart builds at that release (none is silently ignored by the template)."""
+    r = with_set(examples["lab-dedicated"], set_name)
+    release = r.set.components.gpu_operator
+    values = gpu_operator.values(r)
+    values["driver"]["nvidiaDriverCRD"] = {"enabled": False, "deployDefaultCR": False}  # pools' keys, too
+    base = chart_cluster_policy(release, values)
+    ignored = []
+    for path, value in leaves(values):
+        mutated = copy.deepcopy(values)
+        node = mutated
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = changed(value)
+        if chart_cluster_policy(release, mutated) == base:
+            ignored.append(path)
+    assert set(ignored) == NOT_IN_CLUSTER_POLICY
+
+
+def test_chart_defaults_clusterdef_overrides(examples):
+    """The chart's defaults at the examples' release (v26.3.3): without clusterdef's upgrade policy the
+    upgrade controller may take 25% of the nodes at once and drains nothing; clusterdef sets the wave."""
+    r = examples["lab"]
+    release = r.set.components.gpu_operator
+    values = gpu_operator.values(r)
+    bare = copy.deepcopy(values)
+    del bare["driver"]["upgradePolicy"]  # values.yaml's defaults apply
+    up = chart_cluster_policy(release, bare)["spec"]["driver"]["upgradePolicy"]
+    assert (up["maxUnavailable"], up["drain"]["enable"], up["waitForCompletion"]) == ("25%", False, {"timeoutSeconds": 0})
+    bare["driver"]["upgradePolicy"] = {"maxUnavailable": None, "autoUpgrade": None}  # null removes the chart's key
+    up = chart_cluster_policy(release, bare)["spec"]["driver"]["upgradePolicy"]
+    assert (up["maxUnavailable"], up["autoUpgrade"]) == ("25%", False)  # the template's own `default`s
+    built = chart_cluster_policy(release, values)["spec"]
+    up = built["driver"]["upgradePolicy"]
+    assert (up["maxUnavailable"], up["maxParallelUpgrades"], up["drain"]["enable"]) == (1, 1, True)
+    # a default clusterdef leaves alone stays the chart's
+    assert built["validator"]["image"] == "gpu-operator"  # values.yaml v26.3.3: validator.image
+
+
+@pytest.mark.parametrize("template, values, out", [
+    ('m: {{ .Values.x | default "25%" }}', {"x": 0}, 'm: 25%'),  # Sprig: 0 is empty
+    ('m: {{ .Values.x | default "25%" }}', {"x": 2}, "m: 2"),
+    ("m: {{ .Values.x | default false }}", {}, "m: false"),
+    ("a:\n  {{- if .Values.m }}\n  b: 1\n  {{- end }}\nc: 2", {"m": {}}, "a:\nc: 2"),  # empty map is false
+    ("a:\n  {{- if .Values.m }}\n  b: 1\n  {{- else }}\n  b: 0\n  {{- end }}", {"m": [1]}, "a:\n  b: 1"),
+    ("{{- if and (.Values.c) (.Values.c.name) }}x{{- end }}y", {}, "y"),  # stops before the nil lookup
+    ("{{- if ne .Values.c nil }}x{{- end }}", {"c": False}, "x"),
+    ("v: {{ .Values.v | quote }} n: {{ .Values.n | quote }}", {"v": "1.0"}, 'v: "1.0" n: '),
+    ("k: {{ .Values.e }}", {}, "k: "),  # a missing key prints nothing (Helm drops <no value>)
+    ("t: {{ toYaml .Values.t | nindent 2 }}", {"t": [{"b": 1, "a": "x"}]}, "t: \n  - a: x\n    b: 1"),
+])
+def test_gotemplate_follows_go_and_sprig(template, values, out):
+    """The interpreter the ClusterPolicy oracle rests on, on what text/template and Sprig print."""
+    assert gotemplate.render(template, {"Values": values}) == out
+
+
+@pytest.mark.parametrize("template", ["{{ .Values.a.b }}", "{{- range .Values.l }}x{{- end }}", "{{ .Values.m }}"])
+def test_gotemplate_refuses_what_go_refuses_or_it_does_not_know(template):
+    with pytest.raises(gotemplate.TemplateError):
+        gotemplate.render(template, {"Values": {"m": {"k": 1}, "l": [1]}})
+
+
+def test_cluster_policy_schema_rejects_unknown_keys(plans):
+    validator = cluster_policy_validator(plans["lab"].gpu_operator_release)
     values = copy.deepcopy(plans["lab"].gpu_operator_values)
     values["driver"]["upgradePolicy"]["maxParallelUpgrade"] = 1  # singular: not a field
-    assert any("maxParallelUpgrade" in e for e in errors_of(cluster_policy_validator, cluster_policy(values)))
+    assert any("maxParallelUpgrade" in e for e in errors_of(validator, cluster_policy(values)))
     values = copy.deepcopy(plans["lab"].gpu_operator_values)
     values["mig"]["strategy"] = "double"
-    assert errors_of(cluster_policy_validator, cluster_policy(values))
+    assert errors_of(validator, cluster_policy(values))
 
 
-def test_driver_pools_canary(lab_data, tmp_path, cluster_policy_validator):
+def test_driver_pools_canary(lab_data, tmp_path):
     """A canary pool runs the candidate set's driver through its own NVIDIADriver; the rest the set's."""
-    def mutate(d):
-        d["cluster"]["allow_candidate"] = True
-        # the operator owns driver and toolkit: the Kubernetes groups get an image without them
-        d["kubernetes"]["gpu_operator"]["driver_owner"] = "operator"
-        d["images"]["k8s-node"] = copy.deepcopy(d["images"]["gpu-node"])
-        d["images"]["k8s-node"].pop("repositories")
-        d["nodes"]["infer"]["image"] = "k8s-node"
-        d["nodes"]["canary"] = {**copy.deepcopy(d["nodes"]["infer"]), "hosts": "kgpu03",
-                                "addressing": {"ipv4_start": "10.20.0.33",
-                                               "mac": {"source": "list", "macs": ["52:54:00:20:00:33"]}}}
-        d["network"]["fabrics"]["ib0"]["topology"]["switches"]["leaf02"]["nodes"] += ",kgpu03"
-        d["kubernetes"]["gpu_operator"]["driver_pools"] = {
-            "canary": {"node_groups": ["canary"], "matrix": "2026.11-r595-candidate"}}
-    r = variant(lab_data, tmp_path, mutate)
+    r = load(dump_yaml(driver_pool_canary(lab_data), tmp_path / "lab-canary.yaml"))
     p = k8s.plan(r)
     drivers = {o["metadata"]["name"]: o for o in p.nvidia_drivers}
     assert set(drivers) == {"default", "canary"}
     assert drivers["default"]["spec"]["version"] == r.set.components.driver
     assert drivers["canary"]["spec"]["version"] == r.matrix.sets["2026.11-r595-candidate"].components.driver
     assert drivers["canary"]["spec"]["version"] != drivers["default"]["spec"]["version"]
-    validator = crd_validator(REF / "gpu-operator" / "nvidia.com_nvidiadrivers-excerpt.json")
+    # the cluster's operator (the set's release) serves the NVIDIADriver CRD, whatever set a pool runs
+    release = r.set.components.gpu_operator
+    validator = crd_validator(REF / "gpu-operator" / f"nvidia.com_nvidiadrivers-{chart_tag(release)}.json")
     for obj in p.nvidia_drivers:
         assert errors_of(validator, obj) == []
     assert errors_of(validator, {**drivers["canary"], "spec": {**drivers["canary"]["spec"], "nodeSelectors": {}}})
     assert p.gpu_operator_values["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
     assert missing_in(chart_values(r.set.components.gpu_operator), p.gpu_operator_values) == []
-    assert errors_of(cluster_policy_validator, cluster_policy(p.gpu_operator_values)) == []
+    assert errors_of(cluster_policy_validator(release), cluster_policy(p.gpu_operator_values)) == []
+    built = chart_cluster_policy(release, p.gpu_operator_values)
+    assert built["spec"]["driver"]["useNvidiaDriverCRD"] is True
     groups = p.nodes["groups"]
     assert groups["canary"]["labels"][common.L_DRIVER_POOL] == "canary"
     assert groups["infer"]["labels"][common.L_DRIVER_POOL] == "default"
@@ -513,8 +669,8 @@ def test_reference_copies_match_shared():
     for copy_path in sorted(REF.rglob("*.yaml")):
         original = SHARED / copy_path.relative_to(REF)
         assert copy_path.read_bytes() == original.read_bytes(), copy_path
-    pairs = [(REF / "gpu-operator" / "nvidia.com_clusterpolicies-v26.7.0.json",
-              SHARED / "gpu-operator" / "nvidia.com_clusterpolicies-v26.7.0.yaml")]
+    pairs = [(p, SHARED / "gpu-operator" / (p.stem + ".yaml")) for p in (REF / "gpu-operator").glob("nvidia.com_*.json")]
+    assert len(pairs) == 8  # ClusterPolicy and NVIDIADriver of the four releases the sets run
     pairs += [(p, SHARED / "kueue" / "crds-v0.19.2" / (p.stem + ".yaml")) for p in KUEUE_CRDS.values()]
     pairs += [(p, SHARED / "nvidia-dra" / (p.stem + ".yaml")) for p in CD_CRDS]
     for copy_path, original in pairs:

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from clusterdef.cli import app
 from clusterdef.matrix.load import load_matrix
@@ -121,6 +121,42 @@ def test_lab_old_to_current_content(tmp_path):
     assert doc["from"]["definition_sha256"] != doc["to"]["definition_sha256"]
     assert "[bold]plan[/] lab" in to_text(doc)
     json.loads(to_json(doc))
+
+
+def test_files_whose_only_change_is_the_header_comment_fold_into_one_line(tmp_path):
+    doc = plan_between(tmp_path, "lab", OLD, CURRENT).doc
+    by_path = {f["path"]: f for f in doc["files"]}
+    # cgroup.conf names the set only in its generated-by line; slurm.conf's body changes too
+    cgroup = by_path["slurm/cgroup.conf"]
+    assert cgroup["header_only"] and cgroup["diff"].count("\n-# ") == 1 and cgroup["added"] == 1
+    assert not by_path["slurm/slurm.conf"]["header_only"] and not by_path["versions.json"]["header_only"]
+    headers = sorted(p for p, f in by_path.items() if f["header_only"])
+    md, text = to_markdown(doc), to_text(doc)
+    line = next(ln for ln in md.splitlines() if "differ only in their header comment" in ln)
+    assert line.startswith(f"{len(headers)} file(s) ") and "<code>slurm/cgroup.conf</code>" in line
+    assert "<summary><code>slurm/cgroup.conf</code>" not in md  # no diff of its own
+    assert "<summary><code>slurm/slurm.conf</code>" in md  # a small diff is shown before long ones
+    assert "a/slurm/cgroup.conf" not in text and "a/slurm/slurm.conf" in text
+
+
+def test_markdown_fits_a_pull_request_comment_for_any_change(tmp_path):
+    doc = plan_between(tmp_path, "lab", OLD, CURRENT).doc
+    assert len(to_markdown(doc)) < 65536
+    huge = {**doc, "changes": doc["changes"] * 4000 or [{"path": "x", "dotted": "x", "old": "a", "new": "b",
+                                                          "disruption": "live reconfigure", "nodes": 0}] * 4000}
+    md = to_markdown(huge)
+    assert len(md) <= 65536 and md.rstrip().endswith("the workflow's artifact).")
+    assert md.count("```") % 2 == 0 and md.count("<details>") == md.count("</details>")
+
+
+def test_header_only_needs_the_same_body():
+    from clusterdef.plan.diff import header_only
+
+    assert header_only(["# set a", "x = 1"], ["# set b", "x = 1"])
+    assert header_only(["#!/bin/sh", "# set a", "true"], ["#!/bin/sh", "# set b", "true"])
+    assert not header_only(["# set a", "x = 1"], ["# set b", "x = 2"])
+    assert not header_only(["x = 1"], ["x = 2"])  # no header at all
+    assert not header_only(["# set a", "x = 1"], ["# set a", "x = 1"])  # nothing differs
 
 
 def test_estate_waves_follow_topology(tmp_path):

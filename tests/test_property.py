@@ -8,7 +8,7 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
-from typer.testing import CliRunner
+from cli_runner import CliRunner
 
 from clusterdef.cli import app
 from conftest import CLUSTERS

@@ -5,8 +5,9 @@ which must be exactly the command line the group script carries.
 
 - user mode: qemu's own BOOTP/TFTP (restrict=on; the provisioning subnet exists only inside
   qemu) and a guest forward from the provisioning server's HTTP port to a local server;
-- dnsmasq: the rendered dnsmasq.conf serves DHCP on a tap device in a network namespace
-  the test creates, next to an HTTP server on the provisioning server's address.
+- dnsmasq: the rendered dnsmasq.conf serves DHCP and TFTP on a tap device in a network namespace
+  the test creates, next to an HTTP server on the provisioning server's address; the node there
+  is UEFI without qemu's iPXE ROM, so its firmware's PXE fetches the first stage (ipxe.efi) first.
 
 Slow (emulator). Locally they skip when a tool is missing; with CI set they fail instead.
 Pieces: scripts/deps.d/40-pxe.sh installs the tools and caches a bookworm kernel."""
@@ -141,10 +142,14 @@ def user_netdev(prov, node, tftp: Path, port: int) -> str:
             f"guestfwd=tcp:{prov.server}:{prov.http_port}-cmd:socat - TCP:127.0.0.1:{port}")
 
 
-def qemu_command(console: Path, mac: str, netdev: str, uefi: bool, tmp: Path, memory: int = 512) -> list[str]:
+def qemu_command(console: Path, mac: str, netdev: str, uefi: bool, tmp: Path, memory: int = 512,
+                 nic_rom: bool = True) -> list[str]:
+    """nic_rom=False: the NIC without qemu's iPXE option ROM (`romfile=`), so the firmware's own PXE
+    client (OVMF's network stack) boots, as on a real node whose firmware is not iPXE."""
+    nic = f"virtio-net-pci,netdev=n0,mac={mac}" + ("" if nic_rom else ",romfile=,bootindex=0")
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", str(memory), "-smp", "1", "-nodefaults",
            "-display", "none", "-no-reboot", "-serial", f"file:{console}", "-boot", "n",
-           "-netdev", netdev, "-device", f"virtio-net-pci,netdev=n0,mac={mac}"]
+           "-netdev", netdev, "-device", nic]
     if uefi:
         need("OVMF (package ovmf)", OVMF_CODE.exists() and OVMF_VARS.exists())
         vars_copy = tmp / "OVMF_VARS.fd"
@@ -244,6 +249,11 @@ def test_user_mode_uefi_boot_shows_the_rendered_cmdline(lab_boot):
 
 NETNS_SCRIPT = r"""
 set -eu
+# the rendered tftp-root (/srv/tftp) on a tmpfs of this mount namespace only, holding the first
+# iPXE stages of Debian's ipxe package
+mount -t tmpfs tmpfs /srv
+mkdir /srv/tftp
+cp {first_stages} /srv/tftp/
 ip link set lo up
 ip tuntap add dev tap0 mode tap
 ip addr add {server}/{prefix} dev tap0
@@ -251,7 +261,7 @@ ip link set tap0 up
 cd {http}
 {python} -m http.server --bind {server} {port} >{tmp}/http.log 2>&1 &
 dnsmasq -k -C {conf} --user=root --pid-file={tmp}/dnsmasq.pid --dhcp-leasefile={tmp}/leases \
-  --log-facility={tmp}/dnsmasq.log --tftp-no-fail --enable-ra --dhcp-range=::,constructor:tap0,ra-only &
+  --log-facility={tmp}/dnsmasq.log --enable-ra --dhcp-range=::,constructor:tap0,ra-only &
 for i in $(seq 50); do
   {python} -c 'import socket; socket.create_connection(("{server}", {port}), 1)' 2>/dev/null && break
   sleep 0.1
@@ -260,29 +270,51 @@ exec {qemu}
 """
 
 
+FIRST_STAGES = (Path("/usr/lib/ipxe/undionly.kpxe"), Path("/usr/lib/ipxe/ipxe.efi"))  # Debian package ipxe
+
+
 @pytest.mark.slow
-def test_dnsmasq_in_netns_boots_the_right_group_by_mac(lab_boot):
-    """The rendered dnsmasq.conf hands a node of group `infer` its fixed address and the iPXE
-    chain; the entry script sends its MAC to the infer group script."""
+def test_dnsmasq_in_netns_firmware_pxe_chains_to_the_right_group_by_mac(lab_boot):
+    """Firmware PXE end to end on the rendered dnsmasq.conf: a UEFI node whose NIC has no iPXE ROM
+    (OVMF's own PXE client, client-arch 7) gets its fixed address and, over dnsmasq's TFTP,
+    ipxe.efi (Debian's ipxe package); that iPXE asks again as user class iPXE, gets the entry
+    script over HTTP, which sends its MAC to the infer group script, which boots the kernel.
+    (BIOS's undionly.kpxe is served from the same tftp-root but not booted: SeaBIOS has no PXE
+    client of its own, and qemu's only NIC ROMs are iPXE, which skips the first stage.)"""
     need_tools("dnsmasq", "unshare", "ip")
+    need("the first iPXE stages (package ipxe)", all(p.exists() for p in FIRST_STAGES))
     if os.geteuid() != 0:
-        need("root (network namespace with a tap device)", False)
+        need("root (network and mount namespace with a tap device)", False)
     tmp, tree, resolved, root = lab_boot
     node = list(resolved.nodes("infer"))[1]
     prov = resolved.definition.network.provisioning
     conf = write({"dnsmasq.conf": tree["pxe/dnsmasq.conf"]}, tmp / "dnsmasq") / "dnsmasq.conf"
+    assert "tftp-root=/srv/tftp\n" in tree["pxe/dnsmasq.conf"]
     console = tmp / "console-netns.log"
-    qemu = qemu_command(console, node.mac, "tap,id=n0,ifname=tap0,script=no,downscript=no", False, tmp)
+    qemu = qemu_command(console, node.mac, "tap,id=n0,ifname=tap0,script=no,downscript=no", True, tmp, nic_rom=False)
     script = NETNS_SCRIPT.format(server=prov.server, prefix=prov.subnet.prefixlen, http=root,
                                  python=shutil.which("python3") or "python3", port=prov.http_port, tmp=tmp,
-                                 conf=conf, qemu=" ".join(f"'{a}'" for a in qemu))
-    with running(["unshare", "--net", "--", "bash", "-c", script], tmp / "netns.log") as proc:
-        text = wait_for(console, r"CMDLINE:.*\n", proc, timeout=240)
-    want = kernel_cmdline(resolved, "infer")
-    assert booted_cmdline(text) == want, f"console:\n{text[-2000:]}"
+                                 conf=conf, qemu=" ".join(f"'{a}'" for a in qemu),
+                                 first_stages=" ".join(str(p) for p in FIRST_STAGES))
+    with running(["unshare", "--net", "--mount", "--", "bash", "-c", script], tmp / "netns.log") as proc:
+        text = wait_for(console, r"CMDLINE:.*\n", proc, timeout=300)
+    # iPXE under UEFI: the kernel's file name, then exactly the group's line (test_user_mode_uefi_...)
+    art = identities(resolved)["gpu-node"].artefact
+    assert booted_cmdline(text) == f"{art}.vmlinuz {kernel_cmdline(resolved, 'infer')}", f"console:\n{text[-2000:]}"
     log = (tmp / "dnsmasq.log").read_text()
     assert f"DHCPACK(tap0) {node.ipv4} {node.mac} {node.name}" in log, log[-3000:]
-    assert "http://" in log and "boot.ipxe" in log, "dnsmasq did not hand out the iPXE entry script"
+    # each DHCP exchange: its tags and the boot file dnsmasq sent, in order
+    exchanges: dict[str, dict] = {}
+    for m in re.finditer(r"dnsmasq-dhcp\[\d+\]: (\d+) (tags: .*|sent size: +\d+ option: 67 bootfile-name +\S+)", log):
+        ex = exchanges.setdefault(m[1], {})
+        ex["tags" if m[2].startswith("tags") else "file"] = m[2].split()[-1] if "bootfile" in m[2] else m[2]
+    boots = list(dict.fromkeys((ex["tags"], ex["file"]) for ex in exchanges.values() if "file" in ex))
+    # the firmware (UEFI x64, no iPXE user class) is sent the first stage, iPXE the entry script
+    assert boots == [("tags: known, efi64, tap0", "ipxe.efi"),
+                     ("tags: known, ipxe, efi64, tap0", f"http://{prov.server}/ipxe/boot.ipxe")], log[-3000:]
+    assert "dnsmasq-tftp[" in log and f"sent /srv/tftp/ipxe.efi to {node.ipv4}" in log, log[-3000:]
+    served = (tmp / "http.log").read_text()
+    assert "GET /ipxe/boot.ipxe" in served and "GET /ipxe/groups/infer.ipxe" in served, served
 
 
 def _lab_versions(tmp: Path):

@@ -1,11 +1,18 @@
 """The Slurm target on real Slurm daemons (../shared/TESTING.md): a slurmctld at least as
 new as the set's Slurm major starts on the rendered config of both examples, for every
 validated set, and `scontrol show partition/node/topology` shows exactly what the
-definition says. Builds: the host's 22.05, trixie's 24.11 and sid's 26.05 (chroot)."""
+definition says. Builds: the host's 22.05, trixie's 24.11 and sid's 26.05 (chroot). On the host's
+22.05 with fake-GPU slurmds: jobs with GPUs, per-job /tmp, nodecheck's drains, and roles/node_drain
+run by real ansible-playbook waiting for a running job."""
 
 from __future__ import annotations
 
 import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -546,3 +553,148 @@ def test_private_tmp_per_job(lab, matrix, controller):
         assert not any(f"[{j}.extern] error" in log for j in ids), log[-2000:]
     finally:
         stop(slurmd)
+
+
+class RoleOnSlurm:
+    """A role run by real ansible-playbook (local connection, the lab's rendered inventory and group_vars)
+    against slurmctld + one fake-GPU slurmd of the host's 22.05 for `node`: scontrol on PATH (the roles'
+    default) reaches this cluster through SLURM_CONF; `path_first` goes before it on PATH."""
+
+    def __init__(self, lab, matrix, controller, tmp_path, node: str = "gpu001", path_first: str = ""):
+        from clusterdef.render.ansible.render import render as render_ansible
+        from slurm_helpers import free_port, host_build
+
+        self.ansible = Path(sys.executable).parent / "ansible-playbook"
+        if not self.ansible.exists():
+            pytest.skip("ansible-playbook is not installed")
+        self.build = build = host_build()
+        self.d, tree = render(lab, _on_host_slurm(matrix, lab["cluster"]["matrix"], build.version))
+        self.node, self.tmp = node, tmp_path
+        hosts = [h for g in self.d.groups_of("slurm").values() for h in hostlist.names(g.hosts)]
+        self.ctl = controller(build)
+        self.ctl.write(tree, node_ports={h: free_port() for h in hosts})
+        self.ctl.start()
+        for rel, text in render_ansible(resolve(self.d, matrix, CLUSTERS)).items():  # inventory, group_vars
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+        assert (tmp_path / "ansible" / "group_vars" / "cp_slurm.yml").is_file()
+        self.env = {**self.ctl.env, "ANSIBLE_ROLES_PATH": str(Path(__file__).resolve().parents[1] / "roles"),
+                    "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "HOME": str(tmp_path),
+                    "PATH": f"{path_first}:{self.ctl.env['PATH']}" if path_first else self.ctl.env["PATH"]}
+        self.slurmd = fake_gpu_slurmds(build, self.ctl.env, self.ctl.work.host, [node],
+                                       self.d.hardware["hgx-h100"].gpu.count)
+
+    def wait_idle(self):
+        from slurm_helpers import wait_for
+
+        wait_for(lambda: self.record()["State"].startswith("IDLE"), 60, f"{self.node} IDLE", self.slurmd,
+                 self.ctl.work.host / "slurmd.out")
+
+    def record(self) -> dict:
+        return next(r for r in self.ctl.records("node") if r["NodeName"] == self.node)
+
+    def playbook(self, role: str, extra: dict, log: Path) -> subprocess.Popen:
+        play = self.tmp / f"{role}.yml"
+        play.write_text(f"- hosts: {self.node}\n  gather_facts: false\n  roles: [{role}]\n")
+        extra = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, **extra}
+        return subprocess.Popen([str(self.ansible), "-i", str(self.tmp / "ansible"), str(play), "-e", json.dumps(extra)],
+                                env=self.env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+    def finished(self, role: str, extra: dict, name: str, rc: int = 0) -> str:
+        from slurm_helpers import stop
+
+        log = self.tmp / f"{name}.log"
+        proc = self.playbook(role, extra, log)
+        try:
+            proc.wait(timeout=180)
+        finally:
+            stop(proc)
+        assert proc.returncode == rc, log.read_text()[-4000:]
+        return log.read_text()
+
+    def stop(self):
+        from slurm_helpers import stop
+
+        stop(self.slurmd)
+
+
+def test_node_drain_role_waits_for_the_running_job(lab, matrix, controller, tmp_path):
+    """roles/node_drain against real slurmctld/slurmd: with a job running the node is ALLOCATED, the
+    role drains it (DRAINING) and its wait loop keeps retrying until the job ends, then returns with the
+    node DRAINED; `resumed` gives it back; a drain someone else set stays."""
+    from slurm_helpers import stop, wait_for
+
+    c = RoleOnSlurm(lab, matrix, controller, tmp_path)
+    build, ctl, node, record = c.build, c.ctl, c.node, c.record
+    drain = None
+    try:
+        c.wait_idle()
+        release = ctl.work.host / "release"
+        job = build.run("sbatch", "--parsable", "-p", "train", "-w", node, "-t", "2", "-o", "/dev/null", "--wrap",
+                        f"while [ ! -e {release} ]; do sleep 0.2; done", env=ctl.env).stdout.strip().split(";")[0]
+        wait_for(lambda: record()["State"] in ("ALLOCATED", "MIXED"), 30, f"job {job} running on {node}")
+        drain_log = tmp_path / "drained.log"
+        drain = c.playbook("node_drain", {"node_drain_state": "drained"}, drain_log)
+        # the role drained the node; slurmctld keeps the job: DRAINING, shown as ALLOCATED+DRAIN
+        wait_for(lambda: "DRAIN" in record()["State"], 60, "the role's scontrol update State=DRAIN", drain, drain_log)
+        wait_for(lambda: "FAILED - RETRYING: [gpu001]: Wait until no job runs on the node" in drain_log.read_text(),
+                 60, "the wait loop seeing the job", drain, drain_log)
+        assert drain.poll() is None, drain_log.read_text()[-3000:]  # still waiting: the job runs
+        assert record()["State"] in ("ALLOCATED+DRAIN", "MIXED+DRAIN"), record()
+        assert job in build.run("squeue", "-h", "-o", "%i", env=ctl.env).stdout.split()
+        release.touch()  # the job ends; the next look of the wait loop lets the play go on
+        drain.wait(timeout=120)
+        assert drain.returncode == 0, drain_log.read_text()[-4000:]
+        assert job not in build.run("squeue", "-h", "-o", "%i", env=ctl.env).stdout.split()
+        r = record()
+        assert r["State"] == "IDLE+DRAIN" and r["Reason"].startswith("clusterdef: maintenance"), r
+        # one change (the drain), no failure: the wait loop's retries ended in success
+        assert re.search(rf"^{node}\s+: ok=\d+\s+changed=1\s+unreachable=0\s+failed=0 ", drain_log.read_text(), re.M)
+
+        c.finished("node_drain", {"node_drain_state": "resumed"}, "resumed")
+        assert record()["State"] == "IDLE", record()
+        # a drain the role did not set is left alone
+        ctl.scontrol("update", f"NodeName={node}", "State=DRAIN", "Reason=disk replaced")
+        out = c.finished("node_drain", {"node_drain_state": "resumed"}, "foreign")
+        assert f"{node} stays drained: reason 'disk replaced" in out, out[-3000:]
+        assert record()["State"] == "IDLE+DRAIN" and record()["Reason"].startswith("disk replaced"), record()
+    finally:
+        stop(drain)
+        c.stop()
+
+
+def test_node_admission_holds_the_old_driver_until_the_reboot(lab, matrix, controller, tmp_path):
+    """roles/node_admission (gpu_facts' real collector and probe, then node_drain) against real
+    slurmctld/slurmd, the node's tools stood in by tests/standin_node.py (scontrol stays the real one):
+    after an upgrade the set's driver is installed but the old one is still loaded until the reboot
+    (what reboot.yml's clusterdef_reboot=false leaves), so admission keeps the node drained with the
+    driver named, and as the wave's gate (node_admission_fail_off_matrix) fails; after the stand-in
+    reboot the loaded driver is the set's and admission resumes the node."""
+    from standin_node import dgx_h100, install, update
+
+    vs = matrix.sets[lab["cluster"]["matrix"]]
+    old = matrix.sets["2025.10-r580"].components.driver
+    node = dgx_h100(vs, "hgx-h100")
+    node["driver"] = old  # loaded: the module of before the upgrade
+    node["packages"].update({"nvidia-open": f"{vs.components.driver}-1"})  # installed: the set's
+    bindir = install(tmp_path / "standin", node)
+    (bindir / "scontrol").unlink()  # Slurm's own scontrol, on this cluster
+    c = RoleOnSlurm(lab, matrix, controller, tmp_path, path_first=str(bindir))
+    ctl, record = c.ctl, c.record
+    root = tmp_path / "root"
+    extra = {"gpu_facts_path": f"{root}/var/lib/clusterdef/gpu-facts.json",
+             "gpu_facts_collector": f"{root}/usr/local/libexec/clusterdef-gpu-facts",
+             "gpu_facts_probe": f"{root}/usr/lib/clusterdef/probe", "node_admission_fail_off_matrix": True}
+    try:
+        c.wait_idle()
+        ctl.scontrol("update", f"NodeName={c.node}", "State=DRAIN", f"Reason=clusterdef: driver {old} -> "
+                     f"{vs.components.driver}")  # as nvidia_driver left it
+        out = c.finished("node_admission", extra, "before-reboot", rc=2)
+        assert f"driver {old} (want {vs.components.driver})" in out, out[-3000:]
+        r = record()
+        assert "DRAIN" in r["State"] and r["Reason"].startswith(f"clusterdef: off-matrix {vs.name}: driver {old}"), r
+        update(bindir, lambda n: n.update(driver=vs.components.driver))  # the stand-in reboot loads the new module
+        c.finished("node_admission", extra, "after-reboot")
+        assert record()["State"] == "IDLE", record()
+    finally:
+        c.stop()

@@ -1,6 +1,6 @@
 # PXE and node-image tests (tests/test_pxe_*.py, tests/test_images.py): QEMU (TCG), iPXE
-# ROMs, OVMF, dnsmasq, busybox, minisign (signed images, tests/test_image_signing.py), mkosi 14, and a
-# Debian kernel cached under $CLUSTERDEF_CACHE.
+# ROMs, iPXE's first stages (ipxe: undionly.kpxe, ipxe.efi), OVMF, dnsmasq, busybox, minisign (signed
+# images, tests/test_image_signing.py), mkosi 14, and a Debian kernel cached under $CLUSTERDEF_CACHE.
 # Sourced by scripts/install-test-deps (bash, as root, with apt_install and $CLUSTERDEF_CACHE).
 #
 # Cached pieces ($CLUSTERDEF_CACHE/pxe/):
@@ -12,7 +12,7 @@
 # these pieces, under their own temporary directories or $CLUSTERDEF_CACHE/pxe/.
 # The daemons are not started; the tests start their own, inside network namespaces.
 
-apt_install qemu-system-x86 qemu-utils ipxe-qemu ovmf dnsmasq-base busybox-static cpio socat zstd minisign \
+apt_install qemu-system-x86 qemu-utils ipxe-qemu ipxe ovmf dnsmasq-base busybox-static cpio socat zstd minisign \
   mkosi debootstrap systemd-container iproute2 python3
 
 pxe_kernel() {

@@ -21,10 +21,12 @@ def build_tree(result: Result, targets: list[str] | None = None) -> tuple[dict[s
     """Render a clean validation result. Raises ValueError if it has errors, and DefinitionError
     when a value cannot be written safely into some output language (the types should have
     refused it; this is the second wall, see quoting.py)."""
-    if not result.ok:
+    d, matrix, source = result.definition, result.matrix, result.source
+    if not result.ok or d is None:
         raise ValueError("cannot render a definition with errors")
-    d = result.definition
-    resolved = resolve(d, result.matrix, Path(result.file).resolve().parent)
+    if matrix is None or source is None:  # validate_source always sets both
+        raise ValueError("a validation result without its matrix or source")
+    resolved = resolve(d, matrix, Path(result.file).resolve().parent)
     try:
         tree = render_all(resolved, targets)
     except UnsafeValue as exc:
@@ -40,7 +42,7 @@ def build_tree(result: Result, targets: list[str] | None = None) -> tuple[dict[s
         "clusterdef": __version__,
         "cluster": d.cluster.name,
         "set": d.cluster.matrix,
-        "definition": {"file": Path(result.file).name, "sha256": sha256(result.source.text)},
+        "definition": {"file": Path(result.file).name, "sha256": sha256(source.text)},
         "targets": sorted(targets or TARGETS),
     }
     return tree, meta

@@ -199,16 +199,17 @@ def compare(definition: Definition, vs: ValidatedSet, facts: list[tuple[str, dic
     strangers: list[str] = []
     for _, fact in facts:
         host = fact["host"]
-        gname = owner.get(host)
-        if gname is None:
+        group = owner.get(host)
+        if group is None:
             strangers.append(host)
             continue
         seen.add(host)
-        exp = groups[gname]
+        exp = groups[group]
         versions = fact["versions"]
         firmware = versions.get("firmware") or {}
-        reasons = fact.get("reasons") if isinstance(fact.get("reasons"), dict) else {}
-        rep = NodeReport(host, gname, exp.control_plane, collected_at=str(fact.get("collected_at", "")))
+        raw_reasons = fact.get("reasons")
+        reasons = raw_reasons if isinstance(raw_reasons, dict) else {}
+        rep = NodeReport(host, group, exp.control_plane, collected_at=str(fact.get("collected_at", "")))
         for comp, want in exp.versions.items():
             if comp.startswith("firmware."):
                 got = firmware.get(comp[9:], UNKNOWN)

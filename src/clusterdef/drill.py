@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
 
+from .errors import present
 from .model import Definition
 
 FORMAT = "clusterdef-rehearsal/1"
@@ -119,10 +120,11 @@ def rehearse(definition: Definition, tree: dict[str, str], *, database: str, sta
         "" if r.returncode == 0 else ": " + out.log.strip()[-400:]))
     if r.returncode != 0:
         return out
-    if definition.slurm.accounting.storage == "slurmdbd":
+    slurm = present(definition.slurm, "slurm")  # backup/slurm/restore.sh is rendered only with it
+    if slurm.accounting.storage == "slurmdbd":
         q = _mysql(env, database, "SELECT name FROM qos_table WHERE deleted=0")
         found = set(q.stdout.split()) if q.returncode == 0 else set()
-        want = set(definition.slurm.qos)
+        want = set(slurm.qos)
         out.add("database: QOS", q.returncode == 0 and want <= found,
                 q.stderr.strip()[-300:] if q.returncode else f"missing {sorted(want - found)}" if want - found
                 else f"{len(want)} QOS")

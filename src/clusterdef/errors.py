@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable
+from typing import Iterable, TypeVar
 
 Path = tuple[str | int, ...]
+T = TypeVar("T")
 
 
 class Severity(str, Enum):
@@ -73,6 +74,15 @@ def warning(code: str, path: Path, message: str, hint: str = "") -> Finding:
 
 def has_errors(findings: Iterable[Finding]) -> bool:
     return any(f.severity is Severity.ERROR for f in findings)
+
+
+def present(value: T | None, what: str) -> T:
+    """`value`, which the caller's guard ensures is set (a renderer runs only when its section is in
+    the definition, a check only where validation found it): a None here is a bug in clusterdef,
+    named as such rather than surfacing as an AttributeError further on."""
+    if value is None:
+        raise ValueError(f"{what} is not set, yet this code runs only when it is (a bug in clusterdef)")
+    return value
 
 
 @dataclass

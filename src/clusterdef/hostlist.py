@@ -127,11 +127,11 @@ def _index_runs(hosts):
             others.append(host)
     runs: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for key in sorted(numbers, key=lambda k: k[0] + "%s"):  # the order NodeSet prints its patterns in
-        out, start, prev = [], None, None
-        for n in sorted(numbers[key]):
-            if start is None:
-                start = prev = n
-            elif n == prev + 1:
+        ordered = sorted(numbers[key])  # never empty: a key exists once it has an index
+        out: list[tuple[int, int]] = []
+        start = prev = ordered[0]
+        for n in ordered[1:]:
+            if n == prev + 1:
                 prev = n
             else:
                 out.append((start, prev))

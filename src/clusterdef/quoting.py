@@ -140,6 +140,14 @@ def _finalize(value):
     return value
 
 
+def _line_filter(value, language: str = "this file") -> Quoted:
+    return line(value, language)
+
+
+def _word_filter(value, language: str = "this file") -> Quoted:
+    return word(value, language)
+
+
 def guarded_env(package: str, folder: str = "templates", **options):
     """A Jinja environment whose templates can only interpolate safe or explicitly quoted values."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -148,7 +156,6 @@ def guarded_env(package: str, folder: str = "templates", **options):
                       trim_blocks=True, lstrip_blocks=True, autoescape=False, finalize=_finalize, **options)
     env.filters.update({
         "sh": shell, "q": shell, "slurm": slurm, "systemd": systemd,
-        "line": lambda v, language="this file": line(v, language),
-        "word": lambda v, language="this file": word(v, language),
+        "line": _line_filter, "word": _word_filter,
     })
     return env

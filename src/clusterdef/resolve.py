@@ -66,10 +66,10 @@ def read_guids(definition: Definition, base_dir: Path) -> dict[str, dict[str, tu
     inventories = read_inventories(files.values())
     # Groups share an inventory file: each keeps only its own hosts' GUIDs (a partition of one
     # group's ports must never take another group's).
-    out = {}
-    for g, f in files.items():
-        mine = set(hostlist.names(definition.nodes[g].hosts))
-        out[g] = {h: v for h, v in inventories[f].guids.items() if h in mine}
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for group, f in files.items():
+        mine = set(hostlist.names(definition.nodes[group].hosts))
+        out[group] = {h: v for h, v in inventories[f].guids.items() if h in mine}
     for gname, g in definition.nodes.items():
         m = g.addressing.mac
         if m.source == "list" and m.port_guids:

@@ -153,6 +153,8 @@ def tenant_flavors(d: Definition, tenant: str) -> tuple[str, ...]:
 def tenant_pod_groups(d: Definition, tenant: str) -> tuple[str, ...]:
     """Node groups the tenant's pods run on: the groups of its queues' flavors."""
     k = d.kubernetes
+    if k is None:
+        return ()
     return tuple(dict.fromkeys(g for f in tenant_flavors(d, tenant) for g in k.kueue.flavors[f].node_groups
                                if g in d.nodes))
 
@@ -319,7 +321,7 @@ def _storage(d: Definition, name: str) -> Layer:
             files += [f"storage/mounts/{g}/{unit_name(fs.mount)}" for g in fs.node_groups if g in d.nodes]
             if fs.kind in QUOTA_KINDS and name in quota_tenants(d, s.filesystem):
                 files.append(f"storage/{s.filesystem}/quota.sh")
-    if claim in ("project-quota", "dedicated-filesystem") and kubernetes_storage(d, name):
+    if claim in ("project-quota", "dedicated-filesystem") and t.kubernetes and kubernetes_storage(d, name):
         mech.append(f"namespace {t.kubernetes.namespace}: its own StorageClass and a PersistentVolume of "
                     f"{fs.mount}/{name} bound to its claim; ResourceQuota requests.storage {s.quota_tib:g}Ti")
         files.append(f"kubernetes/tenants/{name}.yaml")

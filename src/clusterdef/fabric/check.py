@@ -237,12 +237,12 @@ def compare(lay: Layout, topo: Topology) -> Report:
     bad_hosts: dict[str, str] = {}
     for h, host in lay.hosts.items():
         node = hosts_by_word.get(h, [None])[0]
+        guid = f"{node.guid:#018x}" if node else ""
         for p in range(1, host.ports + 1):
             link = topo.links.get(Port(node.guid, p)) if node else None
             if link is None:
                 issues.append(Issue("missing-link", h, p, f"cable to {host.leaf_of(p)}",
-                                    "no link" if node else "host not in the fabric",
-                                    f"{node.guid:#018x}" if node else ""))
+                                    "no link" if node else "host not in the fabric", guid))
                 bad_hosts[h] = host.control_plane
                 continue
             checked += 1
@@ -252,18 +252,17 @@ def compare(lay: Layout, topo: Topology) -> Report:
             if got != want:
                 rails = lay.rail_of or {}
                 kind = "wrong-rail" if got in rails and rails[got][1] != rails[want][1] else "wrong-leaf"
-                issues.append(Issue(kind, h, p, want, f"{peer_name(peer)} port {peer.port}",
-                                    f"{node.guid:#018x}"))
+                issues.append(Issue(kind, h, p, want, f"{peer_name(peer)} port {peer.port}", guid))
                 bad_hosts[h] = host.control_plane
             if _below(width, speed, host.rated_gbps):
                 issues.append(Issue("degraded-link", h, p, f"4x, {host.rated_gbps} Gb/s", _rate(width, speed),
-                                    f"{node.guid:#018x}"))
+                                    guid))
                 bad_hosts[h] = host.control_plane
         if node:
             for (lp, (peer, _, _)) in sorted(((k.port, v) for k, v in topo.links.items() if k.guid == node.guid)):
                 if lp > host.ports:
                     issues.append(Issue("unexpected-link", h, lp, f"{host.ports} compute InfiniBand port(s)",
-                                        f"port {lp} cabled to {peer_name(peer)}", f"{node.guid:#018x}"))
+                                        f"port {lp} cabled to {peer_name(peer)}", guid))
     # switch to switch
     sw_guid = {w: found[0].guid for w, found in switches_by_word.items()}
     pairs: dict[frozenset, list[tuple[int, str]]] = {}
@@ -275,20 +274,20 @@ def compare(lay: Layout, topo: Topology) -> Report:
             pairs.setdefault(frozenset((a,)), []).append((width, speed))
     declared = {frozenset(p) for p in lay.uplinks}
     for child, parent in lay.uplinks:
-        got = pairs.get(frozenset((child, parent)), [])
-        if not got:
+        cables = pairs.get(frozenset((child, parent)), [])
+        if not cables:
             issues.append(Issue("missing-link", child, 0, f"cable to {parent}", "no link",
                                 f"{sw_guid[child]:#018x}" if child in sw_guid else ""))
-        for width, speed in got:
+        for width, speed in cables:
             checked += 1
             if _below(width, speed, lay.trunk_gbps):
                 issues.append(Issue("degraded-link", child, 0, f"cable to {parent} at 4x, {lay.trunk_gbps} Gb/s",
                                     _rate(width, speed), f"{sw_guid[child]:#018x}"))
-    for pair, got in sorted(pairs.items(), key=lambda kv: sorted(kv[0])):
+    for pair, cables in sorted(pairs.items(), key=lambda kv: sorted(kv[0])):
         if pair not in declared:
             names = sorted(pair)
             issues.append(Issue("unexpected-link", names[0], 0, "no cable (not parent and child)",
-                                f"{len(got)} cable(s) to {names[-1]}", f"{sw_guid[names[0]]:#018x}"))
+                                f"{len(cables)} cable(s) to {names[-1]}", f"{sw_guid[names[0]]:#018x}"))
     order = {k: i for i, k in enumerate(KINDS)}
     issues.sort(key=lambda i: (order[i.kind], i.node, i.port))
     return Report(lay.fabric, issues, checked, bad_hosts)

@@ -86,7 +86,7 @@ def rated_link(gbps: int, max_speed: str = IBSIM_MAX_SPEED) -> tuple[int, str]:
                       f"the most the simulator can carry")
 
 
-def build(definition: Definition, fabric_name: str, max_speed: str = IBSIM_MAX_SPEED,
+def build(definition: Definition, fabric_name: str | None, max_speed: str = IBSIM_MAX_SPEED,
           hosts: set[str] | None = None) -> Net:
     """The fabric's records and cables, before any fault; `hosts`: only the part of the fabric
     that cables these hosts (their leaves and the switches above them)."""
@@ -115,7 +115,7 @@ def build(definition: Definition, fabric_name: str, max_speed: str = IBSIM_MAX_S
                 host = lay.hosts[h]
                 for p in range(1, host.ports + 1):
                     cable(h, p, leaf, host.rated_gbps)
-    children = {}
+    children: dict[str, list[str]] = {}
     for child, parent in lay.uplinks:
         children.setdefault(parent, []).append(child)
     uplink_port: dict[tuple[str, str], int] = {}

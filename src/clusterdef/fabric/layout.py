@@ -81,7 +81,7 @@ def pick_fabric(definition: Definition, name: str | None) -> str:
 
 def _host_ports(definition: Definition) -> dict[str, tuple[str, str, int, int]]:
     """host -> (group, control plane, compute IB port count, rated Gb/s) for hosts with such ports."""
-    out = {}
+    out: dict[str, tuple[str, str, int, int]] = {}
     for gname, g in definition.nodes.items():
         nics = [n for n in definition.hardware[g.hardware].nics if n.kind == "infiniband" and n.role == "compute"]
         if not nics:
@@ -92,9 +92,9 @@ def _host_ports(definition: Definition) -> dict[str, tuple[str, str, int, int]]:
     return out
 
 
-def layout(definition: Definition, fabric_name: str, sm: str | None = None) -> Layout:
-    """The declared cabling of `fabric_name`. `sm` names the subnet manager host's HCA
-    (default `sm-<fabric>`, cut to 63 characters)."""
+def layout(definition: Definition, fabric_name: str | None, sm: str | None = None) -> Layout:
+    """The declared cabling of `fabric_name` (the only InfiniBand fabric when None). `sm` names the
+    subnet manager host's HCA (default `sm-<fabric>`, cut to 63 characters)."""
     fabric_name = pick_fabric(definition, fabric_name)
     topo = definition.network.fabrics[fabric_name].topology
     ports = _host_ports(definition)
@@ -208,3 +208,25 @@ WIDTHS = (1, 2, 4, 8, 12)
 
 def link_gbps(width: int, speed: str) -> float:
     return width * LANE_GBPS[speed]
+
+
+def leaves(definition: Definition, group: str) -> list[tuple[str, list[str]]]:
+    """(leaf switch or block, hosts of `group` on it) in topology order, for the group's fabric.
+    Hosts not found in the topology are put under `-`."""
+    g = definition.nodes[group]
+    members = list(hostlist.names(g.hosts))
+    fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
+    out: list[tuple[str, list[str]]] = []
+    placed: set[str] = set()
+    if fabric is not None:
+        mine = set(members)
+        for name, nodes in fabric.topology.units():  # leaves, blocks, or scalable units (rail)
+            if nodes:
+                hosts = [h for h in hostlist.names(nodes) if h in mine and h not in placed]
+                if hosts:
+                    out.append((name, hosts))
+                    placed.update(hosts)
+    rest = [h for h in members if h not in placed]
+    if rest:
+        out.append(("-", rest))
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..model.base import Model, Version
 from ..model.types import RelPath, SetName, Text, Token
@@ -40,7 +40,7 @@ class ValidatedSet(Model):
     name: SetName
     status: SetStatus
     summary: Text = ""
-    provenance: Provenance = Provenance()
+    provenance: Provenance = Field(default_factory=Provenance)
     baseline: RelPath | None = None
     """Baseline file, relative to the matrices folder."""
     components: Components

@@ -128,9 +128,9 @@ class Rehearsal(Model):
 class Backup(Model):
     tool: Literal["restic"] = "restic"
     repository: Repository
-    schedule: Schedule = Schedule()
+    schedule: Schedule = Field(default_factory=Schedule)
     retention: Retention
-    authoritative: Authoritative = Authoritative()
+    authoritative: Authoritative = Field(default_factory=Authoritative)
     reproducible: tuple[AbsPath, ...] = Field(default=(), max_length=256)
     """Caches and other rebuildable data: excluded from every backup, like every scratch filesystem."""
-    rehearsal: Rehearsal = Rehearsal()
+    rehearsal: Rehearsal = Field(default_factory=Rehearsal)

@@ -14,7 +14,7 @@ from .types import Name, Version  # noqa: F401  (re-exported: most models import
 class Model(BaseModel):
     """Every model is frozen, rejects unknown fields, and takes only finite numbers."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False, defer_build=True)
 
 
 _DURATION = re.compile(r"^(UNLIMITED|INFINITE|(\d{1,5}-)?\d{1,6}(:\d{2}){0,2}|\d{1,9})$")

@@ -34,9 +34,9 @@ class Definition(Model):
     kubernetes: Kubernetes | None = None
     filesystems: dict[Name, Filesystem] = {}
     tenants: dict[Name, Tenant] = {}
-    upgrade: Upgrade = Upgrade()
-    observability: Observability = Observability()
-    secrets: Secrets = Secrets()
+    upgrade: Upgrade = Field(default_factory=Upgrade)
+    observability: Observability = Field(default_factory=Observability)
+    secrets: Secrets = Field(default_factory=Secrets)
     identity: Identity | None = None
     backup: Backup | None = None
 

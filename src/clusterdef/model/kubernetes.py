@@ -32,7 +32,7 @@ class GpuOperator(Model):
     mig_profile: MigProfile | None = None
     """MIG profile to partition GPUs into (needs mig_strategy single or mixed)."""
     driver_repository: Registry = "nvcr.io/nvidia"
-    dcgm_exporter: DcgmExporter = DcgmExporter()
+    dcgm_exporter: DcgmExporter = Field(default_factory=DcgmExporter)
     driver_pools: dict[Name, DriverPool] = {}
     """Pools pinning a different driver; the other Kubernetes GPU groups run the set's driver."""
     driver_owner: Literal["operator", "image"] = "image"
@@ -115,9 +115,9 @@ class ImagePolicy(Model):
 
 
 class Kubernetes(Model):
-    gpu_operator: GpuOperator = GpuOperator()
-    network_operator: NetworkOperator = NetworkOperator()
-    kueue: Kueue = Kueue()
+    gpu_operator: GpuOperator = Field(default_factory=GpuOperator)
+    network_operator: NetworkOperator = Field(default_factory=NetworkOperator)
+    kueue: Kueue = Field(default_factory=Kueue)
     node_labels: dict[LabelKey, LabelValue] = {}
     """Extra labels for every Kubernetes-owned node."""
     image_policy: ImagePolicy | None = None

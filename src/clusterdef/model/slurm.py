@@ -74,8 +74,8 @@ class Slurm(Model):
     controllers: tuple[Fqdn, ...] = Field(min_length=1, max_length=8)
     partitions: dict[Name, Partition] = Field(min_length=1)
     qos: dict[Name, Qos] = {}
-    accounting: Accounting = Accounting()
-    priority: Priority = Priority()
-    health_check: HealthCheck = HealthCheck()
+    accounting: Accounting = Field(default_factory=Accounting)
+    priority: Priority = Field(default_factory=Priority)
+    health_check: HealthCheck = Field(default_factory=HealthCheck)
     passthrough: dict[SlurmKey, SlurmValue | bool | TresCount] = {}
     """Rare slurm.conf keys emitted as written (checked against the keyword list of the set's major)."""

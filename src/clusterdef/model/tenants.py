@@ -71,8 +71,8 @@ class Storage(Model):
 
 
 class Tenant(Model):
-    quota: Quota = Quota()
-    isolation: Isolation = Isolation()
+    quota: Quota = Field(default_factory=Quota)
+    isolation: Isolation = Field(default_factory=Isolation)
     slurm: TenantSlurm | None = None
     kubernetes: TenantKubernetes | None = None
     storage: Storage | None = None

@@ -58,13 +58,13 @@ class SmokeTest(Model):
 
 
 class Upgrade(Model):
-    canary: Canary = Canary()
+    canary: Canary = Field(default_factory=Canary)
     wave_size: int = Field(default=64, ge=1, le=131072)
     max_parallel_waves: int = Field(default=1, ge=1, le=1024)
     kubernetes_wave_size: int = Field(default=1, ge=1, le=131072)
     """Kubernetes GPU nodes the GPU Operator upgrades at once (its maxParallelUpgrades and maxUnavailable)."""
-    drain: Drain = Drain()
-    baseline_tolerance: Tolerances = Tolerances()
-    rollback: Rollback = Rollback()
+    drain: Drain = Field(default_factory=Drain)
+    baseline_tolerance: Tolerances = Field(default_factory=Tolerances)
+    rollback: Rollback = Field(default_factory=Rollback)
     smoke_tests: dict[Name, SmokeTest] = Field(default_factory=dict, max_length=256)
     """Run in layer order (hardware, storage, rdma, collective, application) after every gate."""

@@ -76,7 +76,7 @@ def classify(path: tuple, old: Definition, new: Definition) -> tuple[str, list[s
             return RESTART, sorted(o ^ n), "nodes added or removed: provision them and restart slurmctld " \
                 "(node list) or join/cordon them in Kubernetes"
         hosts = _group_hosts(new, [g])
-        if rest == "boot":
+        if rest == "boot" and g is not None:  # rest is set only when sub (the group) is
             ob = old.nodes[g].boot if g in old.nodes else {}
             nb = new.nodes[g].boot
             return LIVE, sorted(h for h in set(ob) | set(nb) if ob.get(h) != nb.get(h)), \
@@ -98,11 +98,11 @@ def classify(path: tuple, old: Definition, new: Definition) -> tuple[str, list[s
         return LIVE, [], "partitions, QOS, priority, health check: `scontrol reconfigure`, no job is touched"
     if head == "kubernetes":
         if sub == "gpu_operator" and rest in ("mig_strategy", "mig_profile"):
-            groups = [g for g, n in new.nodes.items() if n.control_plane == "kubernetes"]
-            return REBOOT, _group_hosts(new, groups), "MIG layout change resets the GPUs: drain the nodes first"
+            kube_groups = [g for g, n in new.nodes.items() if n.control_plane == "kubernetes"]
+            return REBOOT, _group_hosts(new, kube_groups), "MIG layout change resets the GPUs: drain the nodes first"
         if sub in ("gpu_operator", "network_operator"):
-            groups = [g for g, n in new.nodes.items() if n.control_plane == "kubernetes"]
-            return RESTART, _group_hosts(new, groups), "operator settings: its pods restart on every GPU node"
+            kube_groups = [g for g, n in new.nodes.items() if n.control_plane == "kubernetes"]
+            return RESTART, _group_hosts(new, kube_groups), "operator settings: its pods restart on every GPU node"
         return LIVE, [], "Kueue queues/quotas and labels: applied live through the API server"
     if head == "tenants":
         return LIVE, [], "tenant quotas and accounts: Slurm associations and Kubernetes quotas, applied live"
@@ -137,10 +137,28 @@ class FileDiff:
     diff: str
     added: int
     removed: int
+    header_only: bool = False  # only the leading comment changed (the set named in it): no behaviour
 
     def to_json(self) -> dict:
         return {"path": self.path, "status": self.status, "added": self.added, "removed": self.removed,
-                "diff": self.diff}
+                "diff": self.diff, "header_only": self.header_only}
+
+
+COMMENT_MARKS = ("#", "//", ";", "--", "<!--")
+
+
+def _header_lines(lines: list[str]) -> int:
+    """How many leading lines are comments (the generated-by header, a shebang included)."""
+    n = 0
+    while n < len(lines) and lines[n].lstrip().startswith(COMMENT_MARKS):
+        n += 1
+    return n
+
+
+def header_only(a: list[str], b: list[str]) -> bool:
+    """True when two versions differ only inside their leading comment block: same body after it."""
+    ha, hb = _header_lines(a), _header_lines(b)
+    return ha > 0 and hb > 0 and a[ha:] == b[hb:] and a[:ha] != b[:hb]
 
 
 def tree_diff(old: dict[str, str], new: dict[str, str]) -> list[FileDiff]:
@@ -150,11 +168,12 @@ def tree_diff(old: dict[str, str], new: dict[str, str]) -> list[FileDiff]:
         if a == b:
             continue
         status = "added" if a is None else "removed" if b is None else "changed"
-        lines = list(difflib.unified_diff((a or "").splitlines(), (b or "").splitlines(),
-                                          f"a/{rel}", f"b/{rel}", lineterm="", n=2))
+        a_lines, b_lines = (a or "").splitlines(), (b or "").splitlines()
+        lines = list(difflib.unified_diff(a_lines, b_lines, f"a/{rel}", f"b/{rel}", lineterm="", n=2))
         added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
         removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
-        out.append(FileDiff(rel, status, "\n".join(lines) + ("\n" if lines else ""), added, removed))
+        out.append(FileDiff(rel, status, "\n".join(lines) + ("\n" if lines else ""), added, removed,
+                            status == "changed" and header_only(a_lines, b_lines)))
     return out
 
 

@@ -14,7 +14,9 @@ COLOUR = {REFLASH: "red", REBOOT: "yellow", RESTART: "cyan", LIVE: "green", NONE
 ORDER = (REFLASH, REBOOT, RESTART, LIVE, NONE)
 MD_DIFF_LINES = 150  # per file in Markdown; the JSON plan keeps whole diffs
 MD_FILES = 40  # more files than this past the diff budget: they are counted per folder
-MD_DIFF_CHARS = 28000  # all diffs together, to stay inside a PR comment (65,536) with the rest of it
+MD_DIFF_CHARS = 28000  # all diffs together at most
+MD_LIMIT = 65536  # characters in a GitHub pull-request comment
+MD_RESERVE = 6000  # for the per-folder count of files without a diff and the footer
 
 
 def to_json(doc: dict) -> str:
@@ -160,33 +162,32 @@ def to_markdown(doc: dict) -> str:
     out += ["### Rendered files", ""]
     if not doc["files"]:
         out += ["No rendered file changes.", ""]
-    budget = MD_DIFF_CHARS
+    files, headers = _split_header_only(doc["files"])
+    if headers:
+        out += [_header_line(headers, lambda x: f"<code>{x}</code>"), ""]
+    # Which files get their diff: the smallest first, while they fit in what the comment has left
+    # (so a two-line slurm.conf change is never crowded out by one long file); the rest are a line
+    # each, or counted per folder when there are many. Printed in path order.
+    budget = min(MD_DIFF_CHARS, MD_LIMIT - MD_RESERVE - len("\n".join(out)))
+    bodies = {fd["path"]: "\n".join(fd["diff"].splitlines()[:MD_DIFF_LINES]) for fd in files}
+    chosen: set[str] = set()
+    for fd in sorted(files, key=lambda x: (len(bodies[x["path"]]), x["path"])):
+        if len(bodies[fd["path"]]) <= budget:
+            chosen.add(fd["path"])
+            budget -= len(bodies[fd["path"]])
+    over = len(files) - len(chosen) > MD_FILES
     unshown: list[dict] = []
-    spent, past = 0, 0  # files past the diff budget: more than MD_FILES are counted per folder, not listed
-    for fd in doc["files"]:
-        size = len("\n".join(fd["diff"].splitlines()[:MD_DIFF_LINES]))
-        if spent + size > MD_DIFF_CHARS:
-            past += 1
-        else:
-            spent += size
-    over = past > MD_FILES
-    for fd in doc["files"]:
-        lines = fd["diff"].splitlines()
-        shown = lines[:MD_DIFF_LINES]
-        body = "\n".join(shown)
-        if len(body) > budget:
+    for fd in files:
+        if fd["path"] not in chosen:
             if over:
-                unshown.append(fd)  # listed below, by folder: the diff budget is spent
-                continue
-            body, shown = "", []
-        budget -= len(body)
-        more = len(lines) - len(shown)
-        if not shown:  # over the budget: one line, so many changed files still fit in a PR comment
-            out += [f"- <code>{fd['path']}</code> ({fd['status']}, +{fd['added']} −{fd['removed']}): "
-                    "diff in the JSON plan (`--format json`)", ""]
+                unshown.append(fd)  # listed below, by folder
+            else:
+                out += [f"- <code>{fd['path']}</code> ({fd['status']}, +{fd['added']} −{fd['removed']}): "
+                        "diff in the JSON plan (`--format json`)", ""]
             continue
+        more = len(fd["diff"].splitlines()) - len(bodies[fd["path"]].splitlines())
         out += [f"<details><summary><code>{fd['path']}</code> ({fd['status']}, +{fd['added']} −{fd['removed']})"
-                "</summary>", "", "```diff", body, "```"]
+                "</summary>", "", "```diff", bodies[fd["path"]], "```"]
         if more:
             out.append(f"{more} more diff line(s) in the JSON plan (`--format json`).")
         out += ["", "</details>", ""]
@@ -204,7 +205,33 @@ def to_markdown(doc: dict) -> str:
     out += [f"<sub>plan format {doc['plan_format']}, clusterdef {doc['clusterdef']}; definitions "
             f"{f['definition_sha256'][:12]} → {t['definition_sha256'][:12]}, trees {f['tree_sha256'][:12]} → "
             f"{t['tree_sha256'][:12]}</sub>", ""]
-    return "\n".join(out)
+    return _fit_comment("\n".join(out))
+
+
+def _fit_comment(md: str) -> str:
+    """The comment as it is when it fits in a pull-request comment; otherwise cut at a line, its
+    open code block and <details> closed, with a note: the whole plan is the JSON artifact."""
+    if len(md) <= MD_LIMIT:
+        return md
+    note = ("\n\n> [!NOTE]\n> This plan is longer than a pull-request comment holds and is cut here; "
+            "the whole plan is the JSON plan (`--format json`, the workflow's artifact).\n")
+    kept = md[:md.rfind("\n", 0, MD_LIMIT - len(note) - 200)]
+    close = "\n```" if kept.count("```") % 2 else ""
+    close += "\n</details>" * max(0, kept.count("<details>") - kept.count("</details>"))
+    return kept + close + note
+
+
+def _split_header_only(files: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Files with a real change, and those whose only change is their header comment (the set's
+    name in a generated-by line): these are one line, not a diff each."""
+    return ([f for f in files if not f.get("header_only")], [f for f in files if f.get("header_only")])
+
+
+def _header_line(headers: list[dict], code) -> str:
+    names = ", ".join(code(f["path"]) for f in headers[:60]) + (f" and {len(headers) - 60} more"
+                                                                 if len(headers) > 60 else "")
+    return (f"{len(headers)} file(s) differ only in their header comment (the set they were rendered for): "
+            f"{names}")
 
 
 def escape_md(text: str) -> str:
@@ -258,11 +285,14 @@ def to_text(doc: dict) -> str:
         out += [f"    - {e(step)}" for step in s["steps"]]
     for o in doc["kubernetes_objects"]:
         out.append(f"  k8s {o['change']} {e(o['kind'])} {e(o['namespace'])}/{e(o['name'])}")
+    files, headers = _split_header_only(doc["files"])
     if doc["files"]:
         out.append("[bold]rendered files[/]")
-        for fd in doc["files"]:
+        for fd in files:
             out.append(f"  {fd['status']:<8} {e(fd['path'])} [green]+{fd['added']}[/] [red]-{fd['removed']}[/]")
-        for fd in doc["files"]:
+        if headers:
+            out.append(f"  {_header_line(headers, e)}")
+        for fd in files:
             for line in fd["diff"].splitlines()[:200]:
                 colour = "green" if line.startswith("+") else "red" if line.startswith("-") else \
                     "cyan" if line.startswith("@@") else ""

@@ -98,7 +98,7 @@ def identity_findings(old, new, rollback_set: str, rebuilt: set[str]) -> list[Fi
     for name, build in nb.items():
         before = ob.get(name)
         if before and before.version == build.version and before.set != build.set:
-            path = ("images", name, "version")
+            path: tuple[str, ...] = ("images", name, "version")
             findings.append(Finding(
                 "image-version-reused", Severity.ERROR, path,
                 f"image `{name}` version {build.version} was built for set {before.set} ({before.artefact}); "

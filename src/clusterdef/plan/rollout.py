@@ -8,6 +8,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from .. import hostlist
+from ..fabric.layout import leaves
 from ..matrix.load import Matrix
 from ..model import Definition
 from ..model.upgrade import SMOKE_LAYERS
@@ -28,28 +29,6 @@ class Stage:
         return {"name": self.name, "kind": self.kind, "nodes": len(self.hosts),
                 "hosts": hostlist.fold(self.hosts) if self.hosts else "", "switches": self.switches,
                 "steps": self.steps, "gates": self.gates, "provisioning": self.provisioning, "boot": self.boot}
-
-
-def leaves(definition: Definition, group: str) -> list[tuple[str, list[str]]]:
-    """(leaf switch or block, hosts of `group` on it) in topology order, for the group's fabric.
-    Hosts not found in the topology are put under `-`."""
-    g = definition.nodes[group]
-    members = list(hostlist.names(g.hosts))
-    fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
-    out: list[tuple[str, list[str]]] = []
-    placed: set[str] = set()
-    if fabric is not None:
-        mine = set(members)
-        for name, nodes in fabric.topology.units():  # leaves, blocks, or scalable units (rail)
-            if nodes:
-                hosts = [h for h in hostlist.names(nodes) if h in mine and h not in placed]
-                if hosts:
-                    out.append((name, hosts))
-                    placed.update(hosts)
-    rest = [h for h in members if h not in placed]
-    if rest:
-        out.append(("-", rest))
-    return out
 
 
 def choose_canary(definition: Definition, affected_groups: list[str]) -> tuple[str, list[str], list[str], list[str]]:
@@ -141,7 +120,7 @@ def gates(definition: Definition, has_slurm: bool, has_k8s: bool, baseline: str 
 def rollback_target(definition: Definition, matrix: Matrix, old_set: str, new_set: str) -> tuple[str, list[str]]:
     """The set to return to under pressure: `previous` is the set the cluster runs now when it is
     validated, else the newest validated set other than the target."""
-    problems = []
+    problems: list[str] = []
     target = definition.upgrade.rollback.target
     if target == "previous":
         vs = matrix.sets.get(old_set)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 
+from ..errors import present
 from ..model.backup import Backup
 from ..model.secrets import SLURMDBD_STORAGE_PASS
 from ..quoting import UnsafeValue, shell, systemd
@@ -40,6 +41,10 @@ LIB = "/usr/lib/clusterdef/backup"
 STAGE = "/var/lib/clusterdef/backup"
 STATE_DEFAULT = "/var/lib/slurm/slurmctld"
 UNITS = "/etc/systemd/system"
+
+
+def _backup(resolved: Resolved) -> Backup:
+    return present(resolved.definition.backup, "backup")
 
 
 def live_state_dir(d) -> str:
@@ -56,7 +61,7 @@ def excludes(resolved: Resolved) -> list[str]:
     """Reproducible paths: every scratch filesystem's mount and the declared reproducible paths."""
     d = resolved.definition
     out = [f.mount for f in d.filesystems.values() if f.scratch]
-    out += list(d.backup.reproducible)
+    out += list(_backup(resolved).reproducible)
     return list(dict.fromkeys(out))
 
 
@@ -81,7 +86,7 @@ def on_calendar(b: Backup) -> str:
 def roles(resolved: Resolved) -> dict[str, dict]:
     """role -> {host, what, paths}: what each role's backup.sh puts in its snapshot."""
     d = resolved.definition
-    a = d.backup.authoritative
+    a = _backup(resolved).authoritative
     out: dict[str, dict] = {}
     if a.slurm and d.slurm is not None:
         what = ["StateSaveLocation " + state_save_location(resolved)]
@@ -110,7 +115,7 @@ def _head(resolved: Resolved, role: str, what: str) -> list[str]:
         "umask 077\n",
         f"ETC=${{CLUSTERDEF_BACKUP_ETC:-{ETC}}}\n",
         f"STAGE=${{CLUSTERDEF_BACKUP_STAGE:-{STAGE}}}/{role}\n",
-        f"RESTIC_REPOSITORY=${{RESTIC_REPOSITORY:-{shell(d.backup.repository.url)}}}\n",
+        f"RESTIC_REPOSITORY=${{RESTIC_REPOSITORY:-{shell(_backup(resolved).repository.url)}}}\n",
         'RESTIC_PASSWORD_FILE=${RESTIC_PASSWORD_FILE:-$ETC/restic.password}\n',
         "export RESTIC_REPOSITORY RESTIC_PASSWORD_FILE\n",
         f"HOST={shell(host)}\n",
@@ -119,7 +124,7 @@ def _head(resolved: Resolved, role: str, what: str) -> list[str]:
 
 
 def _backup_tail(resolved: Resolved, paths: str) -> list[str]:
-    b = resolved.definition.backup
+    b = _backup(resolved)
     exclude = "".join(f" --exclude {shell(p)}" for p in excludes(resolved))
     forget = " ".join(forget_args(b))
     return [
@@ -153,8 +158,7 @@ def _set_aside() -> str:
 
 
 def slurm_backup(resolved: Resolved) -> str:
-    d = resolved.definition
-    a = d.slurm.accounting
+    a = present(resolved.definition.slurm, "slurm").accounting
     out = _head(resolved, "slurm", "Backup of the Slurm controller's authoritative state")
     out.append(f"STATE=${{CLUSTERDEF_SLURM_STATE:-{shell(state_save_location(resolved))}}}\n")
     out.append('mkdir -p "$STAGE"\n')
@@ -178,8 +182,7 @@ def slurm_backup(resolved: Resolved) -> str:
 
 
 def slurm_restore(resolved: Resolved) -> str:
-    d = resolved.definition
-    a = d.slurm.accounting
+    a = present(resolved.definition.slurm, "slurm").accounting
     db = a.storage == "slurmdbd"
     replaces = ("the accounting database and StateSaveLocation" if db else "StateSaveLocation")
     out = _restore_head(resolved, "slurm", "the Slurm controller's authoritative state", replaces)
@@ -207,7 +210,7 @@ def slurm_restore(resolved: Resolved) -> str:
 
 def my_cnf(resolved: Resolved) -> str:
     d = resolved.definition
-    a = d.slurm.accounting
+    a = present(d.slurm, "slurm").accounting
     var = d.secrets.var(SLURMDBD_STORAGE_PASS)
     if not var.isidentifier():  # VaultVar's pattern makes this unreachable from a validated definition
         raise UnsafeValue(f"{var[:60]!r} is not an Ansible variable name")
@@ -221,7 +224,7 @@ def my_cnf(resolved: Resolved) -> str:
 
 
 def etcd_backup(resolved: Resolved) -> str:
-    e = resolved.definition.backup.authoritative.etcd
+    e = present(_backup(resolved).authoritative.etcd, "backup.authoritative.etcd")
     out = _head(resolved, "etcd", "Backup of Kubernetes state (etcd)")
     out += [
         "export ETCDCTL_API=3\n",
@@ -240,7 +243,7 @@ def etcd_backup(resolved: Resolved) -> str:
 
 
 def etcd_restore(resolved: Resolved) -> str:
-    e = resolved.definition.backup.authoritative.etcd
+    e = present(_backup(resolved).authoritative.etcd, "backup.authoritative.etcd")
     out = _restore_head(resolved, "etcd", "Kubernetes state (etcd)", "the etcd member's data directory")
     out.insert(2, "# Stop kube-apiserver and etcd first (move their static pod manifests away); one member:\n"
                   "# a multi-member cluster is restored member by member with each one's name and peer URL.\n")
@@ -263,13 +266,13 @@ def etcd_restore(resolved: Resolved) -> str:
 
 
 def set_backup(resolved: Resolved, name: str) -> str:
-    s = resolved.definition.backup.authoritative.sets[name]
+    s = _backup(resolved).authoritative.sets[name]
     out = _head(resolved, f"set-{name}", f"Backup of {s.kind} {name}")
     return "".join(out + _backup_tail(resolved, " ".join(shell(p) for p in s.paths)))
 
 
 def set_restore(resolved: Resolved, name: str) -> str:
-    s = resolved.definition.backup.authoritative.sets[name]
+    s = _backup(resolved).authoritative.sets[name]
     role = f"set-{name}"
     out = _head(resolved, role, f"Restore of {s.kind} {name}") + [
         "# Restores the paths in place (CLUSTERDEF_RESTORE_TARGET=DIR restores under DIR instead).\n",
@@ -285,7 +288,7 @@ def set_restore(resolved: Resolved, name: str) -> str:
 
 
 def units(resolved: Resolved, role: str) -> dict[str, str]:
-    b = resolved.definition.backup
+    b = _backup(resolved)
     name = f"clusterdef-backup-{role}"
     cluster = resolved.definition.cluster.name
     return {
@@ -321,7 +324,7 @@ def install(resolved: Resolved) -> dict[str, dict]:
 
 def plan(resolved: Resolved) -> str:
     d = resolved.definition
-    b = d.backup
+    b = _backup(resolved)
     return json.dumps({
         "cluster": d.cluster.name,
         "tool": b.tool,
@@ -349,7 +352,7 @@ def render(resolved: Resolved) -> dict[str, str]:
     for role in roles(resolved):
         if role == "slurm":
             scripts[role] = (slurm_backup(resolved), slurm_restore(resolved))
-            if d.slurm.accounting.storage == "slurmdbd":
+            if present(d.slurm, "slurm").accounting.storage == "slurmdbd":
                 tree["backup/slurm/my.cnf.j2"] = my_cnf(resolved)
         elif role == "etcd":
             scripts[role] = (etcd_backup(resolved), etcd_restore(resolved))

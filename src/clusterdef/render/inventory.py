@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import csv
 import io
+from ipaddress import IPv4Network
+from typing import TYPE_CHECKING
 
 from .. import hostlist
+from ..errors import present
 from ..resolve import Resolved
+
+if TYPE_CHECKING:
+    from ..model import Definition
+    from ..model.nodes import Attachment, AttachmentRole, NodeGroup
 
 COLUMNS = ["host", "group", "control_plane", "hardware", "image", "ipv4", "mac", "fabric", "switch"]
 
@@ -48,14 +55,14 @@ def render(resolved: Resolved) -> dict[str, str]:
 ATTACHMENT_COLUMNS = ["host", "group", "role", "network", "kind", "nic", "ports", "speed_gbps", "ipv4", "subnet"]
 
 
-def group_attachments(d, g) -> dict:
+def group_attachments(d: Definition, g: NodeGroup) -> dict[AttachmentRole, Attachment]:
     """A group's attachments: as declared, else implied by its hardware's NICs (the provisioning NIC
     on the PXE network, the compute NIC on the fabric of `placement`)."""
     from ..model.nodes import Attachment
 
     if g.attachments:
         return dict(g.attachments)
-    out = {}
+    out: dict[AttachmentRole, Attachment] = {}
     for nic in d.hardware[g.hardware].nics:
         if nic.role == "provisioning" and "provisioning" not in out:
             out["provisioning"] = Attachment(network="provisioning", nic=nic.name)
@@ -78,10 +85,11 @@ def attachments(resolved: Resolved) -> str:
         for role, a in group_attachments(d, g).items():
             nic = next(n for n in hw.nics if n.name == a.nic)
             ports = " ".join([nic.name] if nic.count == 1 else [f"{nic.name}{i}" for i in range(nic.count)])
+            subnet: IPv4Network | None
             if role == "provisioning":
                 subnet = d.network.provisioning.subnet
-            elif role == "management":
-                subnet = d.network.management.subnet
+            elif role == "management":  # the attachment-network check refuses one without network.management
+                subnet = present(d.network.management, "network.management").subnet
             else:
                 subnet = d.network.fabrics[a.network].subnet
             for i, host in enumerate(hostlist.names(g.hosts)):

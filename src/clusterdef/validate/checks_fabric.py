@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Iterable
 
 from .. import hostlist
-from ..errors import Finding, error, warning
+from ..errors import Finding, Path, error, warning
+from ..fabric.layout import leaves
 from ..knowledge.nvlink_domains import domain_for, table as nvlink_table
-from ..plan.rollout import leaves
 from .registry import Context, check
 
 
@@ -100,7 +100,7 @@ def switch_ports(ctx: Context) -> Iterable[Finding]:
             if n <= MAX_SWITCH_PORTS:
                 continue
             if topo.kind == "tree":
-                path = base + ("switches", sname)
+                path: Path = base + ("switches", sname)
             elif lay.rail_of and sname in lay.rail_of:
                 path = base + ("scalable_units", lay.rail_of[sname][0])
             else:

@@ -54,7 +54,12 @@ def cohort_tree(ctx: Context) -> Iterable[Finding]:
                         f"cohort `{cname}` names itself as its parent",
                         "set `parent` to another cohort, or drop it to make the cohort a root")
     order = {c: i for i, c in enumerate(cohorts)}
-    for cycle in cycles(cohorts, lambda c: (cohorts[c].parent,) if cohorts[c].parent else ()):
+
+    def parent_of(cohort: str) -> tuple[str, ...]:
+        parent = cohorts[cohort].parent
+        return (parent,) if parent else ()
+
+    for cycle in cycles(cohorts, parent_of):
         at = last_defined(cycle, order)
         yield error("cohort-parent-cycle", base + (at, "parent"),
                     f"cohorts {describe(cycle, at)} form a parent cycle, so the cohort hierarchy has no root "

@@ -8,7 +8,7 @@ from typing import Iterable
 from ClusterShell.NodeSet import NodeSet
 
 from .. import hostlist
-from ..errors import Finding, error
+from ..errors import Finding, Path, error
 from .graph import cycles, describe, last_defined
 from .registry import Context, check
 
@@ -60,7 +60,7 @@ def addressing(ctx: Context) -> Iterable[Finding]:
     for gname, g in d.nodes.items():
         n = len(ctx.group_nodes[gname])
         first, last = group_ip_range(g.addressing.ipv4_start, n)
-        path = ("nodes", gname, "addressing", "ipv4_start")
+        path: Path = ("nodes", gname, "addressing", "ipv4_start")
         if not (lo <= first and last <= hi):
             yield error("ip-outside-subnet", path,
                         f"{n} host(s) from {g.addressing.ipv4_start} run to {IPv4Address(min(last, 2**32 - 1))}, "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ..errors import Finding, error
+from ..errors import Finding, Path, error
 from .registry import Context, check
 
 # A serial console speed/parity/bits spec: what is left of `console=ttyS0,115200n8` after a YAML
@@ -83,10 +83,10 @@ def images_boot(ctx: Context) -> Iterable[Finding]:
                             "is always published")
     known_roles = roles()
     for gname, g in d.nodes.items():
-        img = d.images.get(g.image)
+        image = d.images.get(g.image)
         members = set(ctx.group_nodes.get(gname, ()))
         for host, version in g.boot.items():
-            where = ("nodes", gname, "boot", host)
+            where: Path = ("nodes", gname, "boot", host)
             if host not in members:
                 yield error("boot-pointer-host", where, f"node group `{gname}`: boot pointer for `{host}`, "
                             f"which is not one of its hosts ({g.hosts})",
@@ -95,8 +95,8 @@ def images_boot(ctx: Context) -> Iterable[Finding]:
                 yield error("boot-pointer-host", where, f"node group `{gname}`: boot pointer for `{host}`, but "
                             "the group discovers its MACs, and a pointer is found by the host's MAC",
                             "list the group's MACs (addressing.mac: {source: list, ...}) or use an inventory")
-            elif img is not None and version != img.version and version not in img.published:
-                kept = [img.version, *img.published]
+            elif image is not None and version != image.version and version not in image.published:
+                kept = [image.version, *image.published]
                 yield error("boot-pointer-unpublished", where,
                             f"node group `{gname}`: host `{host}` points at image `{g.image}` version {version}, "
                             "which the boot server does not keep",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from difflib import get_close_matches
 from typing import Iterable
 
-from ..errors import Finding, error
+from ..errors import Finding, Path, error
 from .registry import Context, check
 
 
@@ -41,7 +41,7 @@ def references(ctx: Context) -> Iterable[Finding]:
         qos = d.slurm.qos
         for pname, p in d.slurm.partitions.items():
             for i, gname in enumerate(p.node_groups):
-                path = ("slurm", "partitions", pname, "node_groups", i)
+                path: Path = ("slurm", "partitions", pname, "node_groups", i)
                 if gname not in d.nodes:
                     yield _ref("ref-node-group", path, "node group", gname, d.nodes, "nodes")
                 elif d.nodes[gname].control_plane != "slurm":
@@ -74,12 +74,12 @@ def references(ctx: Context) -> Iterable[Finding]:
             if c.parent and c.parent not in kueue.cohorts:
                 yield _ref("ref-cohort", ("kubernetes", "kueue", "cohorts", cname, "parent"), "cohort",
                            c.parent, kueue.cohorts, "kubernetes.kueue.cohorts")
-        for qname, q in kueue.queues.items():
-            if q.flavor not in kueue.flavors:
-                yield _ref("ref-flavor", ("kubernetes", "kueue", "queues", qname, "flavor"), "flavor", q.flavor,
+        for qname, queue in kueue.queues.items():
+            if queue.flavor not in kueue.flavors:
+                yield _ref("ref-flavor", ("kubernetes", "kueue", "queues", qname, "flavor"), "flavor", queue.flavor,
                            kueue.flavors, "kubernetes.kueue.flavors")
-            if q.cohort and q.cohort not in kueue.cohorts:
-                yield _ref("ref-cohort", ("kubernetes", "kueue", "queues", qname, "cohort"), "cohort", q.cohort,
+            if queue.cohort and queue.cohort not in kueue.cohorts:
+                yield _ref("ref-cohort", ("kubernetes", "kueue", "queues", qname, "cohort"), "cohort", queue.cohort,
                            kueue.cohorts, "kubernetes.kueue.cohorts")
 
     queues = kueue.queues if kueue else {}
@@ -90,13 +90,14 @@ def references(ctx: Context) -> Iterable[Finding]:
                             f"tenant `{tname}` maps to a Slurm account but the definition has no `slurm` section",
                             "add a `slurm` section or remove the tenant's `slurm` mapping")
             else:
-                for i, q in enumerate(t.slurm.qos):
-                    if q not in d.slurm.qos:
-                        yield _ref("ref-qos", ("tenants", tname, "slurm", "qos", i), "QOS", q, d.slurm.qos, "slurm.qos")
+                for i, qos_name in enumerate(t.slurm.qos):
+                    if qos_name not in d.slurm.qos:
+                        yield _ref("ref-qos", ("tenants", tname, "slurm", "qos", i), "QOS", qos_name, d.slurm.qos,
+                                   "slurm.qos")
         if t.kubernetes:
-            for i, q in enumerate(t.kubernetes.queues):
-                if q not in queues:
-                    yield _ref("ref-queue", ("tenants", tname, "kubernetes", "queues", i), "Kueue queue", q,
+            for i, queue_name in enumerate(t.kubernetes.queues):
+                if queue_name not in queues:
+                    yield _ref("ref-queue", ("tenants", tname, "kubernetes", "queues", i), "Kueue queue", queue_name,
                                queues, "kubernetes.kueue.queues")
 
     canary = d.upgrade.canary
@@ -104,9 +105,9 @@ def references(ctx: Context) -> Iterable[Finding]:
         yield _ref("ref-node-group", ("upgrade", "canary", "node_group"), "node group", canary.node_group,
                    d.nodes, "nodes")
     for tname, test in d.upgrade.smoke_tests.items():
-        for i, g in enumerate(test.node_groups):
-            if g not in d.nodes:
-                yield _ref("ref-node-group", ("upgrade", "smoke_tests", tname, "node_groups", i), "node group", g,
+        for i, group in enumerate(test.node_groups):
+            if group not in d.nodes:
+                yield _ref("ref-node-group", ("upgrade", "smoke_tests", tname, "node_groups", i), "node group", group,
                            d.nodes, "nodes")
 
 

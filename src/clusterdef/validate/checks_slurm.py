@@ -19,12 +19,13 @@ def _major(ctx: Context) -> str | None:
 
 @check("slurm-major")
 def slurm_major(ctx: Context) -> Iterable[Finding]:
-    major = _major(ctx)
-    if ctx.definition.slurm is None or major is None:
+    vs = ctx.chosen_set
+    if ctx.definition.slurm is None or vs is None:
         return
+    major = vs.slurm_major
     if keywords.release_for(major) is None:
         yield error("slurm-major-unknown", ("cluster", "matrix"),
-                    f"set {ctx.chosen_set.name} runs Slurm {major}, older than every keyword list clusterdef has",
+                    f"set {vs.name} runs Slurm {major}, older than every keyword list clusterdef has",
                     f"choose a set with Slurm {keywords.available()[0].rsplit('.', 1)[0]} or newer")
 
 
@@ -118,10 +119,13 @@ def slurm_gpu_partitions(ctx: Context) -> Iterable[Finding]:
 
 @check("slurm-topology")
 def slurm_topology(ctx: Context) -> Iterable[Finding]:
-    d, major = ctx.definition, _major(ctx)
-    if d.slurm is None or major is None or keywords.for_major(major) is None:
+    d, vs = ctx.definition, ctx.chosen_set
+    if d.slurm is None or vs is None:
         return
+    major = vs.slurm_major
     kw = keywords.for_major(major)
+    if kw is None:
+        return
     fabrics = {g.placement.slurm_fabric for g in d.groups_of("slurm").values() if g.placement}
     known = [f for f in d.network.fabrics if f in fabrics]
     for fname in known:
@@ -130,7 +134,7 @@ def slurm_topology(ctx: Context) -> Iterable[Finding]:
         if not kw.supports_topology(kind):
             yield error("slurm-topology-unsupported",
                         ("network", "fabrics", fname, "topology", "slurm" if topo.kind == "rail" else "kind"),
-                        f"Slurm {major} (set {ctx.chosen_set.name}) has no topology/{kind} plugin",
+                        f"Slurm {major} (set {vs.name}) has no topology/{kind} plugin",
                         "describe the fabric as a switch tree, or choose a set whose Slurm has topology/block "
                         "(23.11 or newer)")
     if len(known) > 1:

@@ -75,13 +75,14 @@ def tenant_owned_nodes(ctx: Context) -> Iterable[Finding]:
     if d.slurm:
         for pname, p in d.slurm.partitions.items():
             for g in p.node_groups:
-                t = owner.get(g)
-                if t is None or not d.tenants[t].slurm:
+                owning = owner.get(g)
+                owning_slurm = d.tenants[owning].slurm if owning is not None else None
+                if owning_slurm is None:
                     continue
-                acct = d.tenants[t].slurm.account
+                acct = owning_slurm.account
                 if tuple(p.allow_accounts) != (acct,):
                     yield error("tenant-nodes-shared", ("slurm", "partitions", pname, "allow_accounts"),
-                                f"partition `{pname}` includes node group `{g}`, owned by tenant `{t}`, but "
+                                f"partition `{pname}` includes node group `{g}`, owned by tenant `{owning}`, but "
                                 f"allows {'every account' if not p.allow_accounts else ', '.join(p.allow_accounts)}",
                                 f"set `allow_accounts: [{acct}]`, or leave `{g}` out of the partition")
     k = d.kubernetes
@@ -96,19 +97,19 @@ def tenant_owned_nodes(ctx: Context) -> Iterable[Finding]:
                             "give the dedicated tenant a flavor of its own groups only, used only by its queues")
         # Another tenant's ClusterQueue on a dedicated flavor would admit its pods onto the owner's
         # nodes (Kueue adds the flavor's tolerations to them): located at the queue's flavor.
-        tenant_of = {}
+        tenant_of: dict[str, list[str]] = {}  # queue -> the tenants listing it
         for tname, t in d.tenants.items():
             for q in (t.kubernetes.queues if t.kubernetes else ()):
                 tenant_of.setdefault(q, []).append(tname)
-        for qname, q in k.kueue.queues.items():
-            if q.flavor not in k.kueue.flavors:
+        for qname, queue in k.kueue.queues.items():
+            if queue.flavor not in k.kueue.flavors:
                 continue
-            fl_owners = {owner[g] for g in k.kueue.flavors[q.flavor].node_groups if g in owner}
+            fl_owners = {owner[g] for g in k.kueue.flavors[queue.flavor].node_groups if g in owner}
             for o in sorted(fl_owners):
                 strangers = [t for t in tenant_of.get(qname, []) if t != o]
                 if strangers:
                     yield error("dedicated-flavor-shared", ("kubernetes", "kueue", "queues", qname, "flavor"),
-                                f"queue `{qname}` of tenant(s) {', '.join(strangers)} uses flavor `{q.flavor}`, "
+                                f"queue `{qname}` of tenant(s) {', '.join(strangers)} uses flavor `{queue.flavor}`, "
                                 f"whose nodes tenant `{o}` owns: their pods would be admitted onto `{o}`'s nodes",
                                 f"give `{qname}` a flavor on nodes `{o}` does not own, or list the queue only "
                                 f"under tenant `{o}`")

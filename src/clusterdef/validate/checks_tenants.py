@@ -89,11 +89,11 @@ def tenant_names(ctx: Context) -> Iterable[Finding]:
 def slurm_account_tree(ctx: Context) -> Iterable[Finding]:
     """Tenant accounts' parents form a tree under root: no account is its own parent or ancestor."""
     owner: dict[str, str] = {}  # account -> the first tenant mapping to it (a second is tenant-account-shared)
+    parent: dict[str, str] = {}  # account -> that tenant's parent account
     for tname, t in ctx.definition.tenants.items():
         if t.slurm and t.slurm.account not in owner:
             owner[t.slurm.account] = tname
-    tenants = ctx.definition.tenants
-    parent = {acct: tenants[tname].slurm.parent for acct, tname in owner.items()}
+            parent[t.slurm.account] = t.slurm.parent
     for acct, tname in owner.items():
         if parent[acct] == acct:
             path = ("tenants", tname, "slurm", "parent")

@@ -122,9 +122,9 @@ def inventory(resolved: Resolved, group_vars: dict[str, dict]) -> dict:
     for sw in sorted(switches):
         tree[f"switch_{ident(sw)}"] = _hosts(switches[sw])
     tree["upgrade_waves"] = {"children": {f"wave_{i:03d}": _hosts(w) for i, w in enumerate(waves(resolved))}}
-    cp = control_plane_hosts(resolved)
-    if cp:
-        tree["slurm_control_plane"] = {"children": {g: _hosts(h) for g, h in cp.items()}}
+    controllers = control_plane_hosts(resolved)
+    if controllers:
+        tree["slurm_control_plane"] = {"children": {g: _hosts(h) for g, h in controllers.items()}}
     # the hosts of the jobs group_vars carries (variables): one computation of the scripts, not two
     filesystems = group_vars.get("tenant_storage_admin", {}).get("tenant_isolation_filesystems", {})
     if filesystems:  # playbooks/tenant-isolation.yml: the hosts that apply a filesystem's quotas

@@ -41,6 +41,7 @@ from importlib.resources import files
 from ruamel.yaml import YAML
 
 from ... import probe
+from ...errors import present
 from ...matrix import sources
 from ...model.images import Image
 from ...resolve import Resolved
@@ -184,7 +185,8 @@ def repo_line(choice: sources.Choice, img: Image, components) -> str | None:
     if src.kind == "site":
         return f"deb [signed-by={keyring}] {img.repositories[src.id]} ./"
     named = {k: str(v).lstrip("v").split("-")[0] for k, v in components.model_dump().items() if v}
-    url = src.url.format(**named, minor=".".join(choice.version.split(".")[:2]), distro=choice.distro)
+    pattern = present(src.url, f"package source {src.id}'s url (a {src.kind} source)")
+    url = pattern.format(**named, minor=".".join(choice.version.split(".")[:2]), distro=choice.distro)
     return f"deb [signed-by={keyring}] {url} /"
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 from ... import hostlist
+from ...errors import present
 from ...model import Definition
+from ...model.kubernetes import Kubernetes
 from ..yamlout import dump, dump_all  # noqa: F401  (re-exported for the Kubernetes renderers)
 
 PREFIX = "clusterdef.dev"
@@ -28,6 +30,11 @@ GPU = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 DEFAULT_POOL = "default"
+
+
+def kubernetes_section(d: Definition) -> Kubernetes:
+    """The definition's `kubernetes`: plan() returns None without it, so every piece it calls has it."""
+    return present(d.kubernetes, "kubernetes")
 
 
 def tenant_taint(tenant: str) -> dict:

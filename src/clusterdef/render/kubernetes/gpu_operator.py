@@ -8,7 +8,7 @@ import copy
 from ...resolve import Resolved
 from ..observability.dcgm import CONFIGMAP as DCGM_CONFIGMAP
 from ..observability.dcgm import counters_csv as dcgm_counters
-from .common import DEFAULT_POOL, GPU_TOLERATION, L_DRIVER_POOL, L_SET, gpu_nodes
+from .common import DEFAULT_POOL, GPU_TOLERATION, L_DRIVER_POOL, L_SET, gpu_nodes, kubernetes_section
 from . import network_operator
 from .topology import rdma_groups
 
@@ -24,7 +24,7 @@ def kubernetes_gpu_groups(resolved: Resolved) -> list[str]:
 
 def driver_pool_of(resolved: Resolved) -> dict[str, str]:
     """Kubernetes GPU group -> driver pool name (`default` for groups in no pool)."""
-    pools = resolved.definition.kubernetes.gpu_operator.driver_pools
+    pools = kubernetes_section(resolved.definition).gpu_operator.driver_pools
     out = {g: DEFAULT_POOL for g in kubernetes_gpu_groups(resolved)}
     for pname, pool in pools.items():
         for g in pool.node_groups:
@@ -47,7 +47,7 @@ def tolerations(resolved: Resolved) -> list[dict]:
 
 def values(resolved: Resolved) -> dict:
     d, vs = resolved.definition, resolved.set
-    k = d.kubernetes
+    k = kubernetes_section(d)
     op = k.gpu_operator
     c = vs.components
     facts = resolved.matrix.compat.operator(c.gpu_operator)
@@ -97,8 +97,7 @@ def values(resolved: Resolved) -> dict:
 def nvidia_drivers(resolved: Resolved) -> list[dict]:
     """One NVIDIADriver per driver pool plus `default` for the other Kubernetes GPU groups.
     Empty when no pool pins a driver (the ClusterPolicy then deploys the set's driver everywhere)."""
-    d = resolved.definition
-    op = d.kubernetes.gpu_operator
+    op = kubernetes_section(resolved.definition).gpu_operator
     if not op.driver_pools or op.driver_owner != "operator":
         return []
     tol = tolerations(resolved)

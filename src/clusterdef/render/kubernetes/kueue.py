@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ... import tenancy
+from ...errors import present
 from ...resolve import Resolved
-from .common import (GPU, GPU_TOLERATION, KUEUE_API, L_FLAVOR, L_NS_NAME, L_TENANT, gpu_nodes, per_gpu,
-                     tenant_toleration)
+from .common import (GPU, GPU_TOLERATION, KUEUE_API, L_FLAVOR, L_NS_NAME, L_TENANT, gpu_nodes, kubernetes_section,
+                     per_gpu, tenant_toleration)
 from .topology import fabric_of_groups, topologies
 
 PRIORITY = {"inference": 100000, "interactive": 50000, "training": 10000, "batch": 1000}
@@ -50,7 +51,7 @@ def quotas(resolved: Resolved) -> dict[str, QueueQuota]:
     tenant's burst GPUs. Explicit borrowing/lending limits in the definition win. Limits only apply to
     queues in a cohort."""
     d = resolved.definition
-    queues = d.kubernetes.kueue.queues
+    queues = kubernetes_section(d).kueue.queues
     owner = queue_tenants(resolved)
     reserved_left = {t: d.tenants[t].quota.reserved_gpus for t in set(owner.values())}
     out: dict[str, QueueQuota] = {}
@@ -79,7 +80,7 @@ def quotas(resolved: Resolved) -> dict[str, QueueQuota]:
 def flavor_capacity(resolved: Resolved, flavor: str) -> int:
     d = resolved.definition
     total = 0
-    for g in d.kubernetes.kueue.flavors[flavor].node_groups:
+    for g in kubernetes_section(d).kueue.flavors[flavor].node_groups:
         hosts, per_host = gpu_nodes(d, g)
         total += hosts * per_host
     return total
@@ -87,7 +88,8 @@ def flavor_capacity(resolved: Resolved, flavor: str) -> int:
 
 def _resources(resolved: Resolved, flavor: str, gpus: int, borrowing: int | None = None,
                lending: int | None = None) -> list[dict]:
-    cpu, mem = per_gpu(resolved.definition, resolved.definition.kubernetes.kueue.flavors[flavor].node_groups)
+    d = resolved.definition
+    cpu, mem = per_gpu(d, kubernetes_section(d).kueue.flavors[flavor].node_groups)
     out = []
     for name, unit, fmt in (("cpu", cpu, str), ("memory", mem, lambda n: f"{n}Gi"), (GPU, 1, str)):
         r: dict = {"name": name, "nominalQuota": fmt(gpus * unit)}
@@ -110,7 +112,7 @@ def _root(cohorts, name: str) -> str:
 def cluster_objects(resolved: Resolved) -> list[dict]:
     """Cluster-scoped Kueue objects, in the order they can be applied."""
     d = resolved.definition
-    k = d.kubernetes
+    k = kubernetes_section(d)
     kq = k.kueue
     objs: list[dict] = []
     fabric_of = {f: fabric_of_groups(resolved, fl.node_groups) for f, fl in kq.flavors.items()}
@@ -135,8 +137,9 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
         users = [q for q in kq.queues.values() if q.flavor == fname]
         roots = {_root(kq.cohorts, q.cohort) if q.cohort else None for q in users}
         left = flavor_capacity(resolved, fname) - sum(q.nominal_gpus for q in users)
-        if len(roots) == 1 and None not in roots and left > 0:
-            spare.setdefault(roots.pop(), {})[fname] = left
+        root = roots.pop() if len(roots) == 1 else None
+        if root is not None and left > 0:
+            spare.setdefault(root, {})[fname] = left
     for cname, c in kq.cohorts.items():
         spec = {}
         if c.parent:
@@ -155,11 +158,11 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
     namespaces: dict[str, list[str]] = {}
     for t in d.tenants.values():
         if t.kubernetes:
-            for q in t.kubernetes.queues:
-                namespaces.setdefault(q, []).append(t.kubernetes.namespace)
+            for name in t.kubernetes.queues:
+                namespaces.setdefault(name, []).append(t.kubernetes.namespace)
     for qname, q in kq.queues.items():
         qq = q_of[qname]
-        labels = {"clusterdef.dev/workload-class": q.workload_class}
+        labels: dict[str, str] = {"clusterdef.dev/workload-class": q.workload_class}
         if qq.tenant:
             labels[L_TENANT] = qq.tenant
         spec = {}
@@ -179,11 +182,12 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
 
 def local_queues(resolved: Resolved, tenant: str) -> list[dict]:
     d = resolved.definition
-    t = d.tenants[tenant]
+    tk = present(d.tenants[tenant].kubernetes, f"tenants.{tenant}.kubernetes")
+    known = kubernetes_section(d).kueue.queues
     return [{"apiVersion": KUEUE_API, "kind": "LocalQueue",
-             "metadata": {"name": q, "namespace": t.kubernetes.namespace, "labels": {L_TENANT: tenant}},
+             "metadata": {"name": q, "namespace": tk.namespace, "labels": {L_TENANT: tenant}},
              "spec": {"clusterQueue": q}}
-            for q in t.kubernetes.queues if q in d.kubernetes.kueue.queues]
+            for q in tk.queues if q in known]
 
 
 FRAMEWORKS = ["batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "jobset.x-k8s.io/jobset",
@@ -197,7 +201,7 @@ def manager_config(resolved: Resolved) -> dict:
     """Kueue's controller Configuration (the chart's managerConfig.controllerManagerConfigYaml), with the
     chart's defaults. waitForPodsReady is global in Kueue: present (enabled) as soon as one queue asks for
     gang admission, with blockAdmission so a gang is admitted only when the previous one's pods all run."""
-    kq = resolved.definition.kubernetes.kueue
+    kq = kubernetes_section(resolved.definition).kueue
     cfg: dict = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",

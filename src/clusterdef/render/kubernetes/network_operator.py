@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 
+from ...errors import present
 from ...resolve import Resolved
-from .common import NETWORK_OPERATOR_VERSION
+from .common import NETWORK_OPERATOR_VERSION, kubernetes_section
 from .topology import rdma_groups
 
 HOST_PACKAGE = "doca-ofed"
@@ -23,7 +24,7 @@ NIC_VENDOR = "15b3"  # PCI vendor id of NVIDIA (Mellanox) NICs
 
 
 def values(resolved: Resolved) -> dict | None:
-    no = resolved.definition.kubernetes.network_operator
+    no = kubernetes_section(resolved.definition).network_operator
     if not no.enabled or not rdma_groups(resolved):
         return None
     return {
@@ -51,7 +52,7 @@ def mofed(resolved: Resolved) -> str | None:
     """`host`, `operator` or None (no MOFED declared for the Kubernetes RDMA groups)."""
     if host_mofed(resolved):
         return "host"
-    if resolved.definition.kubernetes.network_operator.ofed_driver is not None:
+    if kubernetes_section(resolved.definition).network_operator.ofed_driver is not None:
         return "operator"
     return None
 
@@ -62,7 +63,7 @@ def interfaces(resolved: Resolved) -> dict[str, tuple[str, list[str]]]:
     d = resolved.definition
     out: dict[str, tuple[str, list[str]]] = {}
     for g in rdma_groups(resolved):
-        fabric = d.nodes[g].placement.fabric
+        fabric = present(d.nodes[g].placement, f"nodes.{g}.placement").fabric  # rdma_groups: placed groups only
         kind = d.network.fabrics[fabric].kind
         link, names = out.setdefault(fabric, ("infiniband" if kind == "infiniband" else "ether", []))
         for nic in d.hardware[d.nodes[g].hardware].nics:
@@ -79,14 +80,14 @@ def resource_name(fabric: str) -> str:
 
 
 def nic_cluster_policy(resolved: Resolved) -> dict | None:
-    no = resolved.definition.kubernetes.network_operator
+    no = kubernetes_section(resolved.definition).network_operator
     if values(resolved) is None:
         return None
     spec: dict = {}
     source = mofed(resolved)
     if source == "operator":
-        spec["ofedDriver"] = {"image": "doca-driver", "repository": no.ofed_driver.repository,
-                              "version": no.ofed_driver.version}
+        ofed = present(no.ofed_driver, "kubernetes.network_operator.ofed_driver")  # what `operator` means
+        spec["ofedDriver"] = {"image": "doca-driver", "repository": ofed.repository, "version": ofed.version}
     if no.rdma_shared_device_plugin:
         config = {"configList": [
             {"resourceName": resource_name(fabric), "rdmaHcaMax": 63,

@@ -10,14 +10,14 @@ from __future__ import annotations
 from ... import tenancy
 from ...resolve import Resolved
 from .common import (GPU_TAINT, L_CLUSTER, L_CONTROL_PLANE, L_DRIVER_POOL, L_FLAVOR, L_GPU, L_GROUP, L_HARDWARE,
-                     L_SET, label_value, tenant_taint)
+                     L_SET, kubernetes_section, label_value, tenant_taint)
 from .gpu_operator import driver_pool_of
 from .topology import node_labels
 
 
 def group_labels_taints(resolved: Resolved) -> dict[str, dict]:
     d = resolved.definition
-    k = d.kubernetes
+    k = kubernetes_section(d)
     pools = driver_pool_of(resolved)
     flavor_of = {g: f for f, fl in k.kueue.flavors.items() for g in fl.node_groups}
     op = k.gpu_operator

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 
 from ... import access, segmentation, tenancy
+from ...errors import present
+from ...model.tenants import TenantKubernetes
 from ...resolve import Resolved
 from . import image_policy
 from .common import GPU, L_GROUP, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
@@ -20,10 +22,23 @@ IB_NETWORK = "ib-pkey"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 
 
+def tenant_kubernetes(resolved: Resolved, tenant: str) -> TenantKubernetes:
+    """The tenant's `kubernetes` mapping: the objects here are made only for tenants that have one."""
+    return present(resolved.definition.tenants[tenant].kubernetes, f"tenants.{tenant}.kubernetes")
+
+
+def tenant_filesystem(resolved: Resolved, tenant: str) -> str:
+    """The tenant's `storage.filesystem`: storage objects are made only where tenancy.kubernetes_storage
+    found it."""
+    s = resolved.definition.tenants[tenant].storage
+    return present(s.filesystem if s else None, f"tenants.{tenant}.storage.filesystem")
+
+
 def pod_security(resolved: Resolved, tenant: str) -> str:
     t = resolved.definition.tenants[tenant]
-    if t.kubernetes.pod_security:
-        return t.kubernetes.pod_security
+    tk = tenant_kubernetes(resolved, tenant)
+    if tk.pod_security:
+        return tk.pod_security
     return "restricted" if t.isolation.level == "dedicated" else "baseline"
 
 
@@ -33,7 +48,7 @@ def gpu_ceiling(resolved: Resolved, tenant: str) -> int:
     t = resolved.definition.tenants[tenant]
     q = quotas(resolved)
     total = 0
-    for name in dict.fromkeys(t.kubernetes.queues):
+    for name in dict.fromkeys(tenant_kubernetes(resolved, tenant).queues):
         qq = q.get(name)
         if qq and qq.tenant == tenant:
             total += qq.nominal + (qq.borrowing or 0)  # None: not in a cohort, nothing to borrow
@@ -47,8 +62,8 @@ def egress_locked(resolved: Resolved, tenant: str) -> bool:
 
 def storage_names(resolved: Resolved, tenant: str) -> tuple[str, str]:
     """(StorageClass and PersistentVolume name, PersistentVolumeClaim name) of the tenant's folder."""
-    t = resolved.definition.tenants[tenant]
-    return f"{t.kubernetes.namespace}-{t.storage.filesystem}", t.storage.filesystem
+    fs = tenant_filesystem(resolved, tenant)
+    return f"{tenant_kubernetes(resolved, tenant).namespace}-{fs}", fs
 
 
 def storage_objects(resolved: Resolved, tenant: str) -> list[dict]:
@@ -61,9 +76,9 @@ def storage_objects(resolved: Resolved, tenant: str) -> list[dict]:
     groups = tenancy.kubernetes_storage(d, tenant)
     if not groups:
         return []
-    t = d.tenants[tenant]
-    ns, s = t.kubernetes.namespace, t.storage
-    fs = d.filesystems[s.filesystem]
+    ns = tenant_kubernetes(resolved, tenant).namespace
+    s = present(d.tenants[tenant].storage, f"tenants.{tenant}.storage")
+    fs = d.filesystems[tenant_filesystem(resolved, tenant)]
     name, claim = storage_names(resolved, tenant)
     size = f"{s.quota_tib:g}Ti" if float(s.quota_tib).is_integer() else f"{round(s.quota_tib * 1024)}Gi"
     labels = {L_TENANT: tenant}
@@ -101,19 +116,19 @@ def ib_attachment(resolved: Resolved, tenant: str) -> dict | None:
     d = resolved.definition
     if not tenancy.rdma_pkey_attachment(d, tenant):
         return None
-    t = d.tenants[tenant]
+    ns = tenant_kubernetes(resolved, tenant).namespace
     config = {"cniVersion": "0.3.1", "name": IB_NETWORK, "type": "ib-sriov",
               "pkey": f"0x{tenancy.pkey(d, tenant):04x}", "link_state": "enable", "rdmaIsolation": True,
               "ibKubernetesEnabled": True}
     return {"apiVersion": NAD_API, "kind": "NetworkAttachmentDefinition",
-            "metadata": {"name": IB_NETWORK, "namespace": t.kubernetes.namespace, "labels": {L_TENANT: tenant}},
+            "metadata": {"name": IB_NETWORK, "namespace": ns, "labels": {L_TENANT: tenant}},
             "spec": {"config": json.dumps(config, sort_keys=True)}}
 
 
 def objects(resolved: Resolved, tenant: str) -> list[dict]:
     d = resolved.definition
     t = d.tenants[tenant]
-    tk = t.kubernetes
+    tk = tenant_kubernetes(resolved, tenant)
     ns = tk.namespace
     minor = "v" + resolved.set.kubernetes_minor
     ps = pod_security(resolved, tenant)
@@ -161,7 +176,7 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
     locked = egress_locked(resolved, tenant)
     objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta("default-deny"),
                  "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"] if locked else ["Ingress"]}})
-    same_ns = [{"podSelector": {}}]
+    same_ns: list[dict] = [{"podSelector": {}}]
     objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
                  "metadata": meta("allow-same-namespace"),
                  "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"] if locked else ["Ingress"],

@@ -33,7 +33,8 @@ def levels(kind: str) -> list[str]:
 def fabric_of_groups(resolved: Resolved, groups) -> str | None:
     """The fabric all the groups are placed on, or None when they are not all on one fabric."""
     d = resolved.definition
-    fabrics = {d.nodes[g].placement.fabric if d.nodes[g].placement else None for g in groups}
+    placements = (d.nodes[g].placement for g in groups)
+    fabrics = {p.fabric if p else None for p in placements}
     if len(fabrics) != 1:
         return None
     f = fabrics.pop()

@@ -131,16 +131,19 @@ def _gpu_alerts(resolved: Resolved) -> list[Alert]:
             "drain the node when its jobs end and reset the GPU (nvidia-smi -r) so the remap takes effect; "
             "open a ticket if the count keeps rising",
             inputs=(Series(dsel("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"), "gauge", 0, 1),), out_labels=ids))
-        if lim is not None or (over and over.temperature_c):
-            temp = over.temperature_c if over and over.temperature_c else lim.max_operating_c - obs.gpu_temperature_margin_c
+        # A threshold from the definition's override, else from the model's limits; no alert without either.
+        temp = (over.temperature_c if over else None) or \
+            (lim.max_operating_c - obs.gpu_temperature_margin_c if lim is not None else None)
+        if temp is not None:
             out.append(Alert(
                 "GpuTemperatureHigh", "gpu", f"{hw_sel('DCGM_FI_DEV_GPU_TEMP')} > {temp}", 10, 0, "warning",
                 f"{hname} GPU above {temp} C for 10 minutes"
                 + (f" ({hw.gpu.model} max operating {lim.max_operating_c} C)" if lim else ""),
                 "check the rack's cooling and the node's fans (ipmitool sdr); drain the node if it stays hot",
                 inputs=(Series(dsel("DCGM_FI_DEV_GPU_TEMP"), "gauge", temp - 20, temp + 1),), out_labels=ids))
-        if lim is not None or (over and over.power_w):
-            power = over.power_w if over and over.power_w else lim.tdp_w * obs.gpu_power_percent_of_tdp // 100
+        power = (over.power_w if over else None) or \
+            (lim.tdp_w * obs.gpu_power_percent_of_tdp // 100 if lim is not None else None)
+        if power is not None:
             out.append(Alert(
                 "GpuPowerHigh", "gpu", f"{hw_sel('DCGM_FI_DEV_POWER_USAGE')} > {power}", 15, 0, "warning",
                 f"{hname} GPU drawing above {power} W for 15 minutes"

@@ -135,18 +135,19 @@ def render(resolved: Resolved) -> dict[str, str]:
     }
     group_tpl = _env.get_template("group.ipxe.j2")
     kept: dict[str, ImageIdentity] = {}
-    for g in groups:
-        tree[f"pxe/ipxe/groups/{g['name']}.ipxe"] = group_tpl.render({**ctx, "g": g, "default": True})
-        gdef = d.nodes[g["name"]]
+    for group_ctx in groups:
+        gname = group_ctx["name"]
+        tree[f"pxe/ipxe/groups/{gname}.ipxe"] = group_tpl.render({**ctx, "g": group_ctx, "default": True})
+        gdef = d.nodes[gname]
         kept_builds = builds(resolved, gdef.image, ids)
         for build in kept_builds.values():
             kept[build.artefact] = build
-            tree["pxe/" + build_script(g["name"], build)] = group_tpl.render(
-                {**ctx, "g": _group_ctx(resolved, g["name"], build, url), "default": False})
-        macs = resolved.macs.get(g["name"], {})
+            tree["pxe/" + build_script(gname, build)] = group_tpl.render(
+                {**ctx, "g": _group_ctx(resolved, gname, build, url), "default": False})
+        macs = resolved.macs.get(gname, {})
         for host, version in gdef.boot.items():
             if host in macs and version in kept_builds:  # validate reports the others (boot-pointer-*)
-                tree["pxe/" + pointer_path(macs[host])] = host_pointer(resolved, host, g["name"], macs[host],
+                tree["pxe/" + pointer_path(macs[host])] = host_pointer(resolved, host, gname, macs[host],
                                                                        kept_builds[version])
     tree["pxe/published"] = (
         f"# Artefacts the boot server of cluster {d.cluster.name} keeps under images/ (<artefact>.vmlinuz and\n"

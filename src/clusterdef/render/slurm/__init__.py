@@ -21,7 +21,10 @@ from functools import lru_cache
 import jinja2
 
 from ... import hostlist
+from ...errors import present
+from ...model.nodes import NodeGroup
 from ...model.slurm import Slurm
+from ...model.tenants import Tenant, TenantSlurm
 from ... import tenancy
 from ...resolve import Resolved
 from ...quoting import Quoted, guarded_env, sacctmgr, shell, slurm
@@ -48,7 +51,12 @@ def _passthrough_value(v) -> str:
     return str(v)
 
 
-def slurm_groups(resolved: Resolved) -> dict:
+def slurm_section(resolved: Resolved) -> Slurm:
+    """The definition's `slurm`: render() returns nothing without it, so every piece it calls has it."""
+    return present(resolved.definition.slurm, "slurm")
+
+
+def slurm_groups(resolved: Resolved) -> dict[str, NodeGroup]:
     return resolved.definition.groups_of("slurm")
 
 
@@ -97,7 +105,7 @@ def _header(resolved: Resolved, file: str) -> str:
 
 def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
     d = resolved.definition
-    s = d.slurm
+    s = slurm_section(resolved)
     groups = slurm_groups(resolved)
     has_gpus = any(d.hardware[g.hardware].gpu for g in groups.values())
     fabric_name, fabric = topology_of(resolved)
@@ -355,7 +363,7 @@ def topology_conf(resolved: Resolved, kw: keywords.Keywords) -> str | None:
 
 
 def qos_script(resolved: Resolved) -> str:
-    s = resolved.definition.slurm
+    s = slurm_section(resolved)
     _, victim_mode = preempt_modes(s)
     out = ["#!/bin/sh\n", _header(resolved, "qos.sh"),
            "# Creates and sets the QOS; run before `sacctmgr -i load file=accounts.cfg`. Idempotent.\n",
@@ -382,7 +390,7 @@ def qos_script(resolved: Resolved) -> str:
 
 def accounts_cfg(resolved: Resolved) -> str:
     d = resolved.definition
-    s = d.slurm
+    s = slurm_section(resolved)
     out = [_header(resolved, "accounts.cfg"),
            "# Load with `sacctmgr -i load file=accounts.cfg` after qos.sh. Per tenant: GrpTRES caps its GPUs\n"
            "# at reserved + burst less its Kubernetes share; FairShare is its reserved GPUs (sold capacity).\n"]
@@ -392,15 +400,16 @@ def accounts_cfg(resolved: Resolved) -> str:
     # the root association lacks, and a bare list would replace its QOS with those.
     out.append(f"Cluster - {sacctmgr(d.cluster.name)}" + (f":QOS+={sacctmgr(all_qos)}" if all_qos else "")
                + (f":DefaultQOS={sacctmgr(default_qos)}" if default_qos else "") + "\n")
-    tenants = {n: t for n, t in d.tenants.items() if t.slurm}
-    accounts = {t.slurm.account: t for t in tenants.values()}
-    tenant_of = {t.slurm.account: n for n, t in tenants.items()}
+    # tenant -> (tenant, its Slurm mapping), for the tenants that have one
+    tenants: dict[str, tuple[Tenant, TenantSlurm]] = {n: (t, t.slurm) for n, t in d.tenants.items() if t.slurm}
+    accounts = {ts.account: (t, ts) for t, ts in tenants.values()}
+    tenant_of = {ts.account: n for n, (_, ts) in tenants.items()}
     if len(accounts) != len(tenants):  # tenant-account-shared refuses this before rendering
         raise ValueError("two tenants map to one Slurm account; validate the definition first")
     # Parents first: a parent that is not itself a tenant account is created under root.
     by_parent: dict[str, list[str]] = {}
-    for acct, t in accounts.items():
-        parent = t.slurm.parent
+    for acct, (_, ts) in accounts.items():
+        parent = ts.parent
         if parent != "root" and parent not in accounts and parent not in by_parent.get("root", []):
             by_parent.setdefault("root", []).append(parent)
         by_parent.setdefault(parent, []).append(acct)
@@ -415,25 +424,26 @@ def accounts_cfg(resolved: Resolved) -> str:
         for acct in kids:
             done.add(acct)
             queue.append(acct)
-            t = accounts.get(acct)
+            mapped = accounts.get(acct)
             fields = [f"Account - {sacctmgr(acct)}", f"Description={sacctmgr(acct)}", f"Organization={sacctmgr(acct)}"]
-            if t is not None:
+            if mapped is not None:
+                t, ts = mapped
                 q = t.quota
                 fields.append(f"Fairshare={max(q.reserved_gpus, 1)}")
                 if q.reserved_gpus or q.burst_gpus:
                     fields.append(f"GrpTRES=gres/gpu={slurm_gpu_share(resolved, tenant_of[acct])}")
-                if t.slurm.qos:
-                    fields.append(f"QOS={sacctmgr(','.join(t.slurm.qos))}")
-                    fields.append(f"DefaultQOS={sacctmgr(t.slurm.qos[0])}")
+                if ts.qos:
+                    fields.append(f"QOS={sacctmgr(','.join(ts.qos))}")
+                    fields.append(f"DefaultQOS={sacctmgr(ts.qos[0])}")
             out.append(":".join(fields) + "\n")
     lost = [a for a in accounts if a not in done]
     if lost:  # account-parent-cycle / account-parent-self refuse this before rendering; never drop silently
         raise ValueError(f"Slurm accounts {', '.join(lost)} are not under root (a parent cycle); "
                          "validate the definition first")
-    for acct, t in accounts.items():
-        if t.slurm.users:
+    for acct, (_, ts) in accounts.items():
+        if ts.users:
             out.append(f"Parent - {sacctmgr(acct)}\n")
-            for user in t.slurm.users:
+            for user in ts.users:
                 out.append(f"User - {sacctmgr(user)}:DefaultAccount={sacctmgr(acct)}\n")
     return "".join(out)
 
@@ -494,7 +504,7 @@ def nodecheck(resolved: Resolved) -> str:
             by_action.setdefault(x.action, []).append(str(code))
         else:
             harmless.append(str(code))
-    hc = d.slurm.health_check
+    hc = slurm_section(resolved).health_check
     return _templates().get_template("nodecheck.sh.j2").render(
         cluster=d.cluster.name, set_name=vs.name, slurm=c.slurm, program=hc.program, interval=hc.interval_s,
         groups=list(nodecheck_expectations(resolved).values()), probe_path=INSTALLED, tag=NODECHECK_TAG,

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from ...errors import present
+
 
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
@@ -83,4 +85,4 @@ def for_major(major: str) -> Keywords | None:
 
 def majors_with_parameter(key: str) -> list[str]:
     """Releases whose slurm.conf accepts `key` (for hints such as 'added in 24.11')."""
-    return [v for v in available() if key.lower() in for_major(v).parameters]
+    return [v for v in available() if key.lower() in present(for_major(v), f"the keyword lists of {v}").parameters]

@@ -49,9 +49,9 @@ def storage_pass_var(resolved: Resolved) -> str:
 
 
 def slurmdbd_conf(resolved: Resolved) -> str:
-    from . import _header
+    from . import _header, slurm_section
 
-    s = resolved.definition.slurm
+    s = slurm_section(resolved)
     a = s.accounting
     pairs = [
         ("AuthType", "auth/munge"),

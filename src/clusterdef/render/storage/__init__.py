@@ -28,6 +28,7 @@ Pure: no disk, no network. The scripts take CLUSTERDEF_MOUNT to run against anot
 from __future__ import annotations
 
 from ... import hostlist, tenancy
+from ...errors import present
 from ...quoting import shell, systemd, unit_name
 from ...resolve import Resolved
 from ..yamlout import Unsafe
@@ -52,7 +53,7 @@ def quota_script(resolved: Resolved, fs: str) -> str:
     if f.kind == "btrfs":
         out.append('btrfs quota enable "$MOUNT"\n')
     for tenant in tenancy.quota_tenants(d, fs):
-        s = d.tenants[tenant].storage
+        s = present(d.tenants[tenant].storage, f"tenants.{tenant}.storage")  # quota_tenants have one
         limit = max(1, int(s.quota_tib * TIB))
         kib = max(1, limit // 1024)
         pid = tenancy.project_id(d, tenant)
