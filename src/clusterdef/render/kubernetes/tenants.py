@@ -201,7 +201,7 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
     if segmentation.policed(d, tenant):
         # egress outside the cluster only to the tenant's networks, the BMC network cut out of each
         # (segmentation.py; `management-exposed` refuses a network that lies inside it)
-        rules = [] if locked else [{"to": [{"namespaceSelector": {}}]}]  # shared: the cluster stays reachable
+        rules: list[dict] = [] if locked else [{"to": [{"namespaceSelector": {}}]}]  # shared: the cluster stays reachable
         blocks = segmentation.ip_blocks(d, tenant)
         if blocks:
             rules.append({"to": [{"ipBlock": b} for b in blocks]})
