@@ -741,123 +741,6 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
         raise typer.Exit(EXIT_WARN)
 
 
-# --------------------------------------------------------------------------- apply
-
-APPLY_MAX_TASKS, APPLY_MAX_GROUPS, APPLY_HOSTS_WIDTH = 10, 8, 48
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _number_ranges(numbers: list[int]) -> str:
-    """[1, 2, 3, 5] -> "#1-3,5"."""
-    spans: list[list[int]] = []
-    for n in numbers:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return "#" + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
-
-
-def _short_hosts(expr: str, width: int = APPLY_HOSTS_WIDTH) -> str:
-    """A folded hostlist cut at a comma to about `width` characters (the count column and the
-    run record have the rest)."""
-    if len(expr) <= width:
-        return expr
-    depth, cut = 0, None
-    for i, ch in enumerate(expr[:width]):
-        depth += {"[": 1, "]": -1}.get(ch, 0)
-        if ch == ",":
-            cut = (i, depth)
-    if cut is None:
-        return expr[:width] + "..."
-    return expr[:cut[0]] + (",...]" if cut[1] else ",...")
-
-
-def _print_changes(console: Console, changes: dict, check: bool) -> None:
-    """The tasks that changed (would change) in one step, as a small table, then the hosts
-    grouped by identical change sets; both cut to a few rows, the run record has all."""
-    from rich import box
-    from rich.padding import Padding
-    from rich.table import Table
-    from rich.text import Text
-
-    tasks, groups = changes.get("changes") or [], changes.get("change_groups") or []
-    reached, verb = changes.get("hosts_reached", 0), "would change" if check else "changed"
-    if not tasks:
-        console.print(f"  {'nothing would change' if check else 'nothing changed'}"
-                      + (f" on {_plural(reached, 'host')}" if reached else ""))
-        return
-    console.print(f"  {verb}: {_plural(len(tasks), 'task')} on {changes.get('hosts_changed', 0)} of "
-                  f"{_plural(reached, 'host')}")
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-    table.add_column("#", justify="right")
-    table.add_column(f"task ({verb})")
-    table.add_column("hosts")
-    table.add_column("count", justify="right")
-    for t in tasks[:APPLY_MAX_TASKS]:
-        table.add_row(str(t["n"]), Text(t["task"]), Text(_short_hosts(t["hosts"])), f"{t['count']}/{reached}")
-    console.print(Padding(table, (0, 0, 0, 2), expand=False))
-    if len(tasks) > APPLY_MAX_TASKS:
-        console.print(f"  ... and {len(tasks) - APPLY_MAX_TASKS} more tasks (all of them in the run record)")
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column()
-    grid.add_column()
-    for g in groups[:APPLY_MAX_GROUPS]:
-        grid.add_row(Text(_short_hosts(g["hosts"])),
-                     f"{_plural(len(g['tasks']), 'task')} {verb} ({_number_ranges(g['tasks'])})")
-    if changes.get("hosts_unchanged"):
-        grid.add_row(Text(_short_hosts(changes["hosts_unchanged"])), "nothing would change" if check else "no change")
-    console.print("  by host:")
-    console.print(Padding(grid, (0, 0, 0, 4), expand=False))
-    if len(groups) > APPLY_MAX_GROUPS:
-        console.print(f"    ... and {len(groups) - APPLY_MAX_GROUPS} more host groups (all of them in the run record)")
-
-
-def _apply_secrets(secret_env: list[str], vault_id: list[str], extra: dict[str, str]) -> None:
-    """Refuse (exit 2) a --secret-env that is not set, a --vault-id that nobody can answer or
-    that does not exist, and an -e value that carries a secret (it would be recorded); warn
-    about -e keys that look like credentials."""
-    import os
-    import re
-
-    from rich.markup import escape
-
-    from .runner import looks_like_credential, secret_values
-
-    problems = []
-    for name in secret_env:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            problems.append(f"--secret-env {name!r}: give the name of an environment variable, not its value")
-        elif name not in os.environ:
-            problems.append(f"--secret-env {name}: not set in the environment")
-    for vid in vault_id:
-        source = vid.split("@", 1)[1] if "@" in vid else vid
-        if source == "prompt":
-            problems.append(f"--vault-id {vid}: nobody can answer a prompt under ansible-runner; give a password "
-                            "file or a client script")
-        elif not Path(source).expanduser().is_file():
-            problems.append(f"--vault-id {vid}: no such file {source}")
-    values = secret_values(os.environ, secret_env)
-    for key, value in extra.items():
-        if re.search(r"^ansible_.*pass|password|passwd|become_pass", key, re.IGNORECASE):
-            # Ansible's own credentials (ansible_become_pass, ansible_password...) would be recorded verbatim
-            problems.append(f"-e {key}: a password as an extra var is recorded (run record, ansible-runner's "
-                            "command file): pass it with --secret-env NAME (e.g. ANSIBLE_BECOME_PASS) instead")
-        elif any(v in value for v in values):
-            problems.append(f"-e {key}: the value holds a secret from the environment; -e values are recorded "
-                            "(run record, ansible-runner's command file): pass it with --secret-env NAME instead")
-        elif looks_like_credential(key):
-            err.print(f"[yellow]warning[/]: -e {escape(key)}: extra vars are recorded in the run record and in "
-                      "ansible-runner's artifacts; pass secrets with --secret-env NAME or --vault-id")
-    for p in problems:
-        err.print(f"[red]error[/]: {escape(p)}")
-    if problems:
-        raise typer.Exit(EXIT_BAD)
-
-
 @app.command()
 def apply(
     plan_file: Path = typer.Argument(..., help="Plan file written by `clusterdef plan --plan-file`."),
@@ -892,36 +775,24 @@ def apply(
     the first failing step. After each step it shows which tasks changed (with --check: would change) on which
     hosts. Writes a run record beside the plan file. Exit 0 done, 1 halted on a failure, 2 a stale or refused
     plan or bad input (nothing run)."""
-    from rich.markup import escape
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from . import runner
-    from .plan import snapshot
-    from .plan.apply import SKIPPABLE, ApplyError, find_playbooks, prepare
+    from .apply import ApplyError, report
+    from .apply.runner import RunnerMissing
+    from .apply.session import OptionError, options, start
     from .writer import OutputError
 
-    extra: dict[str, str] = {}
-    for kv in extra_var or []:
-        key, sep, value = kv.partition("=")
-        if not sep or not key.strip():
-            err.print(f"[red]error[/]: --extra-var {escape(repr(kv))}: use KEY=VALUE")
-            raise typer.Exit(EXIT_BAD)
-        extra[key.strip()] = value
-    _apply_secrets(secret_env or [], vault_id or [], extra)
-    bad_skip = [s for s in skip_stage or [] if s not in SKIPPABLE]
-    if bad_skip:
-        err.print(f"[red]error[/]: --skip-stage {escape(', '.join(bad_skip))}: only {escape(' or '.join(SKIPPABLE))} "
-                  "can be skipped")
-        raise typer.Exit(EXIT_BAD)
-    if from_ is not None and base is not None:
-        err.print("[red]error[/]: give at most one of --from OLD.yaml or --base GIT_REF")
-        raise typer.Exit(EXIT_BAD)
-    pb_dir = playbooks or find_playbooks(to or plan_file)
-    if pb_dir is None or not pb_dir.is_dir():
-        err.print(f"[red]error[/]: no playbooks folder {escape(str(pb_dir or ''))}; pass --playbooks DIR")
-        raise typer.Exit(EXIT_BAD)
     try:
-        prep = prepare(plan_file, to, from_, base, matrices, _today(today), pb_dir, set(skip_stage or []))
+        opts = options(plan_file, to, from_, base, playbooks, extra_var or [], secret_env or [], vault_id or [],
+                       skip_stage or [], check, forks)
+    except OptionError as exc:
+        _print_warnings(exc.warnings)
+        for p in exc.problems:
+            err.print(f"[red]error[/]: {escape(p)}")
+        raise typer.Exit(EXIT_BAD)
+    _print_warnings(opts.warnings)
+    try:
+        session = start(opts, to, from_, base, matrices, _today(today))
     except ApplyError as exc:
         if exc.findings:
             _print_findings(exc.findings, exc.sources)
@@ -930,29 +801,19 @@ def apply(
         if exc.hint:
             err.print(f"  [green]hint:[/] {escape(exc.hint)}")
         raise typer.Exit(EXIT_BAD)
-    doc = prep.doc
-    record_path, pdd = runner.run_paths(plan_file)
-    inventory = runner.write_inventory(pdd, prep.inventory)
-    try:
-        snap = snapshot.write(pdd, prep.old, prep.new)  # the rollback point, before anything runs
     except OutputError as exc:
         err.print(f"[red]error[/]: {escape(str(exc))} (nothing was run)")
         raise typer.Exit(EXIT_BAD)
-    header = {"plan_file": str(plan_file), "cluster": doc.get("cluster"), "from_set": doc["from"].get("set"),
-              "to_set": doc["to"].get("set"), "rollback_point": doc["rollout"]["rollback"]["point"], "snapshot": snap,
-              "smoke_tests": list(prep.new.definition.upgrade.smoke_tests), "playbooks": str(pb_dir),
-              "extravars": extra, "secret_env": list(secret_env or []), "vault_ids": list(vault_id or []),
-              "forks": forks}
-    extra = {**extra, "clusterdef_snapshot_dir": snap["facts_dir"]}
+    doc, steps = session.prep.doc, session.prep.steps
     mode = " (check mode: nothing changes)" if check else ""
     err.print(f"applying {escape(str(plan_file))}: {escape(str(doc['from'].get('set')))} -> "
               f"{escape(str(doc['to'].get('set')))} on {escape(str(doc.get('cluster')))}, "
-              f"{len(prep.steps)} steps{escape(str(mode))}")
+              f"{len(steps)} steps{escape(str(mode))}")
     if secret_env:
         err.print(f"secret environment, values recorded nowhere: {escape(', '.join(secret_env))}")
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
                   "{task.total}"), TimeElapsedColumn(), console=err, transient=True) as progress:
-        bar = progress.add_task("starting", total=len(prep.steps))
+        bar = progress.add_task("starting", total=len(steps))
         current = {"label": ""}
 
         def on_step(i, step) -> None:
@@ -965,43 +826,25 @@ def apply(
                 progress.update(bar, description=f"{current['label']}: {escape(data['task'])}")
 
         def on_done(i, step, result) -> None:
-            hosts = f" {step.to_json()['hosts']}" if step.hosts else ""
-            if result is None:
-                progress.console.print(f"[yellow]skipped[/] {escape(step.label)}: {escape(step.skipped)}")
-            elif result.ok:
-                progress.console.print(f"[green]ok[/] {escape(step.label)}{hosts} ({step.playbook.name})")
-            else:
-                progress.console.print(f"[red]failed[/] {escape(step.label)}{hosts} ({step.playbook.name}, "
-                                       f"rc {result.rc}): {escape(', '.join(result.failed_hosts) or result.status)}")
-                for f in result.failures:
-                    progress.console.print(f"  {escape(f)}")
-                progress.console.print(f"  artifacts: {escape(str(result.artifact_dir))}")
-            if result is not None:
-                _print_changes(progress.console, result.changes, check)
-                for t in result.smoke:
-                    state = "[red]failed[/]" if t["failed"] else "[green]ok[/]"
-                    progress.console.print(f"  smoke {escape(t['layer'])}/{escape(t['test'])}: {state} "
-                                           f"{escape(t['failed'] or t['ok'] or t['skipped'] or '-')}")
-                    if t.get("first_failure"):
-                        progress.console.print(f"    {escape(t['first_failure'])}")
-                if step.returns and result.ok:
-                    progress.console.print(f"  capacity back in service: {len(step.hosts)} nodes, {step.gpus} GPUs")
+            report.print_step(progress.console, step, result, check)
             progress.advance(bar)
 
         try:
-            record = runner.execute(prep.steps, pdd, inventory, record_path, header, extra, check,
-                                    on_step, on_event, on_done, secret_env=secret_env or [],
-                                    vault_ids=vault_id or [], forks=forks)
-        except runner.RunnerMissing as exc:
+            record = session.run(on_step, on_event, on_done)
+        except RunnerMissing as exc:
             err.print(f"[red]error[/]: {escape(str(exc))}")
             raise typer.Exit(EXIT_BAD)
-    err.print(f"run record: {escape(str(record_path))}")
+    err.print(f"run record: {escape(str(session.record_path))}")
     if record["status"] != "succeeded":
         not_run = ", ".join(dict.fromkeys(r["stage"] for r in record["not_run"])) or "nothing"
         out.print(f"[red]halted[/] at {escape(record['halted_at'] or '?')}; not run: {escape(not_run)}")
         raise typer.Exit(EXIT_WARN)
     out.print(f"[green]applied[/] {escape(str(plan_file))}{escape(str(mode))}: {len(record['runs'])} steps")
 
+
+def _print_warnings(warnings: list[str]) -> None:
+    for w in warnings:
+        err.print(f"[yellow]warning[/]: {escape(w)}")
 
 def main() -> None:
     try:
