@@ -488,8 +488,6 @@ def drill(
     """Rehearse the restore: run the rendered backup/slurm/restore.sh into a scratch database and state
     folder, check what came back, record date and result beside the definition (docs/backup.md).
     Exit 0 when it passed, 1 when it failed, 2 on bad input."""
-    import re
-
     from . import drill as drill_mod
     from .errors import DefinitionError
     from .validate.pipeline import validate_file
@@ -499,15 +497,9 @@ def drill(
         _report(result, Format.text, err)
         raise typer.Exit(EXIT_BAD)
     d = result.definition
-    if d.backup is None or not d.backup.authoritative.slurm or d.slurm is None:
-        _bad_path(f"{definition}: nothing to rehearse: the drill restores the Slurm role of the backup section "
-                  "(backup.authoritative.slurm with a slurm section)")
-    if database is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", database):
-        _bad_path(f"--database {database!r} is not a database name (letters, digits and '_')")
-    if database is not None and d.slurm.accounting.storage == "slurmdbd" and database == d.slurm.accounting.storage_loc:
-        _bad_path(f"--database {database} is the live accounting database; the rehearsal restores into a scratch one")
-    if state_dir is not None and not state_dir.startswith("/"):
-        _bad_path(f"--state-dir {state_dir!r} must be an absolute path")
+    refused = drill_mod.refusal(d, definition, database, state_dir)
+    if refused:
+        _bad_path(refused)
     try:
         entry, path = drill_mod.run(result, database=database, state_dir=state_dir, record=record)
     except DefinitionError as exc:
@@ -631,17 +623,12 @@ def baseline_parse(log: Path = typer.Argument(..., help="nccl-tests output."),
 
 
 def _one_run(log: Path, test: Optional[str]):
-    runs = _parse_log(log)
-    chosen = [r for r in runs if not test or r.test == test]
-    if not chosen:
-        err.print(f"[red]error[/]: no {escape(str(test or 'nccl-tests'))} run in {escape(str(log))}")
-        raise typer.Exit(EXIT_BAD)
-    if len(chosen) > 1:
-        err.print(f"[red]error[/]: {escape(str(log))} holds {len(chosen)} runs "
-                  f"({escape(', '.join(r.test for r in chosen))}); "
-                  "choose one with --test")
-        raise typer.Exit(EXIT_BAD)
-    return chosen[0]
+    from .baseline import BaselineError, choose_run
+
+    try:
+        return choose_run(_parse_log(log), test, log)
+    except BaselineError as exc:
+        _bad_path(str(exc))
 
 
 def _baseline_file(set_name: str, matrices: Optional[Path]) -> Path:
@@ -650,7 +637,9 @@ def _baseline_file(set_name: str, matrices: Optional[Path]) -> Path:
     if vs is None:
         err.print(f"[red]error[/]: no set named {escape(repr(set_name))} in {escape(str(m.root))}")
         raise typer.Exit(EXIT_BAD)
-    return Path(m.root) / (vs.baseline or f"baselines/{set_name}.yaml")
+    from .baseline import set_baseline_path
+
+    return set_baseline_path(m.root, set_name, vs.baseline)
 
 
 @baseline_app.command("record")
@@ -692,21 +681,12 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
                      matrices: Optional[Path] = MatricesOpt) -> None:
     """Compare a run with the recorded baseline. Exit 0 within tolerance, 1 on a regression, #wrong or a
     failed run (even when nothing errored), 2 on bad input."""
-    from .baseline import BANDS, BaselineError, compare, load_baselines, pick, series_name, size_name
+    from .baseline import BaselineError, compare, load_baselines, parse_tolerance, pick, series_name, size_name
 
-    tol: dict[str, float] = {}
-    for t in tolerance or []:
-        band, _, pct = t.partition("=")
-        try:
-            if band not in {b for b, _, _ in BANDS}:
-                raise ValueError
-            tol[band] = float(pct)
-            if not 0 <= tol[band] <= 100:  # also refuses inf and nan: a tolerance that passes any slowdown
-                raise ValueError
-        except ValueError:
-            err.print(f"[red]error[/]: --tolerance {escape(repr(t))}: use small=PCT, medium=PCT or large=PCT "
-                      "with PCT a number from 0 to 100")
-            raise typer.Exit(EXIT_BAD)
+    try:
+        tol = parse_tolerance(tolerance or [])
+    except BaselineError as exc:
+        _bad_path(str(exc))
     if (set_name is None) == (baseline_file is None):
         err.print("[red]error[/]: give exactly one of --set NAME or --baseline FILE")
         raise typer.Exit(EXIT_BAD)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .parse import Run, series_name, size_name, size_range
+from .parse import BaselineError, Run, series_name, size_name, size_range
 from .store import Baseline
 
 # Size bands and their default tolerated busbw drop (percent). Small messages are
@@ -16,6 +16,23 @@ DEFAULT_TOLERANCE = {"small": 25.0, "medium": 10.0, "large": 5.0}
 
 def band(size: int) -> str:
     return next(name for name, lo, hi in BANDS if lo <= size < hi)
+
+
+def parse_tolerance(pairs: list[str]) -> dict[str, float]:
+    """`BAND=PCT` pairs (`--tolerance`); BaselineError on an unknown band or a PCT outside 0..100."""
+    tol: dict[str, float] = {}
+    for t in pairs:
+        name, _, pct = t.partition("=")
+        try:
+            if name not in {b for b, _, _ in BANDS}:
+                raise ValueError
+            tol[name] = float(pct)
+            if not 0 <= tol[name] <= 100:  # also refuses inf and nan: a tolerance that passes any slowdown
+                raise ValueError
+        except ValueError:
+            raise BaselineError(f"--tolerance {t!r}: use small=PCT, medium=PCT or large=PCT with PCT a number "
+                                "from 0 to 100") from None
+    return tol
 
 
 def pick(baselines: list[Baseline], run: Run, node_group: str = "") -> Baseline | None:

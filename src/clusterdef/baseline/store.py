@@ -196,3 +196,8 @@ def record(path: str | Path, entry: dict) -> str:
     buf = StringIO()
     y.dump(data, buf)
     return buf.getvalue()
+
+
+def set_baseline_path(matrix_root: str | Path, set_name: str, recorded: str | None) -> Path:
+    """A set's baseline file: the one the set names (`baseline:`), else baselines/<set>.yaml."""
+    return Path(matrix_root) / (recorded or f"baselines/{set_name}.yaml")
