@@ -76,14 +76,18 @@ def _is_under(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-def test_validation_never_imports_a_renderer():
-    """Checks use what both sides know (clusterdef.knowledge), never a renderer: validate/ must not
-    import clusterdef.render, absolutely or relatively, at the top or inside a function."""
-    files = sorted((REPO / "src" / "clusterdef" / "validate").glob("*.py"))
-    assert len(files) > 10
+@pytest.mark.parametrize("package, forbidden", [
+    ("validate", ("clusterdef.render",)),                       # checks use knowledge/, never a renderer
+    ("knowledge", ("clusterdef.render", "clusterdef.validate")),  # what both read imports neither
+])
+def test_layers_import_one_way(package, forbidden):
+    """validate/ never imports clusterdef.render, and knowledge/ neither of them: absolutely or
+    relatively, at the top or inside a function."""
+    files = sorted((REPO / "src" / "clusterdef" / package).glob("*.py"))
+    assert len(files) > 3
     found = [f"{f.relative_to(REPO)}:{line}: {mod}" for f in files
-             for line, mod in _imports(f, "clusterdef.validate") if _is_under(mod, "clusterdef.render")]
-    assert not found, "validate imports the renderer:\n" + "\n".join(found)
+             for line, mod in _imports(f, f"clusterdef.{package}") if any(_is_under(mod, x) for x in forbidden)]
+    assert not found, f"{package} imports what it must not:\n" + "\n".join(found)
 
 
 def test_import_resolution_sees_relative_and_from_dot_imports(tmp_path):

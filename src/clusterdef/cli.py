@@ -1,4 +1,5 @@
-"""Command line: one thin function per verb. Only this module prints."""
+"""Command line: one thin function per verb (parse, call one function, print, exit code). Only this module
+prints, itself or through the report functions it hands its consoles to (validate.report, apply.report)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ import sys
 from datetime import date
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:  # for annotations only: the verbs import what they use (a light start)
+    from .matrix.load import Matrix
+    from .model import Definition
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Validate a GPU cluster definition and compile it into everything that builds the cluster.")
@@ -88,6 +93,20 @@ def _report(result, fmt: Format, console: Console) -> None:
         console.print(f"{escape(str(result.file))}: {escape(str(summary_line(result.findings)))}")
 
 
+def _validated(result) -> tuple[Definition, Matrix]:
+    """The definition and matrix of a result that validated (ok: both are set)."""
+    assert result.definition is not None and result.matrix is not None
+    return result.definition, result.matrix
+
+
+def _valid(result) -> tuple[Definition, Matrix]:
+    """Exit 2 with the findings unless the definition validated; else its definition and matrix."""
+    if not result.ok:
+        _report(result, Format.text, err)
+        raise typer.Exit(EXIT_BAD)
+    return _validated(result)
+
+
 @app.command()
 def validate(
     definition: Path = typer.Argument(..., help="Cluster definition (YAML)."),
@@ -103,9 +122,10 @@ def validate(
     _report(result, fmt, out if fmt is Format.json else err)
     if not result.ok:
         raise typer.Exit(EXIT_BAD)
+    d, _ = _validated(result)
     if fmt is Format.text and not result.findings:
-        out.print(f"[green]ok[/] {escape(str(definition))}: cluster {escape(str(result.definition.cluster.name))}, "
-                  f"set {escape(str(result.definition.cluster.matrix))}")
+        out.print(f"[green]ok[/] {escape(str(definition))}: cluster {escape(str(d.cluster.name))}, "
+                  f"set {escape(str(d.cluster.matrix))}")
     if strict and result.warnings:
         raise typer.Exit(EXIT_WARN)
 
@@ -134,7 +154,7 @@ def render(
     if not result.ok:
         err.print("[red]nothing written[/]: fix the errors above first")
         raise typer.Exit(EXIT_BAD)
-    d = result.definition
+    d, _ = _validated(result)
     try:
         tree, meta = build_tree(result, target)
     except DefinitionError as exc:
@@ -321,8 +341,11 @@ def plan(
     try:
         # a candidate target is the plan's decision (refused without --allow-candidate), not a definition error
         new = load_side(to, matrices, day, {"matrix-candidate"})
-        old = (base_side(base, to, matrices, day) if base is not None  # --base "" is refused there, not ignored
-               else load_side(from_, matrices, day, FROM_SIDE_IGNORED))
+        if base is not None:  # --base "" is refused there, not ignored
+            old = base_side(base, to, matrices, day)
+        else:
+            assert from_ is not None  # exactly one of them, checked above
+            old = load_side(from_, matrices, day, FROM_SIDE_IGNORED)
         p = make_plan(old, new, allow_candidate)  # image identity across the two sides: located errors
     except PlanInputError as exc:
         _print_findings(exc.findings, exc.sources)
@@ -361,19 +384,15 @@ def drift(
     from .validate.pipeline import validate_file
 
     _check_outputs(drain, prom)
-    result = validate_file(definition, matrices, _today(today))
-    if not result.ok:
-        _report(result, Format.text, err)
-        raise typer.Exit(EXIT_BAD)
+    d, matrix = _valid(validate_file(definition, matrices, _today(today)))
     try:
         facts_list = dr.read_facts(facts)
     except dr.FactsError as exc:
         _print_findings(exc.findings, {})
         raise typer.Exit(EXIT_BAD)
-    vs = result.matrix.sets[result.definition.cluster.matrix]
-    report = dr.compare(result.definition, vs, facts_list)
+    vs = matrix.sets[d.cluster.matrix]
+    report = dr.compare(d, vs, facts_list)
     if drain:
-        d = result.definition
         lines = dr.drain_lines(report, dr.spared_namespaces(d), d.upgrade.drain.timeout_minutes)
         _write_file(drain, "".join(line + "\n" for line in lines))
     if prom:
@@ -455,11 +474,8 @@ def access(
     from .resolve import resolve
     from .validate.pipeline import validate_file
 
-    result = validate_file(definition, matrices, _today(today))
-    if not result.ok:
-        _report(result, Format.text, err)
-        raise typer.Exit(EXIT_BAD)
-    grants = access_table.table(resolve(result.definition, result.matrix, definition.parent))
+    d, matrix = _valid(validate_file(definition, matrices, _today(today)))
+    grants = access_table.table(resolve(d, matrix, definition.parent))
     if fmt is TableFormat.json:
         sys.stdout.write(json.dumps(access_table.to_json(grants), indent=2, sort_keys=True) + "\n")
     elif fmt is TableFormat.markdown:
@@ -493,10 +509,7 @@ def drill(
     from .validate.pipeline import validate_file
 
     result = validate_file(definition, matrices, _today(today))
-    if not result.ok:
-        _report(result, Format.text, err)
-        raise typer.Exit(EXIT_BAD)
-    d = result.definition
+    d, _ = _valid(result)
     refused = drill_mod.refusal(d, definition, database, state_dir)
     if refused:
         _bad_path(refused)
@@ -544,12 +557,9 @@ def fabric_check(
     from .validate.pipeline import validate_file
 
     _check_outputs(drain, prom)
-    result = validate_file(definition, matrices, _today(today))
-    if not result.ok:
-        _report(result, Format.text, err)
-        raise typer.Exit(EXIT_BAD)
+    d, _ = _valid(validate_file(definition, matrices, _today(today)))
     try:
-        lay = layout(result.definition, fabric)
+        lay = layout(d, fabric)
     except FabricError as exc:
         _bad_path(str(exc))
     try:
@@ -690,7 +700,11 @@ def baseline_compare(log: Path = typer.Argument(..., help="nccl-tests output of 
     if (set_name is None) == (baseline_file is None):
         err.print("[red]error[/]: give exactly one of --set NAME or --baseline FILE")
         raise typer.Exit(EXIT_BAD)
-    path = baseline_file or _baseline_file(set_name, matrices)
+    if baseline_file is not None:
+        path = baseline_file
+    else:
+        assert set_name is not None  # exactly one of them, checked above
+        path = _baseline_file(set_name, matrices)
     try:
         baselines = load_baselines(path)
     except BaselineError as exc:

@@ -110,7 +110,8 @@ class ChangeSummary:
         with the same set of changed tasks (`tasks`: their `n`), largest group first;
         `hosts_reached`, `hosts_changed` and `hosts_unchanged` (folded: reached, not failed,
         nothing changed)."""
-        changes, per_host = [], {}
+        changes: list[dict] = []
+        per_host: dict[str, list[int]] = {}
         for n, (label, task) in enumerate(self._tasks.items(), 1):
             entry = {"n": n, "task": label, "action": task["action"], "hosts": fold(task["hosts"]),
                      "count": len(task["hosts"])}

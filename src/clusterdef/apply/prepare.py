@@ -7,6 +7,7 @@ the re-derived plan, never from the file. Nothing has run when it raises ApplyEr
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
@@ -61,7 +62,7 @@ def _locate(label: str, plan_path: Path) -> Path | None:
 
 
 def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | None, matrices, today: date,
-            playbooks: Path, skip: set[str] = frozenset()) -> Prepared:
+            playbooks: Path, skip: Set[str] = frozenset()) -> Prepared:
     """Read the plan file, re-render both definitions and refuse a stale plan; map the stages
     to steps. The definitions default to the plan's file names beside the plan file (or in the
     working directory); a `REF:name` from side is read from git like `plan --base`."""
@@ -81,7 +82,11 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
                                  "pass --from OLD.yaml or --base GIT_REF")
     try:
         new = load_side(to, matrices, today, {"matrix-candidate"})
-        old = base_side(base, to, matrices, today) if base else load_side(from_, matrices, today, FROM_SIDE_IGNORED)
+        if base is not None:  # --base "" is refused by base_side, as in plan
+            old = base_side(base, to, matrices, today)
+        else:
+            assert from_ is not None  # given, or found above (else refused)
+            old = load_side(from_, matrices, today, FROM_SIDE_IGNORED)
     except PlanInputError as exc:
         raise ApplyError(["a definition no longer validates"], "fix it and plan again", exc.findings, exc.sources)
     stale = check_plan_file(doc, old.text, new.text, old.tree, new.tree)
@@ -116,8 +121,8 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
                                     for st in doc["rollout"]["stages"]) else None
     d = new.definition
     steps = steps_for_plan(doc, waves, Path(playbooks), skip, boot, smoke=bool(d.upgrade.smoke_tests))
-    gpus = {h: (d.hardware[g.hardware].gpu.count if d.hardware[g.hardware].gpu else 0)
-            for g in d.nodes.values() for h in hostlist.names(g.hosts)}
+    per_node = {name: hw.gpu.count if hw.gpu else 0 for name, hw in d.hardware.items()}
+    gpus = {h: per_node[g.hardware] for g in d.nodes.values() for h in hostlist.names(g.hosts)}
     for step in steps:
         step.gpus = sum(gpus.get(h, 0) for h in step.hosts)
     return Prepared(doc, old, new, steps, inventory)

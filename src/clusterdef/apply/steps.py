@@ -29,6 +29,7 @@ record.py runs them, cli.py shows them.
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,7 +148,7 @@ class BootPointers:
         d = new.definition
         self.pxe = pxe
         self.tree = new.tree
-        self.resolved = resolve(d, new.result.matrix, Path(new.result.file).parent)
+        self.resolved = resolve(d, new.matrix, Path(new.result.file).parent)
         self.group_of = {h: g for g, n in d.nodes.items() for h in hostlist.names(n.hosts)}
         self.builds = {b.artefact: b for img in d.images for b in pxe.builds(self.resolved, img).values()}
 
@@ -180,7 +181,7 @@ class BootPointers:
         return {"clusterdef_boot_pointers": files, "clusterdef_artefacts": sorted(self.builds)}
 
 
-def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: set[str] = frozenset(),
+def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: Set[str] = frozenset(),
                    boot: BootPointers | None = None, smoke: bool = False) -> list[Step]:
     """The ordered steps of the plan's rollout. Raises ApplyError (nothing has run) when a
     playbook a stage needs is missing or a stage's hosts are not in the inventory's waves.

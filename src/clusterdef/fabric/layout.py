@@ -92,7 +92,7 @@ def _host_ports(definition: Definition) -> dict[str, tuple[str, str, int, int]]:
     return out
 
 
-def layout(definition: Definition, fabric_name: str, sm: str | None = None) -> Layout:
+def layout(definition: Definition, fabric_name: str | None, sm: str | None = None) -> Layout:
     """The declared cabling of `fabric_name`. `sm` names the subnet manager host's HCA
     (default `sm-<fabric>`, cut to 63 characters)."""
     fabric_name = pick_fabric(definition, fabric_name)

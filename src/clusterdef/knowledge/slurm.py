@@ -86,7 +86,7 @@ def for_major(major: str) -> Keywords | None:
 
 def majors_with_parameter(key: str) -> list[str]:
     """Releases whose slurm.conf accepts `key` (for hints such as 'added in 24.11')."""
-    return [v for v in available() if key.lower() in for_major(v).parameters]
+    return [v for v in available() if (kw := for_major(v)) is not None and key.lower() in kw.parameters]
 
 
 STATE_DEFAULT = "/var/lib/slurm/slurmctld"  # the rendered slurm.conf's StateSaveLocation

@@ -16,6 +16,7 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Set
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path, PurePosixPath
@@ -23,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from .. import __version__, hostlist
 from ..build import build_tree
 from ..errors import DefinitionError, Finding, Severity
+from ..matrix.load import Matrix
 from ..model import Definition
 from ..validate.pipeline import Result, validate_file
 from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_hash
@@ -59,11 +61,16 @@ class Side:
         return self.result.definition
 
     @property
+    def matrix(self) -> Matrix:
+        assert self.result.matrix is not None  # a side is a definition that validated
+        return self.result.matrix
+
+    @property
     def text(self) -> str:
         return self.result.source.text if self.result.source else ""
 
 
-def load_side(path: str | Path, matrices: str | Path | None, today: date, ignore: set[str] = frozenset(),
+def load_side(path: str | Path, matrices: str | Path | None, today: date, ignore: Set[str] = frozenset(),
               label: str | None = None) -> Side:
     result = validate_file(path, matrices, today)
     if ignore:
@@ -209,8 +216,8 @@ def _component_hosts(d: Definition, comp: str) -> list[str]:
 
 def _layer_changes(old: Side, new: Side) -> list[dict]:
     """Every component and firmware pin that changes with the set, with its layer, class and nodes."""
-    d, ovs, nvs = new.definition, old.result.matrix.sets[old.definition.cluster.matrix], \
-        new.result.matrix.sets[new.definition.cluster.matrix]
+    d, ovs, nvs = new.definition, old.matrix.sets[old.definition.cluster.matrix], \
+        new.matrix.sets[new.definition.cluster.matrix]
     oc, nc = ovs.components.model_dump(), nvs.components.model_dump()
     out = []
     has = {"slurm": bool(d.slurm) and any(g.control_plane == "slurm" for g in d.nodes.values()),
@@ -299,8 +306,8 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     checks, the definition changes, image builds, disruption, the rollout stages and the file diffs.
     Raises PlanInputError when image identities across the sides are inconsistent (located)."""
     d = new.definition
-    matrix = new.result.matrix
-    old_set = matrix.sets.get(old.definition.cluster.matrix) or old.result.matrix.sets[old.definition.cluster.matrix]
+    matrix = new.matrix
+    old_set = matrix.sets.get(old.definition.cluster.matrix) or old.matrix.sets[old.definition.cluster.matrix]
     new_set = matrix.sets[d.cluster.matrix]
     refusals = _target_refusals(new_set, allow_candidate)
     warnings: list[Problem] = []
