@@ -27,10 +27,13 @@ import pytest
 from rich.console import Console
 from cli_runner import CliRunner
 
-from clusterdef import runner as run_mod
-from clusterdef.cli import _print_changes, _short_hosts, app
+from clusterdef.apply import ApplyError
+from clusterdef.apply import events, secrets
+from clusterdef.apply.prepare import prepare
+from clusterdef.apply.report import print_changes, short_hosts
+from clusterdef.apply.steps import expand_pattern, inventory_waves, wave_groups
+from clusterdef.cli import app
 from clusterdef.plan import load_side
-from clusterdef.plan.apply import ApplyError, expand_pattern, inventory_waves, prepare, wave_groups
 from conftest import CLUSTERS, MATRICES, TODAY, images_tree, keep_builds, on_set_images
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -403,7 +406,7 @@ def ev(kind: str, host: str, task: str, changed: bool = False, role: str = "", *
 
 def test_change_summary_folds_thousands_of_hosts_into_tasks_and_groups():
     hosts = [f"gpu{i:04d}" for i in range(1, 2001)]
-    s = run_mod.ChangeSummary()
+    s = events.ChangeSummary()
     for h in hosts:
         s.add({"event": "runner_on_start", "event_data": {"host": h, "task": "Install the driver packages"}})
         s.add(ev("runner_on_ok", h, "Install the driver packages", True, role="nvidia_driver",
@@ -425,7 +428,7 @@ def test_change_summary_folds_thousands_of_hosts_into_tasks_and_groups():
                                     {"hosts": "gpu[0001-0006,0008-0500]", "count": 499, "tasks": [1, 2]},
                                     {"hosts": "gpu0007", "count": 1, "tasks": [1, 2, 3]}]
     assert (out["hosts_reached"], out["hosts_changed"], out["hosts_unchanged"]) == (2001, 2000, "")
-    quiet = run_mod.ChangeSummary()
+    quiet = events.ChangeSummary()
     quiet.add(ev("runner_on_ok", "a1", "Read facts"))
     assert quiet.to_json(["a1", "a2"]) == {"hosts_reached": 2, "hosts_changed": 0, "hosts_unchanged": "a[1-2]",
                                            "changes": [], "change_groups": []}
@@ -433,14 +436,14 @@ def test_change_summary_folds_thousands_of_hosts_into_tasks_and_groups():
 
 def test_diff_excerpt_is_bounded_and_secrets_are_blanked():
     big = {"before": "".join(f"line {i}\n" for i in range(500)), "after": "", "after_header": "/etc/big"}
-    text = run_mod.diff_text([big, {"prepared": "never reached"}])
-    assert len(text.splitlines()) == run_mod.DIFF_MAX_LINES + 1 and text.endswith("more lines)")
+    text = events.diff_text([big, {"prepared": "never reached"}])
+    assert len(text.splitlines()) == events.DIFF_MAX_LINES + 1 and text.endswith("more lines)")
     assert "never reached" not in text
-    assert run_mod.diff_text([{"before": {"state": "absent"}, "after": {"state": "file"}}]).count('"state"') == 2
-    assert run_mod.diff_text([{"prepared": "x" * 10000}], max_chars=100).endswith("more lines)")
-    s = run_mod.ChangeSummary()
+    assert events.diff_text([{"before": {"state": "absent"}, "after": {"state": "file"}}]).count('"state"') == 2
+    assert events.diff_text([{"prepared": "x" * 10000}], max_chars=100).endswith("more lines)")
+    s = events.ChangeSummary()
     s.add(ev("runner_on_ok", "n1", "Template", True, diff={"before": "", "after": "password=hunter22\n"}))
-    redact = run_mod.redactor(run_mod.secret_values({"DB_PASSWORD": "hunter22"}))
+    redact = secrets.redactor(secrets.secret_values({"DB_PASSWORD": "hunter22"}))
     assert "hunter22" not in json.dumps(s.to_json(["n1"], redact=redact))
 
 
@@ -451,27 +454,27 @@ def test_withheld_environment():
            "RUNNER_X": "x", "PYTHONSTARTUP": "/s.py", "LC_SECRET": "x", "HTTPS_PROXY": "http://u:p@proxy",
            "NVFWUPD_TARGET": "ip=1,user=u,pw=p", "GITHUB_TOKEN": "t", "MY_VAR": "x"}
     # an explicit list of harmless names: no prefix (ANSIBLE_*, AWX_*, RUNNER_*, PYTHON*, LC_*) passes by itself
-    assert run_mod.withheld_names(env, ["LANG"]) == [
+    assert secrets.withheld_names(env, ["LANG"]) == [
         "ANSIBLE_BECOME_PASS", "ANSIBLE_NET_PASSWORD", "ANSIBLE_SITE_SETTING", "ANSIBLE_SSH_PASS",
         "ANSIBLE_VAULT_PASSWORD_FILE", "AWX_X", "GITHUB_TOKEN", "HTTPS_PROXY", "LANG", "LC_SECRET", "MY_VAR",
         "NVFWUPD_TARGET", "PYTHONSTARTUP", "RUNNER_X"]
-    assert run_mod.looks_like_credential("ANSIBLE_BECOME_PASS") and run_mod.looks_like_credential("SSH_PASS_X")
-    assert not run_mod.looks_like_credential("PASSENGER_COUNT") and not run_mod.looks_like_credential("BYPASS")
-    assert run_mod.secret_values({"GITHUB_TOKEN": "abcd1234", "OTHER": "zzzz", "X_TOKEN": "true", "Y": "yyyyyyyyy"},
+    assert secrets.looks_like_credential("ANSIBLE_BECOME_PASS") and secrets.looks_like_credential("SSH_PASS_X")
+    assert not secrets.looks_like_credential("PASSENGER_COUNT") and not secrets.looks_like_credential("BYPASS")
+    assert secrets.secret_values({"GITHUB_TOKEN": "abcd1234", "OTHER": "zzzz", "X_TOKEN": "true", "Y": "yyyyyyyyy"},
                                  ["OTHER"]) == ["abcd1234", "zzzz"]
 
 
 def test_env_pipe_hands_values_to_the_program_only(tmp_path):
-    env = {**os.environ, "CLUSTERDEF_PIPE_TEST": run_mod.WITHHELD, "CLUSTERDEF_PIPE_KEPT": "set by runner"}
-    with run_mod.EnvPipe({"CLUSTERDEF_PIPE_TEST": "the value", "CLUSTERDEF_PIPE_KEPT": "not this"}) as pipe:
+    env = {**os.environ, "CLUSTERDEF_PIPE_TEST": secrets.WITHHELD, "CLUSTERDEF_PIPE_KEPT": "set by runner"}
+    with secrets.EnvPipe({"CLUSTERDEF_PIPE_TEST": "the value", "CLUSTERDEF_PIPE_KEPT": "not this"}) as pipe:
         assert not Path(pipe.path).is_file()  # a FIFO: no data on disk
-        out = subprocess.run([sys.executable, "-m", "clusterdef.runner", "--env-from", pipe.path, "--",
+        out = subprocess.run([sys.executable, "-m", "clusterdef.apply.secrets", "--env-from", pipe.path, "--",
                               sys.executable, "-c", "import os; print(os.environ['CLUSTERDEF_PIPE_TEST'], '|', "
                               "os.environ['CLUSTERDEF_PIPE_KEPT'])"], env=env, capture_output=True, text=True,
                              timeout=60)
     assert out.stdout.strip() == "the value | set by runner", out.stderr
     assert not Path(pipe.dir).exists()
-    unread = run_mod.EnvPipe({"A": "b" * 200000})  # nobody reads it: close() must not hang
+    unread = secrets.EnvPipe({"A": "b" * 200000})  # nobody reads it: close() must not hang
     unread.close()
     assert not Path(unread.dir).exists()
 
@@ -479,10 +482,10 @@ def test_env_pipe_hands_values_to_the_program_only(tmp_path):
 def test_change_table_stays_small():
     changes = {"hosts_reached": 4000, "hosts_changed": 3990, "hosts_unchanged": "gpu[3991-4000]",
                "changes": [{"n": n, "task": f"role : task {n}", "count": 2000,
-                            "hosts": run_mod._fold(f"gpu{i:04d}" for i in range(1, 4000, 2))} for n in range(1, 31)],
+                            "hosts": events.fold(f"gpu{i:04d}" for i in range(1, 4000, 2))} for n in range(1, 31)],
                "change_groups": [{"hosts": f"n{g:03d}", "count": 1, "tasks": [1, 2, 3, 5]} for g in range(1, 21)]}
     console = Console(record=True, width=120)
-    _print_changes(console, changes, check=True)
+    print_changes(console, changes, check=True)
     text = console.export_text()
     assert "would change: 30 tasks on 3990 of 4000 hosts" in text
     assert "role : task 10 " in text and "role : task 11 " not in text and "... and 20 more tasks" in text
@@ -491,11 +494,11 @@ def test_change_table_stays_small():
     assert "... and 12 more host groups" in text and "n009" not in text
     assert re.search(r"gpu\[3991-4000\]\s+nothing would change", text)
     assert len(text.splitlines()) < 30 and max(len(line) for line in text.splitlines()) <= 120
-    assert _short_hosts("gpu[0001,0003,0005,0007,0009,0011,0013,0015,0017,0019]", 30) == \
+    assert short_hosts("gpu[0001,0003,0005,0007,0009,0011,0013,0015,0017,0019]", 30) == \
         "gpu[0001,0003,0005,0007,0009,...]"
-    assert _short_hosts("a1,b[1-2],c3,d4,e5", 10) == "a1,b[1-2],..."
+    assert short_hosts("a1,b[1-2],c3,d4,e5", 10) == "a1,b[1-2],..."
     console = Console(record=True, width=120)
-    _print_changes(console, {"hosts_reached": 2, "hosts_changed": 0, "hosts_unchanged": "a[1-2]", "changes": [],
+    print_changes(console, {"hosts_reached": 2, "hosts_changed": 0, "hosts_unchanged": "a[1-2]", "changes": [],
                              "change_groups": []}, check=False)
     assert console.export_text().strip() == "nothing changed on 2 hosts"
 
@@ -631,12 +634,12 @@ def test_secrets_reach_the_playbook_and_never_the_disk(tmp_path, monkeypatch):
     assert lines == sorted(f"{step} wave_000 {k} {h}" for step in ("upgrade", "reapply") for k, h in sha.items())
     # ... and no value is in any file apply, ansible-runner or Ansible wrote: the plan folder (private data
     # dir, run record, logs) and Ansible's local temp folder; only keys/ holds the password files themselves
-    secrets = [*values.values(), vaulted, vault_password, env_vault_password]
+    secret_texts = [*values.values(), vaulted, vault_password, env_vault_password]
     seen_plain = scanned = 0
     for f in tmp_path.rglob("*"):
         if f.is_file() and keys not in f.parents:
             data = f.read_bytes()
-            assert not [s for s in secrets if s.encode() in data], f
+            assert not [s for s in secret_texts if s.encode() in data], f
             seen_plain += str(local_temp).encode() in data
             scanned += 1
     assert seen_plain and scanned > 20  # the scan does see the recorded environment
@@ -646,18 +649,18 @@ def test_secrets_reach_the_playbook_and_never_the_disk(tmp_path, monkeypatch):
     pdd = Path(rec["private_data_dir"])
     assert not (pdd / "env").exists()  # no env/envvars, env/extravars, env/cmdline
     command = json.loads((Path(rec["runs"][1]["artifact_dir"]) / "command").read_text())
-    assert all(command["env"][k] == run_mod.WITHHELD for k in [*values, "ANSIBLE_VAULT_PASSWORD_FILE"])
+    assert all(command["env"][k] == secrets.WITHHELD for k in [*values, "ANSIBLE_VAULT_PASSWORD_FILE"])
     assert command["env"]["ANSIBLE_LOCAL_TEMP"] == str(local_temp)
     argv = command["command"]
-    assert argv[1:5] == ["-P", "-m", "clusterdef.runner", "--env-from"] and "--vault-id" in argv
+    assert argv[1:5] == ["-P", "-m", "clusterdef.apply.secrets", "--env-from"] and "--vault-id" in argv
     assert not Path(argv[5]).parent.exists()  # the pipe's folder is gone
 
 
 def test_smoke_results_are_per_test_and_host_and_node_output_is_tamed():
-    res = run_mod.SmokeResults()
+    res = events.SmokeResults()
 
     def item(kind, host, name, **res_):
-        return {"event": kind, "event_data": {"host": host, "task": run_mod.SMOKE_TASK,
+        return {"event": kind, "event_data": {"host": host, "task": events.SMOKE_TASK,
                                               "res": {"item": {"name": name, "layer": "rdma"}, **res_}}}
 
     for i in range(1, 2001):
@@ -676,7 +679,7 @@ def test_smoke_results_are_per_test_and_host_and_node_output_is_tamed():
 
 
 def test_versions_snapshot_groups_hosts_and_names_the_missing(tmp_path):
-    from clusterdef.plan import snapshot
+    from clusterdef.apply import snapshot
 
     for h in ("gpu001", "gpu002"):
         (tmp_path / f"{h}.json").write_text(json.dumps({"host": h, "versions": {"driver": "580.95.05", "firmware": {}}}))

@@ -372,3 +372,22 @@ def test_size_range_has_one_unit_style():
     assert size_range([33553920, 17179868160]) == "33553920 B..17179868160 B"
     assert size_range([8, 8 << 30]) == "8 B..8 GiB"
     assert size_range([1000, 33553920]) == "1000 B..33553920 B"
+
+
+def test_one_run_is_chosen_and_tolerances_are_bounded():
+    """baseline record/compare take one run of a log (the only one, or --test) and tolerances
+    within 0..100 per known band; anything else is a BaselineError naming the option."""
+    from clusterdef.baseline import BaselineError, choose_run, parse_tolerance
+
+    log = LOGS / "h100-1node-8gpu-5ops-v2.17.8.log"
+    runs = parse_file(log)
+    assert len(runs) > 1
+    assert choose_run(runs, runs[1].test, log) is runs[1]
+    with pytest.raises(BaselineError, match=r"holds \d+ runs .*choose one with --test"):
+        choose_run(runs, None, log)
+    with pytest.raises(BaselineError, match="no sendrecv_perf_x run in"):
+        choose_run(runs, "sendrecv_perf_x", log)
+    assert parse_tolerance(["small=30", "large=0"]) == {"small": 30.0, "large": 0.0}
+    for bad in ("huge=5", "large=101", "large=nan", "large=inf", "large"):
+        with pytest.raises(BaselineError, match=r"--tolerance .*PCT a number from 0 to 100"):
+            parse_tolerance([bad])

@@ -244,7 +244,8 @@ def test_cycle_walk_is_iterative_and_linear():
 def test_renderers_refuse_what_they_would_drop(lab, matrix):
     """Reached without validation, the Slurm renderers raise rather than silently drop accounts or spines."""
     from clusterdef.model import Definition
-    from clusterdef.render.slurm import accounts_cfg, keywords, topology_conf
+    from clusterdef.knowledge import slurm as keywords
+    from clusterdef.render.slurm import accounts_cfg, topology_conf
     from clusterdef.resolve import resolve
 
     cyc = copy.deepcopy(lab)

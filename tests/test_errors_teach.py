@@ -160,13 +160,14 @@ def test_matrix_list_is_readable_at_80_columns_when_piped():
 
 def test_markup_never_eats_literal_text(tmp_path, monkeypatch):
     """The ansible-runner hint `pip install 'clusterdef[ansible]'` keeps its `[ansible]`."""
-    from clusterdef import runner as run_mod
+    from clusterdef.apply import record as run_mod
+    from clusterdef.apply.runner import RunnerMissing
     from test_apply import apply, make_plan
 
     pf = make_plan(tmp_path)
 
     def missing(*a, **k):
-        raise run_mod.RunnerMissing("ansible-runner is not installed: pip install 'clusterdef[ansible]'")
+        raise RunnerMissing("ansible-runner is not installed: pip install 'clusterdef[ansible]'")
 
     monkeypatch.setattr(run_mod, "execute", missing)
     r = apply(pf, tmp_path / "log", "--check")

@@ -68,3 +68,48 @@ def test_validate_hook_fails_on_a_bad_definition():
     bad = subprocess.run([*argv, "clusters/lab.yaml", "tests/bad/1501-tenant-group-is-admin.yaml"], cwd=REPO,
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "tenant-group-is-admin" in bad.stderr, bad.stdout + bad.stderr
+
+
+def _imports(path: Path, package: str) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in a module of `package` (relative ones resolved)."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            mod = ".".join([*base, *([node.module] if node.module else [])])
+            out += [(node.lineno, f"{mod}.{a.name}" if not node.module else mod) for a in node.names]
+    return out
+
+
+def _is_under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+@pytest.mark.parametrize("package, forbidden", [
+    ("validate", ("clusterdef.render",)),                       # checks use knowledge/, never a renderer
+    ("knowledge", ("clusterdef.render", "clusterdef.validate")),  # what both read imports neither
+])
+def test_layers_import_one_way(package, forbidden):
+    """validate/ never imports clusterdef.render, and knowledge/ neither of them: absolutely or
+    relatively, at the top or inside a function."""
+    files = sorted((REPO / "src" / "clusterdef" / package).glob("*.py"))
+    assert len(files) > 3
+    found = [f"{f.relative_to(REPO)}:{line}: {mod}" for f in files
+             for line, mod in _imports(f, f"clusterdef.{package}") if any(_is_under(mod, x) for x in forbidden)]
+    assert not found, f"{package} imports what it must not:\n" + "\n".join(found)
+
+
+def test_import_resolution_sees_relative_and_from_dot_imports(tmp_path):
+    """The walker above resolves what a check could write: `..render`, `from .. import render`,
+    `clusterdef.render.x`."""
+    src = tmp_path / "m.py"
+    src.write_text("from ..render.slurm import keywords\nfrom .. import render\nimport clusterdef.render.images\n"
+                   "def f():\n    from ..knowledge import slurm\n")
+    mods = [m for _, m in _imports(src, "clusterdef.validate")]
+    assert mods == ["clusterdef.render.slurm", "clusterdef.render", "clusterdef.render.images",
+                    "clusterdef.knowledge"]
+    assert [_is_under(m, "clusterdef.render") for m in mods] == [True, True, True, False]

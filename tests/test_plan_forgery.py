@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterdef.plan.apply import prepare
+from clusterdef.apply.prepare import prepare
 from clusterdef.plan.planfile import HASH_FIELD, plan_hash, seal
 from conftest import MATRICES, TODAY
 from test_apply import CANDIDATE, CURRENT, DAY, FIXTURES, OLD, app, apply, lab, make_plan, records, runner

@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 
 from clusterdef.model import Definition
 from clusterdef.render import slurm as slurm_target
-from clusterdef.render.slurm import keywords
+from clusterdef.knowledge import slurm as keywords
 from clusterdef.resolve import resolve
 from conftest import CLUSTERS, MATRICES
 
@@ -81,7 +81,7 @@ def test_nearest_older_list():
 @pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/reference is not beside the checkout")
 def test_keyword_copies_match_the_reference():
     """The packaged lists are exact copies of the reference data, .source included."""
-    pkg = Path(keywords.__file__).parent / "keywords"
+    pkg = Path(keywords.__file__).parent / "slurm_keywords"
     for version in keywords.available():
         for f in (pkg / version).iterdir():
             assert f.read_bytes() == (REFERENCE / version / f.name).read_bytes(), f"{version}/{f.name}"

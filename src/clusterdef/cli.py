@@ -1,4 +1,5 @@
-"""Command line: one thin function per verb. Only this module prints.
+"""Command line: one thin function per verb (parse, call one function, print, exit code). Only this module
+prints, itself or through the report functions it hands its consoles to (validate.report, apply.report).
 
 The verbs are plain functions whose parameters declare their arguments (`Argument`, `Option`,
 as typer spells them); `parser()` turns them into argparse sub-commands. argparse (standard
@@ -16,10 +17,14 @@ from dataclasses import dataclass
 from datetime import date
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:  # for annotations only: the verbs import what they use (a light start)
+    from .matrix.load import Matrix
+    from .model import Definition
 
 DESCRIPTION = "Validate a GPU cluster definition and compile it into everything that builds the cluster."
 GROUPS = {
@@ -219,6 +224,20 @@ def _report(result, fmt: Format, console: Console) -> None:
         console.print(f"{escape(str(result.file))}: {escape(str(summary_line(result.findings)))}")
 
 
+def _validated(result) -> tuple[Definition, Matrix]:
+    """The definition and matrix of a result that validated (ok: both are set)."""
+    assert result.definition is not None and result.matrix is not None
+    return result.definition, result.matrix
+
+
+def _valid(result) -> tuple[Definition, Matrix]:
+    """Exit 2 with the findings unless the definition validated; else its definition and matrix."""
+    if not result.ok:
+        _report(result, Format.text, err)
+        raise SystemExit(EXIT_BAD)
+    return _validated(result)
+
+
 @command("validate")
 def validate(
     definition: Path = Argument(..., help="Cluster definition (YAML)."),
@@ -234,9 +253,10 @@ def validate(
     _report(result, fmt, out if fmt is Format.json else err)
     if not result.ok:
         raise SystemExit(EXIT_BAD)
+    d, _ = _validated(result)
     if fmt is Format.text and not result.findings:
-        out.print(f"[green]ok[/] {escape(str(definition))}: cluster {escape(str(result.definition.cluster.name))}, "
-                  f"set {escape(str(result.definition.cluster.matrix))}")
+        out.print(f"[green]ok[/] {escape(str(definition))}: cluster {escape(str(d.cluster.name))}, "
+                  f"set {escape(str(d.cluster.matrix))}")
     if strict and result.warnings:
         raise SystemExit(EXIT_WARN)
 
@@ -265,7 +285,7 @@ def render(
     if not result.ok:
         err.print("[red]nothing written[/]: fix the errors above first")
         raise SystemExit(EXIT_BAD)
-    d = result.definition
+    d, _ = _validated(result)
     try:
         tree, meta = build_tree(result, target)
     except DefinitionError as exc:
@@ -452,8 +472,11 @@ def plan(
     try:
         # a candidate target is the plan's decision (refused without --allow-candidate), not a definition error
         new = load_side(to, matrices, day, {"matrix-candidate"})
-        old = (base_side(base, to, matrices, day) if base is not None  # --base "" is refused there, not ignored
-               else load_side(from_, matrices, day, FROM_SIDE_IGNORED))
+        if base is not None:  # --base "" is refused there, not ignored
+            old = base_side(base, to, matrices, day)
+        else:
+            assert from_ is not None  # exactly one of them, checked above
+            old = load_side(from_, matrices, day, FROM_SIDE_IGNORED)
         p = make_plan(old, new, allow_candidate)  # image identity across the two sides: located errors
     except PlanInputError as exc:
         _print_findings(exc.findings, exc.sources)
@@ -492,19 +515,15 @@ def drift(
     from .validate.pipeline import validate_file
 
     _check_outputs(drain, prom)
-    result = validate_file(definition, matrices, _today(today))
-    if not result.ok:
-        _report(result, Format.text, err)
-        raise SystemExit(EXIT_BAD)
+    d, matrix = _valid(validate_file(definition, matrices, _today(today)))
     try:
         facts_list = dr.read_facts(facts)
     except dr.FactsError as exc:
         _print_findings(exc.findings, {})
         raise SystemExit(EXIT_BAD)
-    vs = result.matrix.sets[result.definition.cluster.matrix]
-    report = dr.compare(result.definition, vs, facts_list)
+    vs = matrix.sets[d.cluster.matrix]
+    report = dr.compare(d, vs, facts_list)
     if drain:
-        d = result.definition
         lines = dr.drain_lines(report, dr.spared_namespaces(d), d.upgrade.drain.timeout_minutes)
         _write_file(drain, "".join(line + "\n" for line in lines))
     if prom:
@@ -586,11 +605,8 @@ def access(
     from .resolve import resolve
     from .validate.pipeline import validate_file
 
-    result = validate_file(definition, matrices, _today(today))
-    if not result.ok:
-        _report(result, Format.text, err)
-        raise SystemExit(EXIT_BAD)
-    grants = access_table.table(resolve(result.definition, result.matrix, definition.parent))
+    d, matrix = _valid(validate_file(definition, matrices, _today(today)))
+    grants = access_table.table(resolve(d, matrix, definition.parent))
     if fmt is TableFormat.json:
         sys.stdout.write(json.dumps(access_table.to_json(grants), indent=2, sort_keys=True) + "\n")
     elif fmt is TableFormat.markdown:
@@ -619,26 +635,15 @@ def drill(
     """Rehearse the restore: run the rendered backup/slurm/restore.sh into a scratch database and state
     folder, check what came back, record date and result beside the definition (docs/backup.md).
     Exit 0 when it passed, 1 when it failed, 2 on bad input."""
-    import re
-
     from . import drill as drill_mod
     from .errors import DefinitionError
     from .validate.pipeline import validate_file
 
     result = validate_file(definition, matrices, _today(today))
-    if not result.ok:
-        _report(result, Format.text, err)
-        raise SystemExit(EXIT_BAD)
-    d = result.definition
-    if d.backup is None or not d.backup.authoritative.slurm or d.slurm is None:
-        _bad_path(f"{definition}: nothing to rehearse: the drill restores the Slurm role of the backup section "
-                  "(backup.authoritative.slurm with a slurm section)")
-    if database is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", database):
-        _bad_path(f"--database {database!r} is not a database name (letters, digits and '_')")
-    if database is not None and d.slurm.accounting.storage == "slurmdbd" and database == d.slurm.accounting.storage_loc:
-        _bad_path(f"--database {database} is the live accounting database; the rehearsal restores into a scratch one")
-    if state_dir is not None and not state_dir.startswith("/"):
-        _bad_path(f"--state-dir {state_dir!r} must be an absolute path")
+    d, _ = _valid(result)
+    refused = drill_mod.refusal(d, definition, database, state_dir)
+    if refused:
+        _bad_path(refused)
     try:
         entry, path = drill_mod.run(result, database=database, state_dir=state_dir, record=record)
     except DefinitionError as exc:
@@ -681,12 +686,9 @@ def fabric_check(
     from .validate.pipeline import validate_file
 
     _check_outputs(drain, prom)
-    result = validate_file(definition, matrices, _today(today))
-    if not result.ok:
-        _report(result, Format.text, err)
-        raise SystemExit(EXIT_BAD)
+    d, _ = _valid(validate_file(definition, matrices, _today(today)))
     try:
-        lay = layout(result.definition, fabric)
+        lay = layout(d, fabric)
     except FabricError as exc:
         _bad_path(str(exc))
     try:
@@ -758,17 +760,12 @@ def baseline_parse(log: Path = Argument(..., help="nccl-tests output."),
 
 
 def _one_run(log: Path, test: Optional[str]):
-    runs = _parse_log(log)
-    chosen = [r for r in runs if not test or r.test == test]
-    if not chosen:
-        err.print(f"[red]error[/]: no {escape(str(test or 'nccl-tests'))} run in {escape(str(log))}")
-        raise SystemExit(EXIT_BAD)
-    if len(chosen) > 1:
-        err.print(f"[red]error[/]: {escape(str(log))} holds {len(chosen)} runs "
-                  f"({escape(', '.join(r.test for r in chosen))}); "
-                  "choose one with --test")
-        raise SystemExit(EXIT_BAD)
-    return chosen[0]
+    from .baseline import BaselineError, choose_run
+
+    try:
+        return choose_run(_parse_log(log), test, log)
+    except BaselineError as exc:
+        _bad_path(str(exc))
 
 
 def _baseline_file(set_name: str, matrices: Optional[Path]) -> Path:
@@ -777,7 +774,9 @@ def _baseline_file(set_name: str, matrices: Optional[Path]) -> Path:
     if vs is None:
         err.print(f"[red]error[/]: no set named {escape(repr(set_name))} in {escape(str(m.root))}")
         raise SystemExit(EXIT_BAD)
-    return Path(m.root) / (vs.baseline or f"baselines/{set_name}.yaml")
+    from .baseline import set_baseline_path
+
+    return set_baseline_path(m.root, set_name, vs.baseline)
 
 
 @command("baseline record")
@@ -819,25 +818,20 @@ def baseline_compare(log: Path = Argument(..., help="nccl-tests output of the ne
                      matrices: Optional[Path] = MatricesOpt) -> None:
     """Compare a run with the recorded baseline. Exit 0 within tolerance, 1 on a regression, #wrong or a
     failed run (even when nothing errored), 2 on bad input."""
-    from .baseline import BANDS, BaselineError, compare, load_baselines, pick, series_name, size_name
+    from .baseline import BaselineError, compare, load_baselines, parse_tolerance, pick, series_name, size_name
 
-    tol: dict[str, float] = {}
-    for t in tolerance or []:
-        band, _, pct = t.partition("=")
-        try:
-            if band not in {b for b, _, _ in BANDS}:
-                raise ValueError
-            tol[band] = float(pct)
-            if not 0 <= tol[band] <= 100:  # also refuses inf and nan: a tolerance that passes any slowdown
-                raise ValueError
-        except ValueError:
-            err.print(f"[red]error[/]: --tolerance {escape(repr(t))}: use small=PCT, medium=PCT or large=PCT "
-                      "with PCT a number from 0 to 100")
-            raise SystemExit(EXIT_BAD)
+    try:
+        tol = parse_tolerance(tolerance or [])
+    except BaselineError as exc:
+        _bad_path(str(exc))
     if (set_name is None) == (baseline_file is None):
         err.print("[red]error[/]: give exactly one of --set NAME or --baseline FILE")
         raise SystemExit(EXIT_BAD)
-    path = baseline_file or _baseline_file(set_name, matrices)
+    if baseline_file is not None:
+        path = baseline_file
+    else:
+        assert set_name is not None  # exactly one of them, checked above
+        path = _baseline_file(set_name, matrices)
     try:
         baselines = load_baselines(path)
     except BaselineError as exc:
@@ -866,123 +860,6 @@ def baseline_compare(log: Path = Argument(..., help="nccl-tests output of the ne
                   f"of {base.set} ({path})")
     if not result.ok:
         raise SystemExit(EXIT_WARN)
-
-
-# --------------------------------------------------------------------------- apply
-
-APPLY_MAX_TASKS, APPLY_MAX_GROUPS, APPLY_HOSTS_WIDTH = 10, 8, 48
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _number_ranges(numbers: list[int]) -> str:
-    """[1, 2, 3, 5] -> "#1-3,5"."""
-    spans: list[list[int]] = []
-    for n in numbers:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return "#" + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
-
-
-def _short_hosts(expr: str, width: int = APPLY_HOSTS_WIDTH) -> str:
-    """A folded hostlist cut at a comma to about `width` characters (the count column and the
-    run record have the rest)."""
-    if len(expr) <= width:
-        return expr
-    depth, cut = 0, None
-    for i, ch in enumerate(expr[:width]):
-        depth += {"[": 1, "]": -1}.get(ch, 0)
-        if ch == ",":
-            cut = (i, depth)
-    if cut is None:
-        return expr[:width] + "..."
-    return expr[:cut[0]] + (",...]" if cut[1] else ",...")
-
-
-def _print_changes(console: Console, changes: dict, check: bool) -> None:
-    """The tasks that changed (would change) in one step, as a small table, then the hosts
-    grouped by identical change sets; both cut to a few rows, the run record has all."""
-    from rich import box
-    from rich.padding import Padding
-    from rich.table import Table
-    from rich.text import Text
-
-    tasks, groups = changes.get("changes") or [], changes.get("change_groups") or []
-    reached, verb = changes.get("hosts_reached", 0), "would change" if check else "changed"
-    if not tasks:
-        console.print(f"  {'nothing would change' if check else 'nothing changed'}"
-                      + (f" on {_plural(reached, 'host')}" if reached else ""))
-        return
-    console.print(f"  {verb}: {_plural(len(tasks), 'task')} on {changes.get('hosts_changed', 0)} of "
-                  f"{_plural(reached, 'host')}")
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-    table.add_column("#", justify="right")
-    table.add_column(f"task ({verb})")
-    table.add_column("hosts")
-    table.add_column("count", justify="right")
-    for t in tasks[:APPLY_MAX_TASKS]:
-        table.add_row(str(t["n"]), Text(t["task"]), Text(_short_hosts(t["hosts"])), f"{t['count']}/{reached}")
-    console.print(Padding(table, (0, 0, 0, 2), expand=False))
-    if len(tasks) > APPLY_MAX_TASKS:
-        console.print(f"  ... and {len(tasks) - APPLY_MAX_TASKS} more tasks (all of them in the run record)")
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column()
-    grid.add_column()
-    for g in groups[:APPLY_MAX_GROUPS]:
-        grid.add_row(Text(_short_hosts(g["hosts"])),
-                     f"{_plural(len(g['tasks']), 'task')} {verb} ({_number_ranges(g['tasks'])})")
-    if changes.get("hosts_unchanged"):
-        grid.add_row(Text(_short_hosts(changes["hosts_unchanged"])), "nothing would change" if check else "no change")
-    console.print("  by host:")
-    console.print(Padding(grid, (0, 0, 0, 4), expand=False))
-    if len(groups) > APPLY_MAX_GROUPS:
-        console.print(f"    ... and {len(groups) - APPLY_MAX_GROUPS} more host groups (all of them in the run record)")
-
-
-def _apply_secrets(secret_env: list[str], vault_id: list[str], extra: dict[str, str]) -> None:
-    """Refuse (exit 2) a --secret-env that is not set, a --vault-id that nobody can answer or
-    that does not exist, and an -e value that carries a secret (it would be recorded); warn
-    about -e keys that look like credentials."""
-    import os
-    import re
-
-    from rich.markup import escape
-
-    from .runner import looks_like_credential, secret_values
-
-    problems = []
-    for name in secret_env:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            problems.append(f"--secret-env {name!r}: give the name of an environment variable, not its value")
-        elif name not in os.environ:
-            problems.append(f"--secret-env {name}: not set in the environment")
-    for vid in vault_id:
-        source = vid.split("@", 1)[1] if "@" in vid else vid
-        if source == "prompt":
-            problems.append(f"--vault-id {vid}: nobody can answer a prompt under ansible-runner; give a password "
-                            "file or a client script")
-        elif not Path(source).expanduser().is_file():
-            problems.append(f"--vault-id {vid}: no such file {source}")
-    values = secret_values(os.environ, secret_env)
-    for key, value in extra.items():
-        if re.search(r"^ansible_.*pass|password|passwd|become_pass", key, re.IGNORECASE):
-            # Ansible's own credentials (ansible_become_pass, ansible_password...) would be recorded verbatim
-            problems.append(f"-e {key}: a password as an extra var is recorded (run record, ansible-runner's "
-                            "command file): pass it with --secret-env NAME (e.g. ANSIBLE_BECOME_PASS) instead")
-        elif any(v in value for v in values):
-            problems.append(f"-e {key}: the value holds a secret from the environment; -e values are recorded "
-                            "(run record, ansible-runner's command file): pass it with --secret-env NAME instead")
-        elif looks_like_credential(key):
-            err.print(f"[yellow]warning[/]: -e {escape(key)}: extra vars are recorded in the run record and in "
-                      "ansible-runner's artifacts; pass secrets with --secret-env NAME or --vault-id")
-    for p in problems:
-        err.print(f"[red]error[/]: {escape(p)}")
-    if problems:
-        raise SystemExit(EXIT_BAD)
 
 
 @command("apply")
@@ -1019,36 +896,24 @@ def apply(
     the first failing step. After each step it shows which tasks changed (with --check: would change) on which
     hosts. Writes a run record beside the plan file. Exit 0 done, 1 halted on a failure, 2 a stale or refused
     plan or bad input (nothing run)."""
-    from rich.markup import escape
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from . import runner
-    from .plan import snapshot
-    from .plan.apply import SKIPPABLE, ApplyError, find_playbooks, prepare
+    from .apply import ApplyError, report
+    from .apply.runner import RunnerMissing
+    from .apply.session import OptionError, options, start
     from .writer import OutputError
 
-    extra: dict[str, str] = {}
-    for kv in extra_var or []:
-        key, sep, value = kv.partition("=")
-        if not sep or not key.strip():
-            err.print(f"[red]error[/]: --extra-var {escape(repr(kv))}: use KEY=VALUE")
-            raise SystemExit(EXIT_BAD)
-        extra[key.strip()] = value
-    _apply_secrets(secret_env or [], vault_id or [], extra)
-    bad_skip = [s for s in skip_stage or [] if s not in SKIPPABLE]
-    if bad_skip:
-        err.print(f"[red]error[/]: --skip-stage {escape(', '.join(bad_skip))}: only {escape(' or '.join(SKIPPABLE))} "
-                  "can be skipped")
-        raise SystemExit(EXIT_BAD)
-    if from_ is not None and base is not None:
-        err.print("[red]error[/]: give at most one of --from OLD.yaml or --base GIT_REF")
-        raise SystemExit(EXIT_BAD)
-    pb_dir = playbooks or find_playbooks(to or plan_file)
-    if pb_dir is None or not pb_dir.is_dir():
-        err.print(f"[red]error[/]: no playbooks folder {escape(str(pb_dir or ''))}; pass --playbooks DIR")
-        raise SystemExit(EXIT_BAD)
     try:
-        prep = prepare(plan_file, to, from_, base, matrices, _today(today), pb_dir, set(skip_stage or []))
+        opts = options(plan_file, to, from_, base, playbooks, extra_var or [], secret_env or [], vault_id or [],
+                       skip_stage or [], check, forks)
+    except OptionError as exc:
+        _print_warnings(exc.warnings)
+        for p in exc.problems:
+            err.print(f"[red]error[/]: {escape(p)}")
+        raise SystemExit(EXIT_BAD)
+    _print_warnings(opts.warnings)
+    try:
+        session = start(opts, to, from_, base, matrices, _today(today))
     except ApplyError as exc:
         if exc.findings:
             _print_findings(exc.findings, exc.sources)
@@ -1057,29 +922,19 @@ def apply(
         if exc.hint:
             err.print(f"  [green]hint:[/] {escape(exc.hint)}")
         raise SystemExit(EXIT_BAD)
-    doc = prep.doc
-    record_path, pdd = runner.run_paths(plan_file)
-    inventory = runner.write_inventory(pdd, prep.inventory)
-    try:
-        snap = snapshot.write(pdd, prep.old, prep.new)  # the rollback point, before anything runs
     except OutputError as exc:
         err.print(f"[red]error[/]: {escape(str(exc))} (nothing was run)")
         raise SystemExit(EXIT_BAD)
-    header = {"plan_file": str(plan_file), "cluster": doc.get("cluster"), "from_set": doc["from"].get("set"),
-              "to_set": doc["to"].get("set"), "rollback_point": doc["rollout"]["rollback"]["point"], "snapshot": snap,
-              "smoke_tests": list(prep.new.definition.upgrade.smoke_tests), "playbooks": str(pb_dir),
-              "extravars": extra, "secret_env": list(secret_env or []), "vault_ids": list(vault_id or []),
-              "forks": forks}
-    extra = {**extra, "clusterdef_snapshot_dir": snap["facts_dir"]}
+    doc, steps = session.prep.doc, session.prep.steps
     mode = " (check mode: nothing changes)" if check else ""
     err.print(f"applying {escape(str(plan_file))}: {escape(str(doc['from'].get('set')))} -> "
               f"{escape(str(doc['to'].get('set')))} on {escape(str(doc.get('cluster')))}, "
-              f"{len(prep.steps)} steps{escape(str(mode))}")
+              f"{len(steps)} steps{escape(str(mode))}")
     if secret_env:
         err.print(f"secret environment, values recorded nowhere: {escape(', '.join(secret_env))}")
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
                   "{task.total}"), TimeElapsedColumn(), console=err, transient=True) as progress:
-        bar = progress.add_task("starting", total=len(prep.steps))
+        bar = progress.add_task("starting", total=len(steps))
         current = {"label": ""}
 
         def on_step(i, step) -> None:
@@ -1092,43 +947,25 @@ def apply(
                 progress.update(bar, description=f"{current['label']}: {escape(data['task'])}")
 
         def on_done(i, step, result) -> None:
-            hosts = f" {step.to_json()['hosts']}" if step.hosts else ""
-            if result is None:
-                progress.console.print(f"[yellow]skipped[/] {escape(step.label)}: {escape(step.skipped)}")
-            elif result.ok:
-                progress.console.print(f"[green]ok[/] {escape(step.label)}{hosts} ({step.playbook.name})")
-            else:
-                progress.console.print(f"[red]failed[/] {escape(step.label)}{hosts} ({step.playbook.name}, "
-                                       f"rc {result.rc}): {escape(', '.join(result.failed_hosts) or result.status)}")
-                for f in result.failures:
-                    progress.console.print(f"  {escape(f)}")
-                progress.console.print(f"  artifacts: {escape(str(result.artifact_dir))}")
-            if result is not None:
-                _print_changes(progress.console, result.changes, check)
-                for t in result.smoke:
-                    state = "[red]failed[/]" if t["failed"] else "[green]ok[/]"
-                    progress.console.print(f"  smoke {escape(t['layer'])}/{escape(t['test'])}: {state} "
-                                           f"{escape(t['failed'] or t['ok'] or t['skipped'] or '-')}")
-                    if t.get("first_failure"):
-                        progress.console.print(f"    {escape(t['first_failure'])}")
-                if step.returns and result.ok:
-                    progress.console.print(f"  capacity back in service: {len(step.hosts)} nodes, {step.gpus} GPUs")
+            report.print_step(progress.console, step, result, check)
             progress.advance(bar)
 
         try:
-            record = runner.execute(prep.steps, pdd, inventory, record_path, header, extra, check,
-                                    on_step, on_event, on_done, secret_env=secret_env or [],
-                                    vault_ids=vault_id or [], forks=forks)
-        except runner.RunnerMissing as exc:
+            record = session.run(on_step, on_event, on_done)
+        except RunnerMissing as exc:
             err.print(f"[red]error[/]: {escape(str(exc))}")
             raise SystemExit(EXIT_BAD)
-    err.print(f"run record: {escape(str(record_path))}")
+    err.print(f"run record: {escape(str(session.record_path))}")
     if record["status"] != "succeeded":
         not_run = ", ".join(dict.fromkeys(r["stage"] for r in record["not_run"])) or "nothing"
         out.print(f"[red]halted[/] at {escape(record['halted_at'] or '?')}; not run: {escape(not_run)}")
         raise SystemExit(EXIT_WARN)
     out.print(f"[green]applied[/] {escape(str(plan_file))}{escape(str(mode))}: {len(record['runs'])} steps")
 
+
+def _print_warnings(warnings: list[str]) -> None:
+    for w in warnings:
+        err.print(f"[yellow]warning[/]: {escape(w)}")
 
 def main() -> None:
     import os

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -34,6 +35,24 @@ from .model import Definition
 
 FORMAT = "clusterdef-rehearsal/1"
 RESTORE = "backup/slurm/restore.sh"
+_DATABASE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def refusal(definition: Definition, file: str | Path, database: str | None, state_dir: str | None) -> str | None:
+    """Why the drill cannot run with these options, before anything runs: nothing to rehearse (no
+    Slurm role in the backup section), a scratch database that is no database name or is the live
+    accounting database, a relative state folder. None when it can run."""
+    d = definition
+    if d.backup is None or not d.backup.authoritative.slurm or d.slurm is None:
+        return (f"{file}: nothing to rehearse: the drill restores the Slurm role of the backup section "
+                "(backup.authoritative.slurm with a slurm section)")
+    if database is not None and not _DATABASE.fullmatch(database):
+        return f"--database {database!r} is not a database name (letters, digits and '_')"
+    if database is not None and d.slurm.accounting.storage == "slurmdbd" and database == d.slurm.accounting.storage_loc:
+        return f"--database {database} is the live accounting database; the rehearsal restores into a scratch one"
+    if state_dir is not None and not state_dir.startswith("/"):
+        return f"--state-dir {state_dir!r} must be an absolute path"
+    return None
 
 
 def record_path(definition_file: str | Path) -> Path:

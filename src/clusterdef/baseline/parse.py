@@ -368,3 +368,14 @@ def size_range(sizes: list[int]) -> str:
 def series_name(dtype: str, redop: str) -> str:
     return f"{dtype}/{redop}" if redop else dtype
 
+
+def choose_run(runs: list[Run], test: str | None, log: str | Path) -> Run:
+    """The one run of `log` to record or compare: the only one, or the one of `test`;
+    BaselineError when there is none or the choice is ambiguous."""
+    chosen = [r for r in runs if not test or r.test == test]
+    if not chosen:
+        raise BaselineError(f"no {test or 'nccl-tests'} run in {log}")
+    if len(chosen) > 1:
+        raise BaselineError(f"{log} holds {len(chosen)} runs ({', '.join(r.test for r in chosen)}); "
+                            "choose one with --test")
+    return chosen[0]

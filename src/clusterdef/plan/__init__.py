@@ -3,7 +3,9 @@ is, whether the set transition is allowed, and the rollout that applies it.
 
 Both sides are validated and rendered in memory (validate_file + build_tree), so every
 render target registered in TARGETS shows up in the file diffs without plan knowing it.
-The result is one JSON-able document (`Plan.doc`); formats.py turns it into text,
+`make_plan` runs named steps: the target's status, the set transition (transition.py), the layer
+and definition changes (diff.py), image builds (images.py), then the rollout stages (stages.py,
+rollout.py). The result is one JSON-able document (`Plan.doc`); formats.py turns it into text,
 Markdown or JSON, and the plan file is that JSON with the hashes of both definitions
 and rendered trees.
 """
@@ -14,6 +16,7 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Set
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path, PurePosixPath
@@ -21,11 +24,13 @@ from pathlib import Path, PurePosixPath
 from .. import __version__, hostlist
 from ..build import build_tree
 from ..errors import DefinitionError, Finding, Severity
+from ..matrix.load import Matrix
 from ..model import Definition
 from ..validate.pipeline import Result, validate_file
 from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_hash
-from .images import builds_of, identity_findings, image_diff, kept_builds
-from .rollout import Stage, choose_canary, gates, rollback_target, waves
+from . import stages as stages_mod
+from .images import builds_of, identity_findings, image_diff
+from .rollout import Stage, gates, rollback_target
 from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, LIVE, NONE, REBOOT, REFLASH, RESTART, SEVERITY,
                          Problem, transition)
 
@@ -56,11 +61,16 @@ class Side:
         return self.result.definition
 
     @property
+    def matrix(self) -> Matrix:
+        assert self.result.matrix is not None  # a side is a definition that validated
+        return self.result.matrix
+
+    @property
     def text(self) -> str:
         return self.result.source.text if self.result.source else ""
 
 
-def load_side(path: str | Path, matrices: str | Path | None, today: date, ignore: set[str] = frozenset(),
+def load_side(path: str | Path, matrices: str | Path | None, today: date, ignore: Set[str] = frozenset(),
               label: str | None = None) -> Side:
     result = validate_file(path, matrices, today)
     if ignore:
@@ -206,8 +216,8 @@ def _component_hosts(d: Definition, comp: str) -> list[str]:
 
 def _layer_changes(old: Side, new: Side) -> list[dict]:
     """Every component and firmware pin that changes with the set, with its layer, class and nodes."""
-    d, ovs, nvs = new.definition, old.result.matrix.sets[old.definition.cluster.matrix], \
-        new.result.matrix.sets[new.definition.cluster.matrix]
+    d, ovs, nvs = new.definition, old.matrix.sets[old.definition.cluster.matrix], \
+        new.matrix.sets[new.definition.cluster.matrix]
     oc, nc = ovs.components.model_dump(), nvs.components.model_dump()
     out = []
     has = {"slurm": bool(d.slurm) and any(g.control_plane == "slurm" for g in d.nodes.values()),
@@ -236,269 +246,39 @@ def _layer_changes(old: Side, new: Side) -> list[dict]:
     return sorted(out, key=lambda lc: order.index(lc["layer"]))
 
 
-def _host_order(d: Definition):
-    order = {h: i for i, h in enumerate(h for g in d.nodes.values() for h in hostlist.names(g.hosts))}
-    return lambda h: order.get(h, 1 << 30)
-
-
-def _image_steps(image_changes: list[dict], old_builds: dict) -> list[str]:
-    """Build and publish every image whose build changes, first: nothing moves until the boot
-    server holds the new build beside the one it replaces."""
-    steps = []
-    for ic in image_changes:
-        to, frm = ic["to"], ic["from"]
-        what = f"{frm['version']} (set {frm['set']}) -> {to['version']} (set {to['set']})" if frm else \
-            f"{to['version']} (set {to['set']}, new)"
-        steps.append(f"build {to['artefact']}: image {ic['image']} {what}, `sh images/{ic['image']}/build.sh "
-                     "ARTEFACT_DIR`")
-        if ic["pins"]:
-            steps.append(f"image {ic['image']} pins: " + "; ".join(
-                f"{p['package']} {p['from'] or '(new)'} -> {p['to'] or '(dropped)'}" for p in ic["pins"]))
-        if ic["packages_added"] or ic["packages_removed"]:
-            steps.append(f"image {ic['image']} packages: " + ", ".join(
-                [f"+{p}" for p in ic["packages_added"]] + [f"-{p}" for p in ic["packages_removed"]]))
-        if ic["kernel"]["from"] != ic["kernel"]["to"]:
-            steps.append(f"image {ic['image']} kernel: {ic['kernel']['from'] or '(new)'} -> {ic['kernel']['to']}")
-        keep = f"; keep {frm['artefact']} (the running build)" if frm else ""
-        steps.append(f"publish {to['artefact']}.vmlinuz and .initrd under images/ and the new tree's "
-                     f"pxe/ipxe/images/ and pxe/published on the boot server{keep}; group defaults stay on the "
-                     "running build until the boot defaults stage")
-    return steps
-
-
-def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
-    d = new.definition
-    matrix = new.result.matrix
-    old_set = matrix.sets.get(old.definition.cluster.matrix) or old.result.matrix.sets[old.definition.cluster.matrix]
-    new_set = matrix.sets[d.cluster.matrix]
-    refusals: list[Problem] = []
-    warnings: list[Problem] = []
-
+def _target_refusals(new_set, allow_candidate: bool) -> list[Problem]:
+    """A retired target is refused; a candidate one unless the plan is for its canary only."""
     if new_set.status == "retired":
-        refusals.append(Problem("plan-target-retired", f"target set {new_set.name} is retired",
-                                "plan towards a validated set (`clusterdef matrix list`)"))
-    elif new_set.status == "candidate" and not allow_candidate:
-        refusals.append(Problem("plan-target-candidate", f"target set {new_set.name} is a candidate, not validated",
-                                "pass --allow-candidate to plan the canary stage only; waves need a validated set"))
-    canary_only = new_set.status == "candidate"
+        return [Problem("plan-target-retired", f"target set {new_set.name} is retired",
+                        "plan towards a validated set (`clusterdef matrix list`)")]
+    if new_set.status == "candidate" and not allow_candidate:
+        return [Problem("plan-target-candidate", f"target set {new_set.name} is a candidate, not validated",
+                        "pass --allow-candidate to plan the canary stage only; waves need a validated set")]
+    return []
 
-    has_slurm = d.slurm is not None and any(g.control_plane == "slurm" for g in d.nodes.values())
-    has_k8s = any(g.control_plane == "kubernetes" for g in d.nodes.values())
-    t = transition(matrix.compat, old_set, new_set, has_slurm, has_k8s) if old_set.name != new_set.name else None
-    if t:
-        refusals += t.refusals
-        warnings += t.warnings
 
-    layer_changes = _layer_changes(old, new) if t else []
-    changes: list[Change] = model_changes(old.definition, d)
-    rb_set, rb_problems = rollback_target(d, matrix, old_set.name, new_set.name)
-    image_changes = image_diff(old.tree, new.tree, old.definition, d)
-    located = identity_findings(old, new, rb_set, {i["image"] for i in image_changes})
-    if located:
-        raise PlanInputError(located, {new.result.file: new.result.source} if new.result.source else {})
+def _control_planes(d: Definition) -> tuple[bool, bool]:
+    """(has Slurm nodes, has Kubernetes nodes)."""
+    return (d.slurm is not None and any(g.control_plane == "slurm" for g in d.nodes.values()),
+            any(g.control_plane == "kubernetes" for g in d.nodes.values()))
 
-    # ---- nodes that need a node-level stage, by group, and the layers they take
-    node_hosts: set[str] = set()
-    for lc in layer_changes:
-        if lc["disruption"] in (REBOOT, REFLASH, RESTART):
-            node_hosts.update(lc["_hosts"])
-    for c in changes:
-        if c.disruption in (REBOOT, REFLASH):
-            node_hosts.update(h for h in c.hosts)
-    group_of = {h: g for g, n in d.nodes.items() for h in hostlist.names(n.hosts)}
-    by_group: dict[str, set[str]] = {}
-    for h in node_hosts:
-        if h in group_of:
-            by_group.setdefault(group_of[h], set()).add(h)
 
-    new_builds, old_builds = builds_of(new.tree), builds_of(old.tree)
-    rebuilt = {i["image"] for i in image_changes}
+def _point(side: Side, set_name: str) -> str:
+    return (f"{side.label} (definition {_sha(side.text)[:12]}, rendered tree {tree_hash(side.tree)[:12]}, "
+            f"set {set_name})")
 
-    def stage_group(hosts) -> str:
-        groups = {group_of.get(h) for h in hosts}
-        return next(iter(groups)) if len(groups) == 1 else ""
 
-    def reimaged(group: str) -> bool:
-        """A stateless group whose image gets a new build: its stages point hosts and reboot."""
-        return bool(group) and d.nodes[group].provisioning == "stateless" and d.nodes[group].image in rebuilt
-
-    def back_build(group: str):
-        """The build a stateless group's rollback boots: the running one when the rollback set is
-        the running set, else the published build of the rollback set."""
-        image = d.nodes[group].image
-        before = old_builds.get(image)
-        if before and before.set == rb_set:
-            return before
-        kept = [b for b in kept_builds(d, image, new_builds[image]).values() if b.set == rb_set]
-        return kept[0] if kept else None
-
-    def boot_steps(hosts: list[str], group: str, build, why: str) -> list[str]:
-        return [f"point {hostlist.fold(hosts)} at build {build.artefact} (boot pointers "
-                f"ipxe/hosts/host-MAC.ipxe; {why})",
-                f"reboot {hostlist.fold(hosts)}: they boot {build.artefact} (set {build.set}); nothing is "
-                "installed on the nodes"]
-
-    def layer_steps(hosts: set[str], include_daemons: bool, image_layers: bool = False) -> list[str]:
-        """The layers a stage applies in order; with `image_layers` (a stateless group) every layer
-        but firmware is carried by the image's new build, so it is one line, not a role run."""
-        steps = []
-        carried: list[str] = []
-        for layer, _ in LAYERS:
-            parts = []
-            for lc in layer_changes:
-                if lc["layer"] != layer or not hosts.intersection(lc["_hosts"]):
-                    continue
-                if lc["component"] == "gpu_operator" or (
-                        not include_daemons and lc["component"] in ("slurm", "kubernetes")):
-                    continue  # the GPU Operator is cluster-wide: the control-plane stage upgrades it
-                what = lc["component"] + (f" on {lc['hardware']}" if "hardware" in lc else "")
-                parts.append(f"{what} {lc['from']} -> {lc['to']}")
-            if layer == "driver":
-                for c in changes:
-                    if c.disruption == REBOOT and hosts.intersection(c.hosts):
-                        parts.append(f"{c.dotted}: {c.old} -> {c.new}")
-            if layer == "firmware":
-                for c in changes:
-                    if c.disruption == REFLASH and hosts.intersection(c.hosts):
-                        parts.append(f"{c.dotted}: {c.old} -> {c.new}")
-            if parts and image_layers and layer != "firmware":
-                carried += parts
-                continue
-            if parts:
-                how = {"firmware": "reflash, power-cycle", "driver": "reboot", "cuda-nccl": "reboot into the image",
-                       "container-toolkit": "restart containerd", "kubernetes": "restart kubelet",
-                       "slurm": "restart slurmd"}[layer]
-                steps.append(f"layer {layer}: " + "; ".join(parts) + f" ({how}, then health check)")
-        if carried:
-            steps.append("in the image: " + "; ".join(carried) + " (the new build carries them)")
-        return steps
-
-    stages: list[Stage] = []
-    for p in rb_problems:
-        warnings.append(Problem("rollback-target", p, "set upgrade.rollback.target to a validated set"))
-    baseline = new_set.baseline
-    gate_list = gates(d, has_slurm, has_k8s, baseline)
-    if image_changes:
-        stages.append(Stage("image build and publish", "image", steps=_image_steps(image_changes, old_builds)))
-    stages.append(Stage("prepare", "prepare", steps=[
-        f"rollback point: {old.label} (definition {_sha(old.text)[:12]}, rendered tree {tree_hash(old.tree)[:12]}, "
-        f"set {old_set.name}); apply copies both definitions and trees into its snapshot before anything runs",
-        "snapshot every node's versions (snapshot.yml: gpu_facts, into the run record; a node without them "
-        "halts the run)",
-        "slurmdbd database dump, etcd snapshot (prepare.yml)",
-        "record versions: `clusterdef drift --facts ...` shows every node on "
-        f"{old_set.name} (or lists the exceptions)",
-        f"check the rollback target {rb_set or '(none)'} is on hand (packages, images, firmware bundles)",
-    ]))
-    affected_groups = sorted(by_group, key=list(d.nodes).index)
-    canary_hosts: list[str] = []
-    canary_stages: list[Stage] = []
-    canary_group = ""
-    if by_group:
-        group, canary_hosts, switches, cw = choose_canary(d, affected_groups)
-        warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
-        pol = d.upgrade
-        canary_group = stage_group(canary_hosts)
-        if reimaged(canary_group):
-            build = new_builds[d.nodes[canary_group].image]
-            canary_stages.append(Stage("canary", "canary", canary_hosts, [
-                f"drain {hostlist.fold(canary_hosts)} (timeout {pol.drain.timeout_minutes} min)",
-                *layer_steps(set(canary_hosts), include_daemons=True, image_layers=True),
-                *boot_steps(canary_hosts, canary_group, build, "the rest of the group stays on its default")],
-                gate_list, switches, "stateless", {"to": build.artefact}))
-            back = back_build(canary_group)
-            if pol.rollback.exercise_on_canary and rb_set and back:
-                canary_stages.append(Stage("rollback drill", "rollback-drill", canary_hosts, [
-                    *boot_steps(canary_hosts, canary_group, back, f"back to the rollback target {rb_set}"),
-                    "run the gates on the rollback target",
-                    *boot_steps(canary_hosts, canary_group, build, f"forward to {new_set.name} again")],
-                    gate_list, switches, "stateless", {"to": build.artefact, "back": back.artefact}))
-        else:
-            canary_stages.append(Stage("canary", "canary", canary_hosts, [
-                f"drain {hostlist.fold(canary_hosts)} (timeout {pol.drain.timeout_minutes} min)",
-                *layer_steps(set(canary_hosts), include_daemons=False)], gate_list, switches,
-                d.nodes[canary_group].provisioning if canary_group else ""))
-            if pol.rollback.exercise_on_canary and rb_set:
-                canary_stages.append(Stage("rollback drill", "rollback-drill", canary_hosts, [
-                    f"roll the canary back to {rb_set} (same layers, reverse order)",
-                    "run the gates on the rollback target",
-                    f"re-apply {new_set.name} to the canary"], gate_list, switches,
-                    d.nodes[canary_group].provisioning if canary_group else ""))
-    # A stateless canary boots the new slurmd with its image: slurmctld must be upgraded first
-    # (slurmctld may be newer than slurmd, never older).
-    slurm_moves = any(lc["component"] == "slurm" for lc in layer_changes)
-    cp_first = reimaged(canary_group) and slurm_moves and d.nodes[canary_group].control_plane == "slurm"
-    cp_steps: list[str] = []
-    if t:
-        for i, hop in enumerate(t.slurm):
-            last = i == len(t.slurm) - 1
-            cp_steps.append(f"slurmdbd -> {hop.version} (first; database conversion, dump taken in prepare)")
-            cp_steps.append(f"slurmctld -> {hop.version}")
-            if not last:
-                cp_steps.append(f"slurmd -> {hop.version} on every Slurm node (rolling restart, jobs keep "
-                                "running) before the next hop")
-        for m in t.apiserver:
-            cp_steps.append(f"kube-apiserver and control plane -> {m}")
-        ogo, ngo = old_set.components.gpu_operator, new_set.components.gpu_operator
-        if has_k8s and ogo != ngo:
-            cp_steps.append(f"GPU Operator {ogo} -> {ngo} (Helm upgrade with the rendered values)")
-    for c in changes:
-        if c.disruption in (LIVE, RESTART):
-            cp_steps.append(f"{c.disruption}: {c.dotted}" + (f" ({len(c.hosts)} nodes)" if c.hosts else ""))
-    if cp_steps and canary_hosts and not reimaged(canary_group):
-        daemons = [lc for lc in layer_changes if lc["component"] in ("slurm", "kubernetes")]
-        for lc in daemons:
-            mine = [h for h in canary_hosts if h in set(lc["_hosts"])]
-            if mine:
-                cp_steps.append(f"{'slurmd' if lc['component'] == 'slurm' else 'kubelet'} -> {lc['to']} on the "
-                                f"canary {hostlist.fold(mine)}")
-    cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
-                      gate_list[2:] if canary_hosts else [])] if cp_steps else []
+def _order_stages(stages: list[Stage], canary: stages_mod.Canary, cp_stage: list[Stage], cp_first: bool,
+                  first_step: str) -> list[Stage]:
+    """Canary (and drill) before the control plane, unless the canary's image needs the new slurmctld."""
     if cp_first:
-        cp_stage[0].steps.insert(0, f"before the canary: its image {new_builds[d.nodes[canary_group].image].artefact} "
-                                 "carries the new slurmd, and slurmctld may not be older than slurmd")
-        stages += cp_stage + canary_stages
-    else:
-        stages += canary_stages + cp_stage
-    wave_list = waves(d, by_group, set(canary_hosts))
-    withheld = 0
-    if canary_only:
-        withheld = len(wave_list)
-        if cp_first:
-            warnings.append(Problem("canary-needs-control-plane", "the canary boots an image with the new slurmd, "
-                                    "so the control plane is upgraded before it even in a canary-only plan",
-                                    "review the control-plane stage: slurmctld and slurmdbd move to the candidate"))
-        else:
-            stages = [s for s in stages if s.kind != "control-plane"]
-    else:
-        for i, (hosts, switches) in enumerate(wave_list, 1):
-            g = stage_group(hosts)
-            drain = (f"drain {hostlist.fold(hosts)} (timeout {d.upgrade.drain.timeout_minutes} min, "
-                     f"grace {d.upgrade.drain.grace_seconds} s)")
-            if reimaged(g):
-                build = new_builds[d.nodes[g].image]
-                stages.append(Stage(f"wave {i}", "wave", hosts, [
-                    drain, *layer_steps(set(hosts), include_daemons=True, image_layers=True),
-                    *boot_steps(hosts, g, build, "only this wave's hosts"),
-                    "resume the nodes; halt the rollout here if any gate fails"], gate_list, switches,
-                    "stateless", {"to": build.artefact}))
-            else:
-                stages.append(Stage(f"wave {i}", "wave", hosts, [
-                    drain, *layer_steps(set(hosts), include_daemons=True),
-                    "resume the nodes; halt the rollout here if any gate fails"], gate_list, switches,
-                    d.nodes[g].provisioning if g else ""))
-        defaults = [g for g in d.nodes if d.nodes[g].image in rebuilt]
-        if defaults:
-            pointed = [h for g in defaults if reimaged(g) for h in by_group.get(g, ())]
-            steps = [f"switch the default boot of node group(s) {', '.join(defaults)} to the new build(s) "
-                     "(publish pxe/ipxe/groups/ and pxe/ipxe/boot.ipxe of the new tree)"]
-            if pointed:
-                steps.append(f"remove the boot pointers of {hostlist.fold(pointed)}: the default now boots the same "
-                             "build")
-            stages.append(Stage("boot defaults", "boot-default", sorted(pointed, key=_host_order(d)), steps, [],
-                                [], "", {"groups": ",".join(defaults)}))
+        cp_stage[0].steps.insert(0, first_step)
+        return stages + cp_stage + canary.stages
+    return stages + canary.stages + cp_stage
 
-    # ---- disruption summary
+
+def _disruption_summary(layer_changes: list[dict], changes: list[Change]) -> dict[str, dict]:
+    """Per disruption class (worst first): how many changes and how many distinct nodes."""
     summary: dict[str, dict] = {}
     for cls in (REFLASH, REBOOT, RESTART, LIVE, NONE):
         hosts: set[str] = set()
@@ -513,16 +293,78 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                 hosts.update(c.hosts)
         if n:
             summary[cls] = {"changes": n, "nodes": len(hosts)}
+    return summary
+
+
+def _side_doc(side: Side, vs) -> dict:
+    return {"file": side.label, "set": vs.name, "status": vs.status, "definition_sha256": _sha(side.text),
+            "tree_sha256": tree_hash(side.tree)}
+
+
+def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
+    """The plan document: refusals and warnings, the set change layer by layer with the transition's
+    checks, the definition changes, image builds, disruption, the rollout stages and the file diffs.
+    Raises PlanInputError when image identities across the sides are inconsistent (located)."""
+    d = new.definition
+    matrix = new.matrix
+    old_set = matrix.sets.get(old.definition.cluster.matrix) or old.matrix.sets[old.definition.cluster.matrix]
+    new_set = matrix.sets[d.cluster.matrix]
+    refusals = _target_refusals(new_set, allow_candidate)
+    warnings: list[Problem] = []
+    canary_only = new_set.status == "candidate"
+    has_slurm, has_k8s = _control_planes(d)
+    t = transition(matrix.compat, old_set, new_set, has_slurm, has_k8s) if old_set.name != new_set.name else None
+    if t:
+        refusals += t.refusals
+        warnings += t.warnings
+
+    layer_changes = _layer_changes(old, new) if t else []
+    changes: list[Change] = model_changes(old.definition, d)
+    rb_set, rb_problems = rollback_target(d, matrix, old_set.name, new_set.name)
+    image_changes = image_diff(old.tree, new.tree, old.definition, d)
+    located = identity_findings(old, new, rb_set, {i["image"] for i in image_changes})
+    if located:
+        raise PlanInputError(located, {new.result.file: new.result.source} if new.result.source else {})
+    scope = stages_mod.Scope(d, new_set.name, layer_changes, changes, rb_set,
+                             stages_mod.nodes_by_group(d, layer_changes, changes), builds_of(new.tree),
+                             builds_of(old.tree), {i["image"] for i in image_changes},
+                             gates(d, has_slurm, has_k8s, new_set.baseline))
+
+    warnings += [Problem("rollback-target", p, "set upgrade.rollback.target to a validated set") for p in rb_problems]
+    stages: list[Stage] = [stages_mod.image_stage(image_changes)] if image_changes else []
+    stages.append(stages_mod.prepare_stage(_point(old, old_set.name), old_set.name, rb_set))
+    canary = stages_mod.canary_stages(scope)
+    warnings += canary.warnings
+    cp_steps = stages_mod.control_plane_steps(scope, t, (old_set.components.gpu_operator,
+                                                         new_set.components.gpu_operator), has_k8s, canary)
+    cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
+                      scope.gate_list[2:] if canary.hosts else [])] if cp_steps else []
+    cp_first = stages_mod.control_plane_first(scope, canary)
+    stages = _order_stages(stages, canary, cp_stage, cp_first,
+                           f"before the canary: its image {scope.new_builds[d.nodes[canary.group].image].artefact} "
+                           "carries the new slurmd, and slurmctld may not be older than slurmd" if cp_first else "")
+    wave_list = stages_mod.wave_list(scope, canary)
+    withheld = 0
+    if canary_only:  # the waves wait for the set to be validated
+        withheld = len(wave_list)
+        if cp_first:
+            warnings.append(Problem("canary-needs-control-plane", "the canary boots an image with the new slurmd, "
+                                    "so the control plane is upgraded before it even in a canary-only plan",
+                                    "review the control-plane stage: slurmctld and slurmdbd move to the candidate"))
+        else:
+            stages = [s for s in stages if s.kind != "control-plane"]
+    else:
+        stages += stages_mod.wave_stages(scope, wave_list)
+        boot = stages_mod.boot_default_stage(scope)
+        stages += [boot] if boot else []
 
     files = tree_diff(old.tree, new.tree)
     doc = {
         "plan_format": PLAN_FORMAT,
         "clusterdef": __version__,
         "cluster": d.cluster.name,
-        "from": {"file": old.label, "set": old_set.name, "status": old_set.status,
-                 "definition_sha256": _sha(old.text), "tree_sha256": tree_hash(old.tree)},
-        "to": {"file": new.label, "set": new_set.name, "status": new_set.status,
-               "definition_sha256": _sha(new.text), "tree_sha256": tree_hash(new.tree)},
+        "from": _side_doc(old, old_set),
+        "to": _side_doc(new, new_set),
         "refused": bool(refusals),
         "refusals": [p.to_json() for p in refusals],
         "warnings": [p.to_json() for p in warnings],
@@ -534,14 +376,14 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         "compatibility": t.to_json() if t else None,
         "changes": [c.to_json() for c in changes],
         "images": image_changes,
-        "disruption": summary,
+        "disruption": _disruption_summary(layer_changes, changes),
         "rollout": {
             "layer_order": [name for name, _ in LAYERS],
-            "canary": {"hosts": hostlist.fold(canary_hosts) if canary_hosts else "", "nodes": len(canary_hosts)},
+            "canary": {"hosts": hostlist.fold(canary.hosts) if canary.hosts else "", "nodes": len(canary.hosts)},
             "waves": len(wave_list), "waves_withheld": withheld,
             "wave_size": d.upgrade.wave_size,
-            "gates": gate_list,
-            "rollback": {"target": rb_set, "exercised_on_canary": bool(canary_hosts)
+            "gates": scope.gate_list,
+            "rollback": {"target": rb_set, "exercised_on_canary": bool(canary.hosts)
                          and d.upgrade.rollback.exercise_on_canary,
                          # what apply snapshots before the first change and a rollback returns to
                          "point": {"file": old.label, "set": old_set.name, "definition_sha256": _sha(old.text),

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 
 from ..errors import present
+from ..knowledge.slurm import live_state_dir
 from ..model.backup import Backup
 from ..model.secrets import SLURMDBD_STORAGE_PASS
 from ..quoting import UnsafeValue, shell, systemd
@@ -39,18 +40,11 @@ from .yamlout import Unsafe
 ETC = "/etc/clusterdef/backup"
 LIB = "/usr/lib/clusterdef/backup"
 STAGE = "/var/lib/clusterdef/backup"
-STATE_DEFAULT = "/var/lib/slurm/slurmctld"
 UNITS = "/etc/systemd/system"
 
 
 def _backup(resolved: Resolved) -> Backup:
     return present(resolved.definition.backup, "backup")
-
-
-def live_state_dir(d) -> str:
-    """StateSaveLocation as slurm.conf has it (the rendered default, or a passthrough key)."""
-    value = d.slurm.passthrough.get("StateSaveLocation") if d.slurm else None
-    return value if isinstance(value, str) and value.startswith("/") else STATE_DEFAULT
 
 
 def state_save_location(resolved: Resolved) -> str:

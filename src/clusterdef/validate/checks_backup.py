@@ -50,7 +50,7 @@ def backup_scope(ctx: Context) -> Iterable[Finding]:
 @check("backup-rehearsal-target")
 def backup_rehearsal_target(ctx: Context) -> Iterable[Finding]:
     """The rehearsal restores into a scratch target; the live database or StateSaveLocation would be replaced."""
-    from ..render.backup import live_state_dir
+    from ..knowledge.slurm import live_state_dir
 
     d = ctx.definition
     b = d.backup

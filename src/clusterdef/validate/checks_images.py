@@ -13,15 +13,14 @@ from .registry import Context, check
 
 def _set_package_names(ctx: Context) -> dict[str, str]:
     """Package name -> the set component it belongs to (every source's names, and NVIDIA's)."""
-    from ..render.images import bases
-    from ..render.images import _data as image_data
+    from ..knowledge.images import bases, nvidia
 
     out: dict[str, str] = {}
     for src in ctx.matrix.compat.package_sources:
         for comp, c in src.components.items():
             for p in c.packages:
                 out.setdefault(p, comp)
-    nv = image_data("nvidia.yaml")
+    nv = nvidia()
     for p in [*nv["driver_components_r580"], *nv["nvswitch_r580"]]:
         out.setdefault(p, "driver")
     for base in bases().values():
@@ -37,7 +36,7 @@ def _set_package_names(ctx: Context) -> dict[str, str]:
 @check("images")
 def images(ctx: Context) -> Iterable[Finding]:
     from ..matrix import sources
-    from ..render.images import bases, carried_by
+    from ..knowledge.images import bases, carried_by
 
     d, vs = ctx.definition, ctx.chosen_set
     if vs is None:
@@ -78,8 +77,8 @@ def images(ctx: Context) -> Iterable[Finding]:
 @check("gpu-layer-owner")
 def gpu_layer_owner(ctx: Context) -> Iterable[Finding]:
     """One owner per layer on Kubernetes GPU nodes: what the image target puts into each image
-    (render.images.carried) against what the GPU Operator values deploy (render.kubernetes.gpu_operator)."""
-    from ..render.images import carried_by, operator_owns_driver
+    (knowledge.images.carried_by) against what the GPU Operator values deploy (render.kubernetes.gpu_operator)."""
+    from ..knowledge.images import carried_by, operator_owns_driver
 
     d = ctx.definition
     k = d.kubernetes

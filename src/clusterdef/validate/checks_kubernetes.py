@@ -149,8 +149,8 @@ def rdma(ctx: Context) -> Iterable[Finding]:
                       "set `kubernetes.network_operator.enabled: true`")
     no = d.kubernetes.network_operator
     if on_rdma and no.enabled and no.ofed_driver is None:
-        from ..render.images import carried_by
-        from ..render.kubernetes.network_operator import HOST_PACKAGE
+        from ..knowledge.images import DOCA_HOST_PACKAGE as HOST_PACKAGE
+        from ..knowledge.images import carried_by
 
         vs = ctx.chosen_set
         doca = vs.components.doca if vs is not None else None

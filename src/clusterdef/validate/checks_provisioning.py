@@ -19,7 +19,7 @@ _RESERVED = re.compile(r"^(initrd|clusterdef\.[a-z_]+)=")
 
 @check("provisioning")
 def provisioning(ctx: Context) -> Iterable[Finding]:
-    from ..render.images import bases
+    from ..knowledge.images import bases
 
     d = ctx.definition
     prov = d.network.provisioning

@@ -6,7 +6,7 @@ from difflib import get_close_matches
 from typing import Iterable
 
 from ..errors import Finding, error, warning
-from ..render.slurm import keywords
+from ..knowledge import slurm as keywords
 from .registry import Context, check
 
 # Keys clusterdef writes as lines of their own, never as a passthrough parameter.

@@ -28,20 +28,18 @@ sha256 of the recipe, so no build overwrites another on the boot server.
 
 mkosi 14 syntax (Debian bookworm); the keys used are also valid for current mkosi. Versions
 come from `resolved.set.components` and `resolved.set.firmware`, never from the definition.
-Pure: the base recipes (bases.yaml) and NVIDIA package names (nvidia.yaml) are package data.
+Pure: the base recipes and NVIDIA package names are package data (knowledge/images.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cache
 from importlib.resources import files
-
-from ruamel.yaml import YAML
 
 from ... import probe
 from ...errors import present
+from ...knowledge.images import bases, carried_by, nvidia, operator_owns_driver
 from ...matrix import sources
 from ...model.images import Image
 from ...resolve import Resolved
@@ -112,49 +110,9 @@ def package_pins(resolved: Resolved, name: str) -> dict[str, str]:
     return {p: glob for pkgs, glob in nvidia_packages(resolved, name).values() for p in pkgs}
 
 
-@cache
-def _data(name: str) -> dict:
-    return YAML(typ="safe").load(files(__package__).joinpath(name).read_text(encoding="utf-8"))
-
-
-def bases() -> dict:
-    """distribution -> base recipe (repositories, kernel package, releases)."""
-    return _data("bases.yaml")
-
-
-def operator_owns_driver(definition, image_name: str) -> bool:
-    """The GPU Operator installs driver and toolkit on this image's nodes: every group booting it is a
-    Kubernetes GPU group and kubernetes.gpu_operator.driver_owner is `operator`. The image then carries
-    neither (one owner per layer; checks_images.py refuses an image that would need both)."""
-    k = definition.kubernetes
-    groups = [g for g in definition.nodes.values() if g.image == image_name]
-    return bool(k is not None and k.gpu_operator.driver_owner == "operator" and groups and all(
-        g.control_plane == "kubernetes" and definition.hardware[g.hardware].gpu for g in groups
-        if g.hardware in definition.hardware))
-
-
 def carried(resolved: Resolved, image_name: str) -> dict[str, str]:
     """Set component -> why the image carries it (the operator's layers left out where it owns them)."""
     return carried_by(resolved.definition, image_name)
-
-
-def carried_by(definition, image_name: str) -> dict[str, str]:
-    want = sources.image_components(definition, image_name)
-    if operator_owns_driver(definition, image_name):
-        want.pop("driver", None)
-        want.pop("container_toolkit", None)
-    if operator_owns_mofed(definition, image_name):
-        want.pop("doca", None)
-    return want
-
-
-def operator_owns_mofed(definition, image_name: str) -> bool:
-    """The Network Operator's DOCA driver container (network_operator.ofed_driver) provides MOFED on this
-    image's nodes: every group booting it is a Kubernetes group. The image then carries no DOCA-OFED."""
-    k = definition.kubernetes
-    groups = [g for g in definition.nodes.values() if g.image == image_name]
-    return bool(k is not None and k.network_operator.enabled and k.network_operator.ofed_driver is not None
-                and groups and all(g.control_plane == "kubernetes" for g in groups))
 
 
 def set_packages(resolved: Resolved, image_name: str) -> dict[str, sources.Choice]:
@@ -195,7 +153,7 @@ def nvidia_packages(resolved: Resolved, image_name: str) -> dict[str, tuple[list
     driver and toolkit where the GPU Operator owns them."""
     d, c = resolved.definition, resolved.set.components
     img = d.images[image_name]
-    nv = _data("nvidia.yaml")
+    nv = nvidia()
     branch = int(c.driver.split(".")[0])
     base = bases()[img.distribution]
     driver = list(base["driver"])
@@ -218,7 +176,7 @@ def nvidia_packages(resolved: Resolved, image_name: str) -> dict[str, tuple[list
 
 def _pins_held(resolved: Resolved, image_name: str) -> list[str]:
     """Every driver-branch package name the pin file holds (installed ones and their dependencies)."""
-    nv = _data("nvidia.yaml")
+    nv = nvidia()
     branch = int(resolved.set.components.driver.split(".")[0])
     names = list(nv["driver_components_r580"]) + list(nv["nvswitch_r580"])
     if branch < 580:
@@ -321,7 +279,7 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
         release = base["releases"].get(img.release)
         if release is None:  # validate's image-release-unknown reports this before rendering
             raise ValueError(f"image {name}: no base recipe for {img.distribution} {img.release}")
-        nv = _data("nvidia.yaml")
+        nv = nvidia()
         pkgs = nvidia_packages(resolved, name)
         groups = {g: grp.hardware for g, grp in d.nodes.items() if grp.image == name}
         major, minor = vs.components.cuda.split(".")[:2]

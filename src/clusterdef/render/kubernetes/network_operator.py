@@ -18,7 +18,6 @@ from ...resolve import Resolved
 from .common import NETWORK_OPERATOR_VERSION, kubernetes_section
 from .topology import rdma_groups
 
-HOST_PACKAGE = "doca-ofed"
 COMPONENT_REPOSITORY = "nvcr.io/nvidia/mellanox"  # the chart's component images (values ofedDriver.initContainer)
 NIC_VENDOR = "15b3"  # PCI vendor id of NVIDIA (Mellanox) NICs
 

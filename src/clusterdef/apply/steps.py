@@ -1,12 +1,5 @@
-"""From a plan file to the Ansible runs that carry it out (`clusterdef apply`).
-
-The plan file is checked first: its structure (planfile.SCHEMA), then both definitions are
-validated and rendered again in memory and their hashes compared with the plan's
-(`check_plan_file`); a stale plan is refused before anything runs. The plan is then derived
-again from the definitions: a file that differs from it in anything (a stage, host, set, gate,
-the refused flag) or whose `plan_sha256` does not match is refused as forged, and the steps
-come from the re-derived plan, never from the file. Then each rollout stage becomes one or more steps, each step one
-`ansible-playbook` run on one upgrade wave group of the *rendered* inventory
+"""The steps of a plan's rollout (`clusterdef apply`): each rollout stage becomes one or more steps,
+each step one `ansible-playbook` run on one upgrade wave group of the *rendered* inventory
 (`ansible/inventory/hosts.yml`, `upgrade_waves` > `wave_000` (canary), `wave_001`...):
 
 | plan stage | steps (playbook in the playbooks folder) |
@@ -29,38 +22,27 @@ Gates are `gates.yml` (site specific: NCCL vs baseline, Slurm job, GPU pod) when
 Every run gets `clusterdef_wave`, `clusterdef_stage`, `clusterdef_step` and `clusterdef_rollback`
 as extra vars; `clusterdef_rollback` is true for `rollback.yml` and the gates right after it, so
 the gates hold the nodes to the rollback set rather than putting the target back.
-Nothing here runs Ansible or prints: runner.py runs the steps, cli.py shows them.
+Nothing here runs Ansible or prints: prepare.py builds the steps from a checked plan file,
+record.py runs them, cli.py shows them.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
-from datetime import date
+from collections.abc import Set
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ruamel.yaml import YAML, YAMLError
+from ruamel.yaml import YAML
 
 from .. import hostlist
-from . import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_file, load_side, make_plan
-from .planfile import forgeries, schema_problems, seal
+from ..plan import Side
+from . import ApplyError
 
 GATES = ("gates.yml", "enforce-baseline.yml")
 STAGE_KINDS = ("image", "prepare", "canary", "rollback-drill", "control-plane", "wave", "boot-default")
 SKIPPABLE = ("image", "prepare", "control-plane")
 _RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::(\d+))?\]")
-
-
-class ApplyError(Exception):
-    """The plan cannot be applied as it stands (stale, refused, unreadable, no playbook):
-    nothing has run. `reasons` are one line each; `findings`/`sources` carry definition errors."""
-
-    def __init__(self, reasons: list[str], hint: str = "", findings=None, sources=None):
-        super().__init__("; ".join(reasons))
-        self.reasons = reasons
-        self.hint = hint
-        self.findings = findings or []
-        self.sources = sources or {}
 
 
 @dataclass
@@ -166,7 +148,7 @@ class BootPointers:
         d = new.definition
         self.pxe = pxe
         self.tree = new.tree
-        self.resolved = resolve(d, new.result.matrix, Path(new.result.file).parent)
+        self.resolved = resolve(d, new.matrix, Path(new.result.file).parent)
         self.group_of = {h: g for g, n in d.nodes.items() for h in hostlist.names(n.hosts)}
         self.builds = {b.artefact: b for img in d.images for b in pxe.builds(self.resolved, img).values()}
 
@@ -203,7 +185,7 @@ class BootPointers:
                 "clusterdef_signed_artefacts": signed}
 
 
-def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: set[str] = frozenset(),
+def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: Set[str] = frozenset(),
                    boot: BootPointers | None = None, smoke: bool = False) -> list[Step]:
     """The ordered steps of the plan's rollout. Raises ApplyError (nothing has run) when a
     playbook a stage needs is missing or a stage's hosts are not in the inventory's waves.
@@ -269,7 +251,7 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                 per_wave(stage, ("rollback", reimage, "reimage.yml", "back"), ("gates", gates, " or ".join(GATES)),
                          ("reapply", reimage, "reimage.yml", "to"))
             elif kind == "prepare":
-                if touched:  # every node's versions on record before the first change (plan.snapshot)
+                if touched:  # every node's versions on record before the first change (apply.snapshot)
                     pb = _playbook(playbooks, "snapshot.yml")
                     if pb is None:
                         problems.append(f"stage {name!r} needs snapshot.yml in {playbooks} (every node's versions "
@@ -299,117 +281,3 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                          "or the plan")
     return steps
 
-
-# --------------------------------------------------------------------------- the plan file and its definitions
-
-@dataclass
-class Prepared:
-    doc: dict
-    old: Side
-    new: Side
-    steps: list[Step]
-    inventory: dict[str, str]  # relpath under ansible/ -> text, from the new rendered tree
-
-
-def read_plan_file(path: Path) -> dict:
-    """The plan file's document, its structure checked (every field apply relies on, typed);
-    refused as a whole when the file says the plan was refused."""
-    from ..limits import InputError, load_json
-
-    hint = "pass the file `clusterdef plan --plan-file` wrote (plan again if it is from another version)"
-    try:
-        doc = load_json(path, "plan")  # bounded: regular files only, size, depth and number limits
-    except InputError as exc:
-        f = exc.findings[0]
-        if f.code in ("json-syntax", "nesting-too-deep", "number-too-long"):
-            raise ApplyError([f"{f.where}: not a plan file ({f.message})"], hint) from None
-        raise ApplyError([f"cannot read the plan file {f.where}: {f.message}"], f.hint or hint) from None
-    problems = schema_problems(doc)
-    if problems:
-        more = [f"... and {len(problems) - 20} more problems"] if len(problems) > 20 else []
-        raise ApplyError([f"{path}: not a valid plan file: {p}" for p in problems[:20]] + more, hint)
-    if doc["refused"]:
-        raise ApplyError([f"{path}: the plan was refused: " + "; ".join(r["message"] for r in doc["refusals"])])
-    return doc
-
-
-def _locate(label: str, plan_path: Path) -> Path | None:
-    if not label or label in (".", "..") or Path(label).name != label or "\\" in label:
-        return None  # the plan records a bare file name: anything else points elsewhere
-    for base in (Path(plan_path).parent, Path.cwd()):
-        if (base / label).is_file():
-            return base / label
-    return None
-
-
-def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | None, matrices, today: date,
-            playbooks: Path, skip: set[str] = frozenset()) -> Prepared:
-    """Read the plan file, re-render both definitions and refuse a stale plan; map the stages
-    to steps. The definitions default to the plan's file names beside the plan file (or in the
-    working directory); a `REF:name` from side is read from git like `plan --base`."""
-    doc = read_plan_file(plan_path)
-    to = to or _locate(doc["to"].get("file", ""), plan_path)
-    if to is None:
-        raise ApplyError([f"cannot find the new definition {doc['to'].get('file')!r} beside {plan_path}"],
-                         "pass --to DEF.yaml")
-    label = doc["from"].get("file", "")
-    if from_ is None and base is None:
-        if ":" in label and _locate(label, plan_path) is None:
-            base = label.split(":", 1)[0]
-        else:
-            from_ = _locate(label, plan_path)
-            if from_ is None:
-                raise ApplyError([f"cannot find the old definition {label!r} beside {plan_path}"],
-                                 "pass --from OLD.yaml or --base GIT_REF")
-    try:
-        new = load_side(to, matrices, today, {"matrix-candidate"})
-        old = base_side(base, to, matrices, today) if base else load_side(from_, matrices, today, FROM_SIDE_IGNORED)
-    except PlanInputError as exc:
-        raise ApplyError(["a definition no longer validates"], "fix it and plan again", exc.findings, exc.sources)
-    stale = check_plan_file(doc, old.text, new.text, old.tree, new.tree)
-    if stale:
-        raise ApplyError(stale, "the plan no longer describes these definitions: run `clusterdef plan` again, "
-                         "review it, and apply the new plan file")
-    # The file is only a claim: derive the plan again from the definitions and refuse any difference.
-    # File names are the plan's own labels (the hashes above vouch for the contents); a candidate
-    # target can only have a canary-only plan, so --allow-candidate is implied.
-    old, new = replace(old, label=doc["from"]["file"]), replace(new, label=doc["to"]["file"])
-    try:
-        derived = make_plan(old, new, allow_candidate=True)
-    except PlanInputError as exc:
-        raise ApplyError(["the definitions no longer give a plan"], "fix them and plan again", exc.findings,
-                         exc.sources)
-    forged = forgeries(doc, derived.doc)
-    if derived.refused:
-        forged.insert(0, "these definitions give a refused plan: " + "; ".join(p.message for p in derived.refusals))
-    if forged:
-        raise ApplyError([f"{plan_path}: {f}" for f in forged], "the plan file is not the plan `clusterdef plan` "
-                         "writes for these definitions: plan again, review it, and apply the new plan file")
-    doc = seal(derived.doc)  # from here on only the re-derived plan counts
-    inventory = {rel[len("ansible/"):]: text for rel, text in new.tree.items() if rel.startswith("ansible/")}
-    if "inventory/hosts.yml" not in inventory:
-        raise ApplyError(["the rendered tree has no ansible/inventory/hosts.yml"],
-                         "the ansible render target writes the inventory with the upgrade waves")
-    try:
-        waves = inventory_waves(inventory["inventory/hosts.yml"])
-    except (YAMLError, ValueError) as exc:
-        raise ApplyError([f"the rendered inventory cannot be read: {exc}"])
-    boot = BootPointers(new) if any(st.get("provisioning") == "stateless" or st.get("kind") in ("image", "boot-default")
-                                    for st in doc["rollout"]["stages"]) else None
-    d = new.definition
-    steps = steps_for_plan(doc, waves, Path(playbooks), skip, boot, smoke=bool(d.upgrade.smoke_tests))
-    gpus = {h: (d.hardware[g.hardware].gpu.count if d.hardware[g.hardware].gpu else 0)
-            for g in d.nodes.values() for h in hostlist.names(g.hosts)}
-    for step in steps:
-        step.gpus = sum(gpus.get(h, 0) for h in step.hosts)
-    return Prepared(doc, old, new, steps, inventory)
-
-
-def find_playbooks(start: Path | None) -> Path | None:
-    """The nearest `playbooks/` folder beside or above `start` (the definition), else in the
-    working directory."""
-    here = Path(start).resolve().parent if start else Path.cwd()
-    for d in (here, *here.parents, Path.cwd()):
-        if (d / "playbooks" / "upgrade.yml").is_file():
-            return d / "playbooks"
-    return None

@@ -1,6 +1,9 @@
-"""Slurm keyword lists per major (package data copied from SchedMD/slurm tags, see
-keywords/README.md): which keys slurm.conf, cgroup.conf, gres.conf and topology.conf
-accept in a given Slurm major. A major without its own list uses the nearest older one."""
+"""What Slurm accepts and where it keeps state, known to both the renderer and the checks.
+
+Keyword lists per major (package data copied from SchedMD/slurm tags, see
+slurm_keywords/README.md): which keys slurm.conf, cgroup.conf, gres.conf and topology.conf
+accept in a given Slurm major. A major without its own list uses the nearest older one.
+StateSaveLocation as the rendered slurm.conf has it (`live_state_dir`)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from ...errors import present
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -36,7 +38,7 @@ class Keywords:
 
 
 def _root():
-    return resources.files(__package__).joinpath("keywords")
+    return resources.files(__package__).joinpath("slurm_keywords")
 
 
 @lru_cache(maxsize=1)
@@ -85,4 +87,13 @@ def for_major(major: str) -> Keywords | None:
 
 def majors_with_parameter(key: str) -> list[str]:
     """Releases whose slurm.conf accepts `key` (for hints such as 'added in 24.11')."""
-    return [v for v in available() if key.lower() in present(for_major(v), f"the keyword lists of {v}").parameters]
+    return [v for v in available() if (kw := for_major(v)) is not None and key.lower() in kw.parameters]
+
+
+STATE_DEFAULT = "/var/lib/slurm/slurmctld"  # the rendered slurm.conf's StateSaveLocation
+
+
+def live_state_dir(d) -> str:
+    """StateSaveLocation as slurm.conf has it (the rendered default, or a passthrough key)."""
+    value = d.slurm.passthrough.get("StateSaveLocation") if d.slurm else None
+    return value if isinstance(value, str) and value.startswith("/") else STATE_DEFAULT

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .. import hostlist
 from ..writer import write_file_atomic
-from .diff import tree_hash
+from ..plan.diff import tree_hash
 
 FOLDER = "snapshot"
 

@@ -1,0 +1,61 @@
+"""What a node image is built from and which layers it carries, known to both the image
+renderer and the checks: the base recipes per distribution (image_bases.yaml), NVIDIA's
+package names and pins (nvidia_packages.yaml), and which set components an image carries
+once the GPU Operator and the Network Operator own theirs (one owner per layer)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.resources import files
+
+from ruamel.yaml import YAML
+
+from ..matrix import sources
+
+DOCA_HOST_PACKAGE = "doca-ofed"  # the host package of DOCA-OFED (an image without the operator's driver container)
+
+
+@cache
+def _data(name: str) -> dict:
+    return YAML(typ="safe").load(files(__package__).joinpath(name).read_text(encoding="utf-8"))
+
+
+def bases() -> dict:
+    """distribution -> base recipe (repositories, kernel package, releases)."""
+    return _data("image_bases.yaml")
+
+
+def nvidia() -> dict:
+    """NVIDIA package names per layer and how to pin them."""
+    return _data("nvidia_packages.yaml")
+
+
+def operator_owns_driver(definition, image_name: str) -> bool:
+    """The GPU Operator installs driver and toolkit on this image's nodes: every group booting it is a
+    Kubernetes GPU group and kubernetes.gpu_operator.driver_owner is `operator`. The image then carries
+    neither (one owner per layer; checks_images.py refuses an image that would need both)."""
+    k = definition.kubernetes
+    groups = [g for g in definition.nodes.values() if g.image == image_name]
+    return bool(k is not None and k.gpu_operator.driver_owner == "operator" and groups and all(
+        g.control_plane == "kubernetes" and definition.hardware[g.hardware].gpu for g in groups
+        if g.hardware in definition.hardware))
+
+
+def operator_owns_mofed(definition, image_name: str) -> bool:
+    """The Network Operator's DOCA driver container (network_operator.ofed_driver) provides MOFED on this
+    image's nodes: every group booting it is a Kubernetes group. The image then carries no DOCA-OFED."""
+    k = definition.kubernetes
+    groups = [g for g in definition.nodes.values() if g.image == image_name]
+    return bool(k is not None and k.network_operator.enabled and k.network_operator.ofed_driver is not None
+                and groups and all(g.control_plane == "kubernetes" for g in groups))
+
+
+def carried_by(definition, image_name: str) -> dict[str, str]:
+    """Set component -> why the image carries it (the operators' layers left out where they own them)."""
+    want = sources.image_components(definition, image_name)
+    if operator_owns_driver(definition, image_name):
+        want.pop("driver", None)
+        want.pop("container_toolkit", None)
+    if operator_owns_mofed(definition, image_name):
+        want.pop("doca", None)
+    return want
