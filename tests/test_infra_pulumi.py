@@ -110,6 +110,28 @@ def test_helm_values_equal_rendered_files(deployed):
     assert set(gpu["values"]) >= {"driver", "toolkit", "devicePlugin", "dcgmExporter", "mig"}
 
 
+def test_nvidia_drivers_and_their_canaries_deployed(deployed):
+    """Where the GPU Operator owns the driver (the estate), Pulumi creates every rendered NVIDIADriver:
+    the pool's and its canary's (`default.canary`, selecting the nodes a rollout labels into it), as
+    rendered; the lab's images carry the driver, so it gets none."""
+    example, created, tree = deployed
+    drivers = by_type(created, "kubernetes:nvidia.com/v1alpha1:NVIDIADriver")
+    if example != "estate":
+        assert drivers == {} and "kubernetes/gpu-operator/nvidiadrivers.yaml" not in tree
+        return
+    rendered = [d for d in YAML(typ="safe").load_all(tree["kubernetes/gpu-operator/nvidiadrivers.yaml"]) if d]
+    assert set(drivers) == {"gpu-operator-nvidiadriver-default", "gpu-operator-nvidiadriver-default.canary"}
+    for obj in rendered:
+        got = drivers[f"gpu-operator-nvidiadriver-{obj['metadata']['name']}"]
+        assert as_floats({k: got[k] for k in ("apiVersion", "kind", "metadata", "spec")}) == as_floats(obj)
+    assert drivers["gpu-operator-nvidiadriver-default.canary"]["spec"]["nodeSelector"] == {
+        "clusterdef.dev/driver-pool": "default.canary"}
+    assert drivers["gpu-operator-nvidiadriver-default"]["spec"]["nodeSelector"] == {
+        "clusterdef.dev/driver-pool": "default"}
+    values = by_type(created, "kubernetes:helm.sh/v3:Release")["gpu-operator-release"]["values"]
+    assert values["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
+
+
 def test_tenant_quota_and_namespaces(deployed):
     example, created, tree = deployed
     y = YAML(typ="safe")

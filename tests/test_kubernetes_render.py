@@ -226,9 +226,11 @@ def test_driver_pools_canary(lab_data, tmp_path, cluster_policy_validator):
     r = variant(lab_data, tmp_path, mutate)
     p = k8s.plan(r)
     drivers = {o["metadata"]["name"]: o for o in p.nvidia_drivers}
-    assert set(drivers) == {"default", "canary"}
-    assert drivers["default"]["spec"]["version"] == r.set.components.driver
-    assert drivers["canary"]["spec"]["version"] == r.matrix.sets["2026.11-r595-candidate"].components.driver
+    assert set(drivers) == {"default", "default.canary", "canary", "canary.canary"}  # each pool and its canary
+    assert drivers["default"]["spec"]["version"] == drivers["default.canary"]["spec"]["version"] == \
+        r.set.components.driver
+    assert drivers["canary"]["spec"]["version"] == drivers["canary.canary"]["spec"]["version"] == \
+        r.matrix.sets["2026.11-r595-candidate"].components.driver
     assert drivers["canary"]["spec"]["version"] != drivers["default"]["spec"]["version"]
     validator = crd_validator(REF / "gpu-operator" / "nvidia.com_nvidiadrivers-excerpt.json")
     for obj in p.nvidia_drivers:

@@ -25,6 +25,8 @@ from ..model import Definition
 from ..validate.pipeline import Result, validate_file
 from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_hash
 from .images import builds_of, identity_findings, image_diff, kept_builds
+from ..render.kubernetes.common import L_DRIVER_POOL
+from ..render.kubernetes.gpu_operator import canary_pool, pool_drivers, pools_of
 from .rollout import Stage, choose_canary, gates, rollback_target, waves
 from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, LIVE, NONE, REBOOT, REFLASH, RESTART, SEVERITY,
                          Problem, transition)
@@ -236,6 +238,14 @@ def _layer_changes(old: Side, new: Side) -> list[dict]:
     return sorted(out, key=lambda lc: order.index(lc["layer"]))
 
 
+def moved_pools(old: Side, new: Side) -> dict[str, tuple[str, str]]:
+    """GPU Operator driver pool -> (driver, new driver) for the pools whose NVIDIADriver changes driver,
+    where the operator owns the driver on both sides."""
+    a = pool_drivers(old.definition, old.result.matrix.sets, old.definition.cluster.matrix)
+    b = pool_drivers(new.definition, new.result.matrix.sets, new.definition.cluster.matrix)
+    return {p: (a[p], v) for p, v in b.items() if p in a and a[p] != v}
+
+
 def _host_order(d: Definition):
     order = {h: i for i, h in enumerate(h for g in d.nodes.values() for h in hostlist.names(g.hosts))}
     return lambda h: order.get(h, 1 << 30)
@@ -391,39 +401,106 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         f"check the rollback target {rb_set or '(none)'} is on hand (packages, images, firmware bundles)",
     ]))
     affected_groups = sorted(by_group, key=list(d.nodes).index)
+    # GPU Operator driver pools whose NVIDIADriver moves to another driver (the operator owns the driver)
+    moved = moved_pools(old, new)
+    pool_of = pools_of(d)
+    rb_pools = pool_drivers(d, matrix.sets, rb_set) if rb_set else {}
+
+    def driver_of(group: str) -> dict:
+        pool = pool_of.get(group) if group else None
+        return {"pool": pool, "canary": canary_pool(pool)} if pool in moved else {}
+
+    def driver_steps(hosts: list[str], driver: dict, how: str) -> list[str]:
+        """Kubernetes canary steps: `to` applies the pool's canary NVIDIADriver and labels the hosts into
+        it; `back` labels them back into the pool (its NVIDIADriver still runs the old driver); `again`
+        labels them into the canary once more."""
+        if not driver:
+            return []
+        pool, canary = driver["pool"], driver["canary"]
+        frm, to = moved[pool]
+        hosts_ = hostlist.fold(hosts)
+        label = f"label {hosts_} {L_DRIVER_POOL}="
+        if how == "back":
+            return [f"{label}{pool}: back on NVIDIADriver {pool} (driver {frm}, the rollback target's)"]
+        move = [f"{label}{canary}: the GPU Operator moves them to driver {to} (its upgrade controller drains "
+                f"them); the rest of pool {pool} stays on driver {frm}"]
+        if how == "again":
+            return move
+        return [f"apply NVIDIADriver {canary} of the new tree (driver {to}); NVIDIADriver {pool} keeps driver "
+                f"{frm} until the control-plane stage", *move]
+
+    def canary_pair(prefix: str, hosts: list[str], group: str, switches: list[str], driver: dict) -> list[Stage]:
+        """The canary stage of `hosts` and, when the policy asks, its rollback drill."""
+        pol = d.upgrade
+        name, drill = f"{prefix}canary", f"{prefix}rollback drill"
+        drain = f"drain {hostlist.fold(hosts)} (timeout {pol.drain.timeout_minutes} min)"
+        # a drill can return the canary's driver by label only when the pool's object runs the rollback driver
+        drill_driver = driver if driver and rb_pools.get(driver["pool"]) == moved[driver["pool"]][0] else {}
+        if driver and not drill_driver and pol.rollback.exercise_on_canary and rb_set:
+            warnings.append(Problem("kubernetes-canary-drill", f"the rollback drill of {hostlist.fold(hosts)} "
+                                    f"cannot return their driver by label: NVIDIADriver {driver['pool']} runs "
+                                    f"{moved[driver['pool']][0]}, the rollback target {rb_set} pins "
+                                    f"{rb_pools.get(driver['pool'], '(none)')}",
+                                    "roll back to the set the cluster runs now (upgrade.rollback.target: previous)"))
+        out = []
+        if reimaged(group):
+            build = new_builds[d.nodes[group].image]
+            out.append(Stage(name, "canary", hosts, [
+                drain, *driver_steps(hosts, driver, "to"),
+                *layer_steps(set(hosts), include_daemons=True, image_layers=True),
+                *boot_steps(hosts, group, build, "the rest of the group stays on its default")],
+                gate_list, switches, "stateless", {"to": build.artefact}, driver))
+            back = back_build(group)
+            if pol.rollback.exercise_on_canary and rb_set and back:
+                out.append(Stage(drill, "rollback-drill", hosts, [
+                    *driver_steps(hosts, drill_driver, "back"),
+                    *boot_steps(hosts, group, back, f"back to the rollback target {rb_set}"),
+                    "run the gates on the rollback target",
+                    *driver_steps(hosts, drill_driver, "again"),
+                    *boot_steps(hosts, group, build, f"forward to {new_set.name} again")],
+                    gate_list, switches, "stateless", {"to": build.artefact, "back": back.artefact}, drill_driver))
+            return out
+        prov = d.nodes[group].provisioning if group else ""
+        out.append(Stage(name, "canary", hosts, [drain, *driver_steps(hosts, driver, "to"),
+                                                 *layer_steps(set(hosts), include_daemons=False)],
+                         gate_list, switches, prov, {}, driver))
+        if pol.rollback.exercise_on_canary and rb_set:
+            out.append(Stage(drill, "rollback-drill", hosts, [
+                *driver_steps(hosts, drill_driver, "back"),
+                f"roll the canary back to {rb_set} (same layers, reverse order)",
+                "run the gates on the rollback target",
+                *driver_steps(hosts, drill_driver, "again"),
+                f"re-apply {new_set.name} to the canary"], gate_list, switches, prov, {}, drill_driver))
+        return out
+
     canary_hosts: list[str] = []
     canary_stages: list[Stage] = []
     canary_group = ""
     if by_group:
         group, canary_hosts, switches, cw = choose_canary(d, affected_groups)
         warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
-        pol = d.upgrade
         canary_group = stage_group(canary_hosts)
-        if reimaged(canary_group):
-            build = new_builds[d.nodes[canary_group].image]
-            canary_stages.append(Stage("canary", "canary", canary_hosts, [
-                f"drain {hostlist.fold(canary_hosts)} (timeout {pol.drain.timeout_minutes} min)",
-                *layer_steps(set(canary_hosts), include_daemons=True, image_layers=True),
-                *boot_steps(canary_hosts, canary_group, build, "the rest of the group stays on its default")],
-                gate_list, switches, "stateless", {"to": build.artefact}))
-            back = back_build(canary_group)
-            if pol.rollback.exercise_on_canary and rb_set and back:
-                canary_stages.append(Stage("rollback drill", "rollback-drill", canary_hosts, [
-                    *boot_steps(canary_hosts, canary_group, back, f"back to the rollback target {rb_set}"),
-                    "run the gates on the rollback target",
-                    *boot_steps(canary_hosts, canary_group, build, f"forward to {new_set.name} again")],
-                    gate_list, switches, "stateless", {"to": build.artefact, "back": back.artefact}))
-        else:
-            canary_stages.append(Stage("canary", "canary", canary_hosts, [
-                f"drain {hostlist.fold(canary_hosts)} (timeout {pol.drain.timeout_minutes} min)",
-                *layer_steps(set(canary_hosts), include_daemons=False)], gate_list, switches,
-                d.nodes[canary_group].provisioning if canary_group else ""))
-            if pol.rollback.exercise_on_canary and rb_set:
-                canary_stages.append(Stage("rollback drill", "rollback-drill", canary_hosts, [
-                    f"roll the canary back to {rb_set} (same layers, reverse order)",
-                    "run the gates on the rollback target",
-                    f"re-apply {new_set.name} to the canary"], gate_list, switches,
-                    d.nodes[canary_group].provisioning if canary_group else ""))
+        canary_stages = canary_pair("", canary_hosts, canary_group, switches, driver_of(canary_group))
+    # Kubernetes GPU nodes get a canary of their own in every driver pool the upgrade moves: a few of the
+    # pool's hosts run the new driver through the pool's canary NVIDIADriver while the rest stays on the old.
+    k8s_canary: dict[str, list[str]] = {}
+    k8s_stages: list[Stage] = []
+    for pool in moved:
+        if canary_group and pool_of.get(canary_group) == pool:
+            k8s_canary[pool] = canary_hosts  # the canary above is in this pool
+            continue
+        groups = [g for g in d.nodes if pool_of.get(g) == pool]
+        members = [h for g in groups for h in hostlist.names(d.nodes[g].hosts)]
+        if len(members) < 2:
+            warnings.append(Problem("kubernetes-canary", f"driver pool {pool} has {len(members)} node(s): no "
+                                    "canary before the rest", "add nodes to the pool's groups"))
+            continue
+        _, hosts, switches, cw = choose_canary(d, groups, group=groups[0],
+                                               nodes=min(d.upgrade.canary.nodes, len(members) - 1))
+        warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
+        k8s_canary[pool] = hosts
+        k8s_stages += canary_pair(f"kubernetes {pool} ", hosts, stage_group(hosts), switches,
+                                  {"pool": pool, "canary": canary_pool(pool)})
     # A stateless canary boots the new slurmd with its image: slurmctld must be upgraded first
     # (slurmctld may be newer than slurmd, never older).
     slurm_moves = any(lc["component"] == "slurm" for lc in layer_changes)
@@ -442,6 +519,9 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         ogo, ngo = old_set.components.gpu_operator, new_set.components.gpu_operator
         if has_k8s and ogo != ngo:
             cp_steps.append(f"GPU Operator {ogo} -> {ngo} (Helm upgrade with the rendered values)")
+    for pool, (frm, to) in moved.items():
+        cp_steps.append(f"NVIDIADriver {pool}: driver {frm} -> {to} (`pulumi up` of the new tree, after its canary "
+                        f"passed): the GPU Operator upgrades the rest of pool {pool}, maxParallelUpgrades at a time")
     for c in changes:
         if c.disruption in (LIVE, RESTART):
             cp_steps.append(f"{c.disruption}: {c.dotted}" + (f" ({len(c.hosts)} nodes)" if c.hosts else ""))
@@ -452,15 +532,23 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
             if mine:
                 cp_steps.append(f"{'slurmd' if lc['component'] == 'slurm' else 'kubelet'} -> {lc['to']} on the "
                                 f"canary {hostlist.fold(mine)}")
+    for hosts in k8s_canary.values():  # their kubelet moves with the control plane, as the canary's
+        if hosts is canary_hosts:
+            continue
+        for lc in layer_changes:
+            mine = [h for h in hosts if h in set(lc["_hosts"])]
+            if lc["component"] == "kubernetes" and mine:
+                cp_steps.append(f"kubelet -> {lc['to']} on the canary {hostlist.fold(mine)}")
     cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
                       gate_list[2:] if canary_hosts else [])] if cp_steps else []
+    # The Kubernetes canaries come before the control-plane stage: it moves the pools' own NVIDIADriver.
     if cp_first:
         cp_stage[0].steps.insert(0, f"before the canary: its image {new_builds[d.nodes[canary_group].image].artefact} "
                                  "carries the new slurmd, and slurmctld may not be older than slurmd")
-        stages += cp_stage + canary_stages
+        stages += k8s_stages + cp_stage + canary_stages
     else:
-        stages += canary_stages + cp_stage
-    wave_list = waves(d, by_group, set(canary_hosts))
+        stages += canary_stages + k8s_stages + cp_stage
+    wave_list = waves(d, by_group, set(canary_hosts).union(*k8s_canary.values()))
     withheld = 0
     if canary_only:
         withheld = len(wave_list)
@@ -497,6 +585,12 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                              "build")
             stages.append(Stage("boot defaults", "boot-default", sorted(pointed, key=_host_order(d)), steps, [],
                                 [], "", {"groups": ",".join(defaults)}))
+        for pool, hosts in k8s_canary.items():
+            frm, to = moved[pool]
+            stages.append(Stage(f"driver pool {pool}", "driver-pool", hosts, [
+                f"label {hostlist.fold(hosts)} {L_DRIVER_POOL}={pool}: back in pool {pool}, whose NVIDIADriver "
+                f"runs driver {to} now as {canary_pool(pool)} does (the operator restarts their driver pods "
+                "under the pool's object)"], [], [], "", {}, {"pool": pool, "canary": canary_pool(pool)}))
 
     # ---- disruption summary
     summary: dict[str, dict] = {}
