@@ -434,6 +434,12 @@ def test_mkosi_image_carries_the_set(built_image):
             "doca-ofed": c.doca, "mft": c.mft}
     assert {p: installed.get(p) for p in want} == want
     assert "ipmitool" in installed and "infiniband-diags" in installed and "nvfwupd" in installed
+    # slurmd within slurmctld's window: slurmctld runs the set's release; slurmd's major is the same or
+    # one slurmctld's release accepts (matrices/compat/slurm-releases.yaml compatible_prior)
+    resolved = built_image[2]
+    slurmd = ".".join(installed["slurm-smd-slurmd"].split("-")[0].split(".")[:2])
+    ctld = resolved.matrix.compat.slurm_release(resolved.set.slurm_major)
+    assert ctld is not None and (slurmd == ctld.major or slurmd in ctld.compatible_prior), (slurmd, ctld)
 
 
 # The off-matrix verdict (one GPU's VBIOS, the driver) is proven on the same first-boot script run
