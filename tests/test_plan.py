@@ -551,3 +551,25 @@ elif args[0] == "get":
     log.unlink()
     r = run({**extra, "clusterdef_driver_labels": [{"node": "gpu1 --all", "pool": "default"}]})
     assert r.returncode != 0 and "refusing" in r.stdout and not log.exists(), r.stdout[-2000:]
+
+
+def test_kubernetes_canary_group_carries_the_driver_pool(tmp_path):
+    """When the plan's canary group is itself in the moving driver pool (upgrade.canary.node_group a
+    Kubernetes group), that canary stage and its drill carry the pool's labels; no second canary."""
+    from clusterdef import hostlist
+
+    for name in (OLD, CURRENT):
+        path = variant(tmp_path, "estate", name, keep=None)
+        path.write_text(path.read_text().replace("node_group: su01}", "node_group: su25}", 1))
+    old = load_side(tmp_path / f"estate-{OLD}.yaml", MATRICES, TODAY, FROM_SIDE_IGNORED)
+    text = keep_builds((tmp_path / f"estate-{CURRENT}.yaml").read_text(), old.tree)
+    (tmp_path / f"estate-{CURRENT}.yaml").write_text(text)
+    new = load_side(tmp_path / f"estate-{CURRENT}.yaml", MATRICES, TODAY, {"matrix-candidate"})
+    stages = make_plan(old, new).doc["rollout"]["stages"]
+    names = [s["name"] for s in stages]
+    assert not [n for n in names if n.startswith("kubernetes ")], names
+    canary, drill = stages[names.index("canary")], stages[names.index("rollback drill")]
+    assert canary["driver"] == drill["driver"] == {"pool": "default", "canary": "default.canary"}
+    assert set(hostlist.names(canary["hosts"])) <= set(hostlist.names("gpu[3073-3200]"))
+    assert canary["steps"][1].startswith("apply NVIDIADriver default.canary of the new tree")
+    assert stages[-1]["name"] == "driver pool default" and stages[-1]["hosts"] == canary["hosts"]
