@@ -241,6 +241,7 @@ def _layer_changes(old: Side, new: Side) -> list[dict]:
 def moved_pools(old: Side, new: Side) -> dict[str, tuple[str, str]]:
     """GPU Operator driver pool -> (driver, new driver) for the pools whose NVIDIADriver changes driver,
     where the operator owns the driver on both sides."""
+    assert old.result.matrix is not None and new.result.matrix is not None  # both sides validated
     a = pool_drivers(old.definition, old.result.matrix.sets, old.definition.cluster.matrix)
     b = pool_drivers(new.definition, new.result.matrix.sets, new.definition.cluster.matrix)
     return {p: (a[p], v) for p, v in b.items() if p in a and a[p] != v}
@@ -495,11 +496,11 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
             warnings.append(Problem("kubernetes-canary", f"driver pool {pool} has {len(members)} node(s): no "
                                     "canary before the rest", "add nodes to the pool's groups"))
             continue
-        _, hosts, switches, cw = choose_canary(d, groups, group=groups[0],
-                                               nodes=min(d.upgrade.canary.nodes, len(members) - 1))
+        _, khosts, kswitches, cw = choose_canary(d, groups, group=groups[0],
+                                                 nodes=min(d.upgrade.canary.nodes, len(members) - 1))
         warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
-        k8s_canary[pool] = hosts
-        k8s_stages += canary_pair(f"kubernetes {pool} ", hosts, stage_group(hosts), switches,
+        k8s_canary[pool] = khosts
+        k8s_stages += canary_pair(f"kubernetes {pool} ", khosts, stage_group(khosts), kswitches,
                                   {"pool": pool, "canary": canary_pool(pool)})
     # A stateless canary boots the new slurmd with its image: slurmctld must be upgraded first
     # (slurmctld may be newer than slurmd, never older).
@@ -532,11 +533,11 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
             if mine:
                 cp_steps.append(f"{'slurmd' if lc['component'] == 'slurm' else 'kubelet'} -> {lc['to']} on the "
                                 f"canary {hostlist.fold(mine)}")
-    for hosts in k8s_canary.values():  # their kubelet moves with the control plane, as the canary's
-        if hosts is canary_hosts:
+    for khosts in k8s_canary.values():  # their kubelet moves with the control plane, as the canary's
+        if khosts is canary_hosts:
             continue
         for lc in layer_changes:
-            mine = [h for h in hosts if h in set(lc["_hosts"])]
+            mine = [h for h in khosts if h in set(lc["_hosts"])]
             if lc["component"] == "kubernetes" and mine:
                 cp_steps.append(f"kubelet -> {lc['to']} on the canary {hostlist.fold(mine)}")
     cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
@@ -585,10 +586,10 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                              "build")
             stages.append(Stage("boot defaults", "boot-default", sorted(pointed, key=_host_order(d)), steps, [],
                                 [], "", {"groups": ",".join(defaults)}))
-        for pool, hosts in k8s_canary.items():
+        for pool, khosts in k8s_canary.items():
             frm, to = moved[pool]
-            stages.append(Stage(f"driver pool {pool}", "driver-pool", hosts, [
-                f"label {hostlist.fold(hosts)} {L_DRIVER_POOL}={pool}: back in pool {pool}, whose NVIDIADriver "
+            stages.append(Stage(f"driver pool {pool}", "driver-pool", khosts, [
+                f"label {hostlist.fold(khosts)} {L_DRIVER_POOL}={pool}: back in pool {pool}, whose NVIDIADriver "
                 f"runs driver {to} now as {canary_pool(pool)} does (the operator restarts their driver pods "
                 "under the pool's object)"], [], [], "", {}, {"pool": pool, "canary": canary_pool(pool)}))
 

@@ -267,9 +267,9 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
             if stage["kind"] == "canary":
                 actions = (("driver", drv, "driver-pool.yml", "to-canary"), *actions)
             else:  # the drill: back into the pool, the rollback and its gates, then into the canary again
-                at = next(i for i, a in enumerate(actions) if a[0] == "reapply")
-                actions = (("driver-back", drv, "driver-pool.yml", "pool"), *actions[:at],
-                           ("driver-again", drv, "driver-pool.yml", "canary"), *actions[at:])
+                cut = next(i for i, a in enumerate(actions) if a[0] == "reapply")
+                actions = (("driver-back", drv, "driver-pool.yml", "pool"), *actions[:cut],
+                           ("driver-again", drv, "driver-pool.yml", "canary"), *actions[cut:])
         for group, hosts, limit in wave_groups(stage, waves):
             rolled_back = False  # the gates right after rollback.yml check the rollback set, not the target
             for n, (action, pb, pb_name, *key) in enumerate(actions, 1):
