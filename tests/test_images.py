@@ -138,8 +138,8 @@ def baseline(tmp_path):
     return run, node, tmp_path / "state", cmdline, resolved
 
 
-# 1 BMC + 1 SBIOS + 8 GPU VBIOS + 4 NVSwitches + 8 ConnectX-7 + driver, CUDA, NCCL, toolkit, slurmd
-HGX_CHECKS = 1 + 1 + 8 + 4 + 8 + 5
+# 1 BMC + 1 SBIOS + 8 GPU VBIOS + 4 NVSwitches + 8 ConnectX-7 + driver, CUDA, NCCL, toolkit, slurmd, DOCA-OFED, MFT
+HGX_CHECKS = 1 + 1 + 8 + 4 + 8 + 7
 
 
 def test_baseline_on_matrix(baseline):
@@ -190,6 +190,29 @@ def test_baseline_missing_probe_tool_is_off_matrix(baseline):
     assert "OFF-MATRIX bmc: node runs unknown (nvfwupd not installed)" in r.stdout
 
 
+def test_baseline_doca_ofed_and_mft_from_the_set(baseline):
+    """DOCA-OFED and MFT are read with dpkg-query (doca-ofed, mft) and compared with the set: a build
+    suffix to the pinned release passes (the source pins `{version}*`), another release or an
+    uninstalled package fails naming the component and both versions (unknown: fail closed)."""
+    run, node, state, _, resolved = baseline
+    c = resolved.set.components
+    update(node, lambda n: n["packages"].update({"doca-ofed": f"{c.doca}.1", "mft": f"1:{c.mft}"}))
+    r = run()
+    assert r.returncode == 0 and f"{HGX_CHECKS} check(s) passed" in r.stdout, r.stdout
+    update(node, lambda n: n["packages"].update({"doca-ofed": "3.1.0-091000", "mft": f"{c.mft}0"}))
+    r = run()
+    assert r.returncode == 1, r.stdout
+    assert (f"OFF-MATRIX doca doca-ofed: node runs 3.1.0-091000, set {resolved.set.name} pins {c.doca}"
+            in r.stdout), r.stdout
+    assert f"OFF-MATRIX mft mft: node runs {c.mft}0, set {resolved.set.name} pins {c.mft}" in r.stdout, r.stdout
+    assert f"2 of {HGX_CHECKS} check(s) failed" in r.stdout
+    update(node, lambda n: n["packages"].pop("mft"))
+    r = run()
+    assert r.returncode == 1
+    assert (f"OFF-MATRIX mft: node runs unknown (no installed package matches mft), set {resolved.set.name} "
+            f"pins {c.mft}") in r.stdout, r.stdout
+
+
 def test_baseline_missing_gpu_is_off_matrix(baseline):
     run, node, state, _, _ = baseline
     update(node, lambda n: n["gpus"].pop())
@@ -235,8 +258,8 @@ def test_baseline_on_a_stand_in_dgx(tmp_path):
 
     fw = vs.firmware["dgx-h100"]
     r = run()
-    # bmc, sbios, 8 VBIOS, 4 NVSwitch, 8 CX7, 2 BF3, driver, CUDA, NCCL, toolkit, slurmd
-    assert r.returncode == 0 and "on-matrix for set 2026.07-r580: 29 check(s) passed" in r.stdout, r.stdout
+    # bmc, sbios, 8 VBIOS, 4 NVSwitch, 8 CX7, 2 BF3, driver, CUDA, NCCL, toolkit, slurmd, DOCA-OFED, MFT
+    assert r.returncode == 0 and "on-matrix for set 2026.07-r580: 31 check(s) passed" in r.stdout, r.stdout
     update(node, lambda n: (n["gpus"][2].update(vbios="96.00.74.00.01"), n["hcas"][9].update(fw="32.46.3048")))
     r = run()
     assert r.returncode == 1
@@ -244,7 +267,7 @@ def test_baseline_on_a_stand_in_dgx(tmp_path):
             f"{fw['gpu_vbios']}") in r.stdout
     assert f"OFF-MATRIX bf3 /dev/mst/mt41692_pciconf1: node runs 32.46.3048, set 2026.07-r580 pins {fw['bf3']}" \
         in r.stdout
-    assert "2 of 29 check(s) failed" in r.stdout
+    assert "2 of 31 check(s) failed" in r.stdout
     update(node, lambda n: (n["gpus"][2].update(vbios=fw["gpu_vbios"]), n["hcas"][9].update(fw=fw["bf3"])))
     (node / "mlxfwmanager").unlink()
     r = run()
@@ -411,6 +434,12 @@ def test_mkosi_image_carries_the_set(built_image):
             "doca-ofed": c.doca, "mft": c.mft}
     assert {p: installed.get(p) for p in want} == want
     assert "ipmitool" in installed and "infiniband-diags" in installed and "nvfwupd" in installed
+    # slurmd within slurmctld's window: slurmctld runs the set's release; slurmd's major is the same or
+    # one slurmctld's release accepts (matrices/compat/slurm-releases.yaml compatible_prior)
+    resolved = built_image[2]
+    slurmd = ".".join(installed["slurm-smd-slurmd"].split("-")[0].split(".")[:2])
+    ctld = resolved.matrix.compat.slurm_release(resolved.set.slurm_major)
+    assert ctld is not None and (slurmd == ctld.major or slurmd in ctld.compatible_prior), (slurmd, ctld)
 
 
 # The off-matrix verdict (one GPU's VBIOS, the driver) is proven on the same first-boot script run

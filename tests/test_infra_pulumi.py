@@ -130,6 +130,29 @@ def test_helm_values_equal_rendered_files(deployed):
     assert set(gpu["values"]) >= {"driver", "toolkit", "devicePlugin", "dcgmExporter", "mig"}
 
 
+def test_nvidia_drivers_and_their_canaries_deployed(deployed):
+    """Where the GPU Operator owns the driver (the estate), Pulumi creates every rendered NVIDIADriver:
+    the pool's and its canary's (`default.canary`, selecting the nodes a rollout labels into it), as
+    rendered; the lab's images carry the driver, so it gets none."""
+    example, created, tree = deployed
+    drivers = by_type(created, "kubernetes:nvidia.com/v1alpha1:NVIDIADriver")
+    if example in ("lab", "lab-dedicated"):  # the lab's images carry the driver
+        assert drivers == {} and "kubernetes/gpu-operator/nvidiadrivers.yaml" not in tree
+        return
+    rendered = [d for d in YAML(typ="safe").load_all(tree["kubernetes/gpu-operator/nvidiadrivers.yaml"]) if d]
+    pools = {"estate": ["default"], "lab-canary": ["canary", "default"]}[example]
+    assert set(drivers) == {f"gpu-operator-nvidiadriver-{p}{c}" for p in pools for c in ("", ".canary")}
+    for obj in rendered:
+        got = drivers[f"gpu-operator-nvidiadriver-{obj['metadata']['name']}"]
+        assert as_floats({k: got[k] for k in ("apiVersion", "kind", "metadata", "spec")}) == as_floats(obj)
+    assert drivers["gpu-operator-nvidiadriver-default.canary"]["spec"]["nodeSelector"] == {
+        "clusterdef.dev/driver-pool": "default.canary"}
+    assert drivers["gpu-operator-nvidiadriver-default"]["spec"]["nodeSelector"] == {
+        "clusterdef.dev/driver-pool": "default"}
+    values = by_type(created, "kubernetes:helm.sh/v3:Release")["gpu-operator-release"]["values"]
+    assert values["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
+
+
 def test_tenant_quota_and_namespaces(deployed):
     example, created, tree = deployed
     y = YAML(typ="safe")
@@ -244,15 +267,17 @@ def test_nvidia_drivers_deployed_after_the_operator(deployed_with_deps):
     example, created, tree, depends = deployed_with_deps
     drivers = by_type(created, "kubernetes:nvidia.com/v1alpha1:NVIDIADriver")
     rel = "kubernetes/gpu-operator/nvidiadrivers.yaml"
-    if example != "lab-canary":
+    if example in ("lab", "lab-dedicated"):  # the lab's images carry the driver
         assert rel not in tree and drivers == {}
         return
-    want = {d["metadata"]["name"]: d for d in YAML(typ="safe").load_all(tree[rel])}
-    assert sorted(want) == ["canary", "default"]
+    want = {d["metadata"]["name"]: d for d in YAML(typ="safe").load_all(tree[rel]) if d}
+    assert sorted(want) == (["canary", "canary.canary", "default", "default.canary"] if example == "lab-canary"
+                            else ["default", "default.canary"])
     assert {n.removeprefix("gpu-operator-nvidiadriver-"): v for n, v in drivers.items()} == \
         {n: as_floats(d) for n, d in want.items()}
-    assert drivers["gpu-operator-nvidiadriver-canary"]["spec"]["version"] != \
-        drivers["gpu-operator-nvidiadriver-default"]["spec"]["version"]
+    if example == "lab-canary":  # the canary pool pins another set
+        assert drivers["gpu-operator-nvidiadriver-canary"]["spec"]["version"] != \
+            drivers["gpu-operator-nvidiadriver-default"]["spec"]["version"]
     for name in drivers:
         assert depends[name] == {"gpu-operator-release"}
     values = by_type(created, "kubernetes:helm.sh/v3:Release")["gpu-operator-release"]["values"]

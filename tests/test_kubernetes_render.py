@@ -159,7 +159,12 @@ def test_gpu_operator_values_exist_in_chart(examples, example, set_name):
     values = gpu_operator.values(r)
     chart = chart_values(r.set.components.gpu_operator)
     assert missing_in(chart, values) == []
-    assert values["driver"]["version"] == r.set.components.driver
+    if values["driver"].get("nvidiaDriverCRD", {}).get("enabled"):  # the NVIDIADriver objects carry the driver
+        assert "version" not in values["driver"] and "repository" not in values["driver"]
+        drivers = {o["metadata"]["name"]: o["spec"] for o in gpu_operator.nvidia_drivers(r)}
+        assert drivers["default"]["version"].startswith(r.set.components.driver), drivers["default"]
+    else:
+        assert values["driver"]["version"] == r.set.components.driver
     assert values["toolkit"]["version"].lstrip("v") == r.set.components.container_toolkit
 
 
@@ -178,7 +183,17 @@ def test_gpu_operator_values_follow_set_and_policy(examples, plans):
         assert up["drain"]["timeoutSeconds"] == d.upgrade.drain.timeout_minutes * 60
         assert up["gpuPodDeletion"]["timeoutSeconds"] == d.upgrade.drain.grace_seconds
         assert v["dcgmExporter"]["serviceMonitor"]["enabled"] is True
-        assert v["driver"]["rdma"]["enabled"] is True  # both examples: IB fabric + Network Operator
+        assert operator_rdma(plans[name])["enabled"] is True  # both examples: IB fabric + Network Operator
+
+
+def operator_rdma(plan) -> dict:
+    """The GPU Operator driver's RDMA as the cluster gets it: from the values, or, where NVIDIADriver
+    objects carry the driver, from each of them (all equal; absent means off)."""
+    if "rdma" in plan.gpu_operator_values["driver"]:
+        return plan.gpu_operator_values["driver"]["rdma"]
+    specs = [o["spec"].get("rdma", {"enabled": False, "useHostMofed": False}) for o in plan.nvidia_drivers]
+    assert specs and all(x == specs[0] for x in specs), specs
+    return specs[0]
 
 
 def chart_tag(release: str) -> str:
@@ -378,9 +393,11 @@ def test_driver_pools_canary(lab_data, tmp_path):
     r = load(dump_yaml(driver_pool_canary(lab_data), tmp_path / "lab-canary.yaml"))
     p = k8s.plan(r)
     drivers = {o["metadata"]["name"]: o for o in p.nvidia_drivers}
-    assert set(drivers) == {"default", "canary"}
-    assert drivers["default"]["spec"]["version"] == r.set.components.driver
-    assert drivers["canary"]["spec"]["version"] == r.matrix.sets["2026.11-r595-candidate"].components.driver
+    assert set(drivers) == {"default", "default.canary", "canary", "canary.canary"}  # each pool and its canary
+    assert drivers["default"]["spec"]["version"] == drivers["default.canary"]["spec"]["version"] == \
+        r.set.components.driver
+    assert drivers["canary"]["spec"]["version"] == drivers["canary.canary"]["spec"]["version"] == \
+        r.matrix.sets["2026.11-r595-candidate"].components.driver
     assert drivers["canary"]["spec"]["version"] != drivers["default"]["spec"]["version"]
     # the cluster's operator (the set's release) serves the NVIDIADriver CRD, whatever set a pool runs
     release = r.set.components.gpu_operator
@@ -425,7 +442,7 @@ def test_network_operator_only_with_rdma(lab_data, tmp_path):
         d["network"]["fabrics"]["ib0"]["kind"] = "ethernet"
     r = variant(lab_data, tmp_path, ethernet)
     assert k8s.plan(r).network_operator_values is None
-    assert k8s.plan(r).gpu_operator_values["driver"]["rdma"]["enabled"] is False
+    assert operator_rdma(k8s.plan(r))["enabled"] is False
     assert "kubernetes/network-operator/values.yaml" not in k8s.render(r)
 
 
@@ -731,7 +748,7 @@ def test_nic_cluster_policy_validates_against_crd(plans):
         config = _json.loads(ncp["spec"]["rdmaSharedDevicePlugin"]["config"])
         entry = config["configList"][0]
         assert entry["selectors"]["linkTypes"] == ["infiniband"] and entry["selectors"]["ifNames"]
-        rdma = p.gpu_operator_values["driver"]["rdma"]
+        rdma = operator_rdma(p)
         if name == "estate":  # Kubernetes-only image: the Network Operator's DOCA driver container
             assert ncp["spec"]["ofedDriver"]["image"] == "doca-driver"
             assert rdma == {"enabled": True, "useHostMofed": False}
@@ -752,7 +769,7 @@ def test_host_mofed(lab_data, tmp_path):
     r = variant(lab_data, tmp_path, lambda d: None)
     p = k8s.plan(r)
     assert "ofedDriver" not in p.nic_cluster_policy["spec"]
-    assert p.gpu_operator_values["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}
+    assert operator_rdma(p) == {"enabled": True, "useHostMofed": True}
 
 
 # ---------------------------------------------------------------- dedicated tenants on Kubernetes

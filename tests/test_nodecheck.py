@@ -121,3 +121,68 @@ def test_several_failures_in_one_reason_and_resume(node):
     r, _ = run()
     assert r.returncode == 0
     assert calls(bindir, "scontrol")[-1] == "scontrol update NodeName=gpu002 State=RESUME"
+
+
+# --------------------------------------------------------------------------- installed by a role on stateful nodes
+
+@pytest.mark.slow
+def test_role_installs_nodecheck_on_stateful_slurm_nodes(tmp_path):
+    """roles/slurm_nodecheck as upgrade.yml and rollback.yml name it (their `when`), with the rendered
+    inventory and group_vars, on this machine (local connection, each host under <tmp>/root/<host>):
+    the lab's stateful Slurm nodes (sgpu01-02) get the rendered slurm/nodecheck at slurm.conf's
+    HealthCheckProgram, mode 0755, byte for byte; the stateless ones (gpu001-004, their image carries
+    it) and the Kubernetes ones get nothing; a second run changes nothing; rollback.yml installs the
+    rollback set's health check."""
+    import json
+    import os
+    import stat
+    import sys
+    from pathlib import Path
+
+    from ruamel.yaml import YAML
+
+    from conftest import ROOT
+
+    ansible = Path(sys.executable).parent / "ansible-playbook"
+    if not ansible.exists():
+        pytest.skip("ansible-playbook is not installed")
+    result = validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY)
+    tree, _ = build_tree(result, ["slurm", "ansible"])
+    for rel, text in tree.items():
+        if rel.startswith("ansible/"):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+    program = result.definition.slurm.health_check.program
+    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_NOCOLOR": "1"}
+    extra = json.dumps({"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                        "slurm_nodecheck_root": str(tmp_path / "root") + "/{{ inventory_hostname }}"})
+
+    def play(playbook: str) -> Path:
+        """A play of the playbook's own slurm_nodecheck entry (role, when, vars) on every node."""
+        plays = YAML(typ="safe").load((ROOT / "playbooks" / playbook).read_text())
+        [entry] = [r for p in plays for r in p.get("roles", []) if r.get("role") == "slurm_nodecheck"]
+        path = tmp_path / f"play-{playbook}"
+        path.write_text(json.dumps([{"name": "Health check", "hosts": "nodes", "gather_facts": False,
+                                     "roles": [entry]}]))
+        return path
+
+    def run(playbook: str) -> str:
+        r = subprocess.run([str(ansible), "-i", str(tmp_path / "ansible"), str(play(playbook)), "-e", extra],
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+        return r.stdout
+
+    first, second = run("upgrade.yml"), run("upgrade.yml")
+    recap = lambda out, host: next(ln for ln in out.splitlines() if ln.startswith(host + " "))  # noqa: E731
+    for host in ("sgpu01", "sgpu02"):
+        installed = tmp_path / "root" / host / program.lstrip("/")
+        assert installed.read_text() == tree["slurm/nodecheck"]
+        assert stat.S_IMODE(installed.stat().st_mode) == 0o755
+        assert "changed=0" not in recap(first, host) and "failed=0" in recap(first, host)
+        assert "changed=0" in recap(second, host) and "failed=0" in recap(second, host), recap(second, host)
+    for host in ("gpu001", "gpu004", "kgpu01"):
+        assert not (tmp_path / "root" / host).exists(), host
+    run("rollback.yml")
+    back = (tmp_path / "root" / "sgpu01" / program.lstrip("/")).read_text()
+    rb = result.matrix.sets["2025.10-r580"]
+    assert back != tree["slurm/nodecheck"] and f"Validated set {rb.name} (Slurm {rb.components.slurm})" in back

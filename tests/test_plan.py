@@ -166,8 +166,10 @@ def test_estate_waves_follow_topology(tmp_path):
     assert len(next(s for s in ro["stages"] if s["kind"] == "canary")["switches"]) >= 2
     waves = [s for s in ro["stages"] if s["kind"] == "wave"]
     assert all(w["nodes"] <= 128 for w in waves)
-    assert sum(w["nodes"] for w in waves) + 8 == sum(lc["nodes"] for lc in doc["set_change"]["layers"]
-                                                     if lc["component"] == "driver")
+    canaries = [s for s in ro["stages"] if s["kind"] == "canary"]  # Slurm's and the Kubernetes driver pool's
+    assert [c["nodes"] for c in canaries] == [8, 8]
+    assert sum(w["nodes"] for w in waves) + 16 == sum(lc["nodes"] for lc in doc["set_change"]["layers"]
+                                                      if lc["component"] == "driver")
     assert waves[0]["switches"] == [f"leaf{i:03d}" for i in range(1, 9)]  # 8 leaves of 16 nodes: one SU
 
 
@@ -402,3 +404,208 @@ def test_base_mac_inventory_outside_the_definitions_folder_is_refused(tmp_path, 
     assert "plan-base-mac-file" in out and why in out and "HEAD:clusters/lab.yaml:" in out, out
     assert "nodes.train.addressing.mac.file" in out and "Traceback" not in out
     assert "secret" not in out  # the file outside was never read into the plan
+
+
+# --------------------------------------------------------------------------- Kubernetes GPU nodes: a canary first
+
+NVD = "kubernetes/gpu-operator/nvidiadrivers.yaml"
+
+
+def _estate_sides(tmp: Path):
+    old = load_side(variant(tmp, "estate", OLD, keep=None), MATRICES, TODAY, FROM_SIDE_IGNORED)
+    new = load_side(variant(tmp, "estate", CURRENT, keep=old.tree), MATRICES, TODAY, {"matrix-candidate"})
+    return old, new
+
+
+def _nvidia_drivers(tree: dict[str, str]) -> dict[str, dict]:
+    from ruamel.yaml import YAML
+
+    return {o["metadata"]["name"]: o for o in YAML(typ="safe").load_all(tree[NVD]) if o}
+
+
+def _node_labels(tree: dict[str, str]) -> dict[str, dict[str, str]]:
+    """host -> its labels, as kubelet registers them (kubernetes/nodes/labels-taints.yaml)."""
+    from ruamel.yaml import YAML
+
+    from clusterdef import hostlist
+
+    groups = YAML(typ="safe").load(tree["kubernetes/nodes/labels-taints.yaml"])["groups"]
+    return {h: g["labels"] for g in groups.values() for h in hostlist.names(g["hosts"])}
+
+
+def _drivers_run(objects: dict[str, dict], labels: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """host -> the driver versions of every NVIDIADriver whose nodeSelector selects it (the operator
+    runs one driver per node: exactly one must match)."""
+    return {h: [o["spec"]["version"] for o in objects.values()
+                if all(lab.get(k) == v for k, v in o["spec"]["nodeSelector"].items())] for h, lab in labels.items()}
+
+
+def test_kubernetes_driver_canary_before_the_rest(tmp_path):
+    """The estate (GPU Operator owns the driver): the plan gives pool `default` a canary of its own
+    before the control-plane stage moves the pool's NVIDIADriver, and labels its hosts back at the end.
+    With the rendered objects and node labels: in every phase each Kubernetes GPU node is selected by
+    exactly one NVIDIADriver (the canary's and the rest's selectors are disjoint and cover the pool),
+    the canary runs the new driver while the rest stays on the old one, the drill puts the canary back
+    on the old one, and after the control plane every node runs the new one. Slurm nodes are selected by
+    none. The objects are strict-valid against the set's operator NVIDIADriver CRD."""
+    from clusterdef import hostlist
+    from test_kubernetes_render import SHARED, crd_validator, errors_of
+
+    old, new = _estate_sides(tmp_path)
+    doc = make_plan(old, new).doc
+    stages = doc["rollout"]["stages"]
+    names = [s["name"] for s in stages]
+    kc, drill = stages[names.index("kubernetes default canary")], stages[names.index("kubernetes default rollback drill")]
+    cp = names.index("control plane and cluster config")
+    assert names.index("canary") < names.index("kubernetes default canary") < names.index(drill["name"]) < cp
+    assert kc["kind"] == "canary" and drill["kind"] == "rollback-drill"
+    assert kc["driver"] == drill["driver"] == {"pool": "default", "canary": "default.canary"}
+    assert names[-1] == "driver pool default" and stages[-1]["kind"] == "driver-pool"
+    d = new.definition
+    k8s = {h for g in d.nodes.values() if g.control_plane == "kubernetes" and d.hardware[g.hardware].gpu
+           for h in hostlist.names(g.hosts)}
+    canary = set(hostlist.names(kc["hosts"]))
+    assert len(canary) == d.upgrade.canary.nodes and canary < k8s and len(kc["switches"]) >= 2
+    assert set(hostlist.names(stages[-1]["hosts"])) == canary == set(hostlist.names(drill["hosts"]))
+    waved = {h for s in stages if s["kind"] == "wave" for h in hostlist.names(s["hosts"])}
+    assert not waved & canary and k8s - canary <= waved
+    old_v, new_v = old.result.matrix.sets[OLD].components.driver, new.result.matrix.sets[CURRENT].components.driver
+    assert old_v != new_v
+    assert f"NVIDIADriver default: driver {old_v} -> {new_v} (`pulumi up` of the new tree" in \
+        " ".join(stages[cp]["steps"])
+
+    before, after = _nvidia_drivers(old.tree), _nvidia_drivers(new.tree)
+    assert set(after) == {"default", "default.canary"}
+    tag = new.result.matrix.sets[CURRENT].components.gpu_operator  # the set's operator release
+    validator = crd_validator(SHARED / "gpu-operator" / f"nvidia.com_nvidiadrivers-{tag}.yaml")
+    for obj in after.values():
+        assert errors_of(validator, obj) == [], obj["metadata"]["name"]
+    rendered = _node_labels(new.tree)
+    relabelled = {h: {**lab, "clusterdef.dev/driver-pool": kc["driver"]["canary"]} if h in canary else lab
+                  for h, lab in rendered.items()}
+    # the canary stage: the new tree's default.canary applied, the pool's own object still the old tree's
+    phases = {"canary": ({**before, "default.canary": after["default.canary"]}, relabelled),
+              "drill": ({**before, "default.canary": after["default.canary"]}, rendered),
+              "control plane": (after, relabelled), "driver pool": (after, rendered)}
+    for phase, (objects, labels) in phases.items():
+        run = _drivers_run(objects, labels)
+        assert all(len(run[h]) == 1 for h in k8s), phase  # disjoint and covering
+        assert not any(run[h] for h in set(run) - k8s), phase  # Slurm's nodes: no operator driver
+        want = {h: [new_v if phase in ("control plane", "driver pool") or (phase == "canary" and h in canary)
+                    else old_v] for h in k8s}
+        assert {h: run[h] for h in k8s} == want, phase
+
+
+def test_kubernetes_canary_apply_steps(tmp_path):
+    """apply runs driver-pool.yml around the canary's own steps: the canary's NVIDIADriver and labels
+    first, the drill back into the pool before rollback.yml and into the canary again before the
+    reapply, and the canary hosts back into the pool last; objects and labels from the new tree."""
+    from clusterdef import hostlist
+    from clusterdef.apply.steps import DriverPools, inventory_waves, steps_for_plan
+    from conftest import ROOT
+
+    old, new = _estate_sides(tmp_path)
+    doc = make_plan(old, new).doc
+    steps = steps_for_plan(doc, inventory_waves(new.tree["ansible/inventory/hosts.yml"]), ROOT / "playbooks",
+                           pools=DriverPools(new))
+    mine = [s for s in steps if s.stage.startswith("kubernetes default") or s.stage == "driver pool default"]
+    assert [(s.stage.replace("kubernetes default ", ""), s.action, s.playbook.name) for s in mine] == [
+        ("canary", "driver", "driver-pool.yml"), ("canary", "upgrade", "upgrade.yml"),
+        ("canary", "gates", "enforce-baseline.yml"),
+        ("rollback drill", "driver-back", "driver-pool.yml"), ("rollback drill", "rollback", "rollback.yml"),
+        ("rollback drill", "gates", "enforce-baseline.yml"),
+        ("rollback drill", "driver-again", "driver-pool.yml"), ("rollback drill", "reapply", "upgrade.yml"),
+        ("driver pool default", "driver-pool", "driver-pool.yml")]
+    canary = sorted(hostlist.names(doc["rollout"]["stages"][[s["name"] for s in doc["rollout"]["stages"]].index(
+        "kubernetes default canary")]["hosts"]))
+    first, back, again, last = (s.extravars({}) for s in mine if s.action.startswith("driver"))
+    assert [o["metadata"]["name"] for o in first["clusterdef_nvidia_drivers"]] == ["default.canary"]
+    assert first["clusterdef_nvidia_drivers"][0] == _nvidia_drivers(new.tree)["default.canary"]
+    assert sorted(x["node"] for x in first["clusterdef_driver_labels"]) == canary
+    for v, pool in ((first, "default.canary"), (back, "default"), (again, "default.canary"), (last, "default")):
+        assert {x["pool"] for x in v["clusterdef_driver_labels"]} == {pool}
+    assert back["clusterdef_nvidia_drivers"] == again["clusterdef_nvidia_drivers"] == \
+        last["clusterdef_nvidia_drivers"] == []
+    assert all(s.limit is None for s in mine if s.action.startswith("driver"))
+
+
+@pytest.mark.slow
+def test_driver_pool_playbook_with_a_stand_in_kubectl(tmp_path):
+    """playbooks/driver-pool.yml with real ansible-playbook (local connection) and a stand-in kubectl
+    that records its argv and stdin: the NVIDIADriver goes to `kubectl apply -f -` as JSON, each node
+    gets `kubectl label --overwrite node N clusterdef.dev/driver-pool=V`, the play waits for the
+    operator's upgrade-done; a second run against a cluster that already has them changes nothing; a
+    hostile node name is refused before kubectl runs."""
+    import sys
+
+    from conftest import ROOT
+
+    ansible = Path(sys.executable).parent / "ansible-playbook"
+    if not ansible.exists():
+        pytest.skip("ansible-playbook is not installed")
+    log = tmp_path / "kubectl.log"
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(f"""#!{sys.executable}
+import json, os, sys
+args = sys.argv[1:]
+same = os.path.exists({str(tmp_path / "applied")!r})
+data = sys.stdin.read() if args[:3] == ["apply", "--filename", "-"] else ""
+open({str(log)!r}, "a").write(json.dumps({{"argv": args, "stdin": data}}) + "\\n")
+if args[0] == "apply":
+    print("nvidiadriver.nvidia.com/" + json.loads(data)["metadata"]["name"] + (" unchanged" if same else " configured"))
+elif args[0] == "label":
+    print("node/" + args[3] + (" not labeled" if same else " labeled"))
+elif args[0] == "get":
+    print("upgrade-done", end="")
+""")
+    kubectl.chmod(0o755)
+    obj = {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": "default.canary"},
+           "spec": {"driverType": "gpu", "version": "580.126.20", "nodeSelector": {
+               "clusterdef.dev/driver-pool": "default.canary"}}}
+    extra = {"ansible_python_interpreter": sys.executable, "clusterdef_kubectl": str(kubectl),
+             "clusterdef_nvidia_drivers": [obj], "clusterdef_driver_labels": [
+                 {"node": "gpu3073", "pool": "default.canary"}, {"node": "gpu3089", "pool": "default.canary"}]}
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0",
+           "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
+
+    def run(vars_: dict):
+        return subprocess.run([str(ansible), "-i", "localhost,", "-c", "local", str(ROOT / "playbooks/driver-pool.yml"),
+                               "-e", json.dumps(vars_)], env=env, capture_output=True, text=True, timeout=300)
+
+    r = run(extra)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    calls = [json.loads(ln) for ln in log.read_text().splitlines()]
+    assert calls[0]["argv"] == ["apply", "--filename", "-"] and json.loads(calls[0]["stdin"]) == obj
+    assert [c["argv"] for c in calls[1:3]] == [
+        ["label", "--overwrite", "node", "gpu3073", "clusterdef.dev/driver-pool=default.canary"],
+        ["label", "--overwrite", "node", "gpu3089", "clusterdef.dev/driver-pool=default.canary"]]
+    assert [c["argv"][:3] for c in calls[3:]] == [["get", "node", "gpu3073"], ["get", "node", "gpu3089"]]
+    assert "changed=2" in r.stdout, r.stdout[-2000:]  # the apply task and the label task
+    (tmp_path / "applied").write_text("")
+    r = run(extra)
+    assert r.returncode == 0 and "changed=0" in r.stdout, (r.stdout + r.stderr)[-3000:]
+    log.unlink()
+    r = run({**extra, "clusterdef_driver_labels": [{"node": "gpu1 --all", "pool": "default"}]})
+    assert r.returncode != 0 and "refusing" in r.stdout and not log.exists(), r.stdout[-2000:]
+
+
+def test_kubernetes_canary_group_carries_the_driver_pool(tmp_path):
+    """When the plan's canary group is itself in the moving driver pool (upgrade.canary.node_group a
+    Kubernetes group), that canary stage and its drill carry the pool's labels; no second canary."""
+    from clusterdef import hostlist
+
+    for name in (OLD, CURRENT):
+        path = variant(tmp_path, "estate", name, keep=None)
+        path.write_text(path.read_text().replace("node_group: su01}", "node_group: su25}", 1))
+    old = load_side(tmp_path / f"estate-{OLD}.yaml", MATRICES, TODAY, FROM_SIDE_IGNORED)
+    text = keep_builds((tmp_path / f"estate-{CURRENT}.yaml").read_text(), old.tree)
+    (tmp_path / f"estate-{CURRENT}.yaml").write_text(text)
+    new = load_side(tmp_path / f"estate-{CURRENT}.yaml", MATRICES, TODAY, {"matrix-candidate"})
+    stages = make_plan(old, new).doc["rollout"]["stages"]
+    names = [s["name"] for s in stages]
+    assert not [n for n in names if n.startswith("kubernetes ")], names
+    canary, drill = stages[names.index("canary")], stages[names.index("rollback drill")]
+    assert canary["driver"] == drill["driver"] == {"pool": "default", "canary": "default.canary"}
+    assert set(hostlist.names(canary["hosts"])) <= set(hostlist.names("gpu[3073-3200]"))
+    assert canary["steps"][1].startswith("apply NVIDIADriver default.canary of the new tree")
+    assert stages[-1]["name"] == "driver pool default" and stages[-1]["hosts"] == canary["hosts"]

@@ -18,7 +18,7 @@ from .. import hostlist
 from ..plan import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_file, load_side, make_plan
 from ..plan.planfile import forgeries, schema_problems, seal
 from . import ApplyError
-from .steps import BootPointers, Step, inventory_waves, steps_for_plan
+from .steps import BootPointers, DriverPools, Step, inventory_waves, steps_for_plan
 
 
 @dataclass
@@ -120,7 +120,8 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
     boot = BootPointers(new) if any(st.get("provisioning") == "stateless" or st.get("kind") in ("image", "boot-default")
                                     for st in doc["rollout"]["stages"]) else None
     d = new.definition
-    steps = steps_for_plan(doc, waves, Path(playbooks), skip, boot, smoke=bool(d.upgrade.smoke_tests))
+    pools = DriverPools(new) if any(st.get("driver") for st in doc["rollout"]["stages"]) else None
+    steps = steps_for_plan(doc, waves, Path(playbooks), skip, boot, smoke=bool(d.upgrade.smoke_tests), pools=pools)
     per_node = {name: hw.gpu.count if hw.gpu else 0 for name, hw in d.hardware.items()}
     gpus = {h: per_node[g.hardware] for g in d.nodes.values() for h in hostlist.names(g.hosts)}
     for step in steps:

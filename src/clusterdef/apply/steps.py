@@ -12,6 +12,13 @@ each step one `ansible-playbook` run on one upgrade wave group of the *rendered*
 | control plane and cluster config | `control-plane.yml` (required unless `--skip-stage control-plane`) |
 | wave N | `upgrade.yml` on the wave, then the gates; stateless: `reimage.yml`, then the gates |
 | boot defaults | `boot-pointer.yml`: the new tree's group defaults and entry script, and the stages' pointers removed |
+| driver pool P | `driver-pool.yml`: the Kubernetes canary hosts labelled back into GPU Operator driver pool P |
+
+A canary or rollback drill of a GPU Operator driver pool (`driver` in the stage) runs `driver-pool.yml`
+first: the canary applies the new tree's `<pool>.canary` NVIDIADriver and labels its hosts into it, the
+drill labels them back into the pool (still on the old driver), runs the gates, and labels them forward
+again. The objects and labels (`clusterdef_nvidia_drivers`, `clusterdef_driver_labels`) come from the new
+rendered tree (DriverPools), never from the plan file.
 
 Stateless steps carry `clusterdef_boot_pointers` (a list of `{host, path, content}` under the boot
 server's HTTP root; empty content removes the file) and `clusterdef_boot_build` (the artefact),
@@ -40,7 +47,7 @@ from ..plan import Side
 from . import ApplyError
 
 GATES = ("gates.yml", "enforce-baseline.yml")
-STAGE_KINDS = ("image", "prepare", "canary", "rollback-drill", "control-plane", "wave", "boot-default")
+STAGE_KINDS = ("image", "prepare", "canary", "rollback-drill", "control-plane", "wave", "boot-default", "driver-pool")
 SKIPPABLE = ("image", "prepare", "control-plane")
 _RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::(\d+))?\]")
 
@@ -185,8 +192,27 @@ class BootPointers:
                 "clusterdef_signed_artefacts": signed}
 
 
+class DriverPools:
+    """What a Kubernetes canary stage sends to driver-pool.yml: NVIDIADriver objects of the new rendered
+    tree (kubernetes/gpu-operator/nvidiadrivers.yaml) and node labels (clusterdef.dev/driver-pool)."""
+
+    FILE = "kubernetes/gpu-operator/nvidiadrivers.yaml"
+
+    def __init__(self, new: Side):
+        text = new.tree.get(self.FILE, "")
+        self.objects = {o["metadata"]["name"]: o for o in YAML(typ="safe", pure=True).load_all(text) if o}
+
+    def label(self, hosts: list[str], value: str, apply: tuple[str, ...] = ()) -> dict:
+        missing = [n for n in apply if n not in self.objects]
+        if missing:
+            raise ApplyError([f"the new tree has no NVIDIADriver {', '.join(missing)}"], "render the kubernetes target")
+        return {"clusterdef_nvidia_drivers": [self.objects[n] for n in apply],
+                "clusterdef_driver_labels": [{"node": h, "pool": value} for h in hosts]}
+
+
 def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: Set[str] = frozenset(),
-                   boot: BootPointers | None = None, smoke: bool = False) -> list[Step]:
+                   boot: BootPointers | None = None, smoke: bool = False,
+                   pools: DriverPools | None = None) -> list[Step]:
     """The ordered steps of the plan's rollout. Raises ApplyError (nothing has run) when a
     playbook a stage needs is missing or a stage's hosts are not in the inventory's waves.
     Stateless stages run reimage.yml with the boot pointers `boot` writes (needed then).
@@ -202,6 +228,12 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
     touched = [wg for st in rollout if st.get("kind") in ("canary", "wave") for wg in wave_groups(st, waves)]
 
     def pointers(stage: dict, hosts: list[str], key: str) -> dict:
+        if key in ("canary", "pool", "to-canary"):  # driver-pool.yml: labels (and the canary's object)
+            if pools is None:
+                raise ApplyError([f"stage {stage['name']!r} moves a driver pool and needs the rendered NVIDIADrivers"])
+            drv = stage["driver"]
+            value = drv["pool"] if key == "pool" else drv["canary"]
+            return pools.label(hosts, value, (drv["canary"],) if key == "to-canary" else ())
         if boot is None:
             raise ApplyError([f"stage {stage['name']!r} is stateless and needs the boot pointers"])
         return boot.point(hosts, stage["boot"][key])
@@ -216,13 +248,23 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
             at = [i + 1 for i, a in enumerate(actions) if a[0] == "gates"]
             for i in reversed(at):
                 actions = (*actions[:i], ("smoke", smoke_pb, "smoke.yml"), *actions[i:])
+        drv = _playbook(playbooks, "driver-pool.yml")
+        if stage.get("driver"):  # a GPU Operator driver pool's canary: labels first (the operator moves the driver)
+            if stage["kind"] == "canary":
+                actions = (("driver", drv, "driver-pool.yml", "to-canary"), *actions)
+            else:  # the drill: back into the pool, the rollback and its gates, then into the canary again
+                cut = next(i for i, a in enumerate(actions) if a[0] == "reapply")
+                actions = (("driver-back", drv, "driver-pool.yml", "pool"), *actions[:cut],
+                           ("driver-again", drv, "driver-pool.yml", "canary"), *actions[cut:])
         for group, hosts, limit in wave_groups(stage, waves):
             rolled_back = False  # the gates right after rollback.yml check the rollback set, not the target
             for n, (action, pb, pb_name, *key) in enumerate(actions, 1):
                 rolled_back = action == "rollback" or (rolled_back and action in ("gates", "smoke"))
+                # driver-pool.yml runs where kubectl reaches the cluster: no limit to the wave's hosts
+                lim = None if action.startswith("driver") else \
+                    limit if action in ("upgrade", "reapply", "rollback") else (limit or group)
                 steps.append(Step(stage["name"], stage["kind"], action, need(pb, pb_name, stage["name"]), group,
-                                  hosts, limit if action in ("upgrade", "reapply", "rollback") else (limit or group),
-                                  rollback=rolled_back, vars=pointers(stage, hosts, key[0]) if key else {},
+                                  hosts, lim, rollback=rolled_back, vars=pointers(stage, hosts, key[0]) if key else {},
                                   returns=n == len(actions) and stage["kind"] in ("canary", "wave")))
 
     for stage in doc.get("rollout", {}).get("stages", []):
@@ -245,6 +287,10 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                 hosts = list(hostlist.names(stage["hosts"])) if stage.get("hosts") else []
                 steps.append(Step(name, kind, "boot-default", pb,  # runs on the boot server, not on the hosts
                                   vars=boot.defaults(groups, hosts) if boot else {}))
+            elif kind == "driver-pool":  # the Kubernetes canary hosts back into their pool (kubectl, not the hosts)
+                pb = need(_playbook(playbooks, "driver-pool.yml"), "driver-pool.yml", name)
+                hosts = list(hostlist.names(stage["hosts"])) if stage.get("hosts") else []
+                steps.append(Step(name, kind, "driver-pool", pb, hosts=hosts, vars=pointers(stage, hosts, "pool")))
             elif kind in ("canary", "wave") and stage.get("provisioning") == "stateless":
                 per_wave(stage, ("upgrade", reimage, "reimage.yml", "to"), ("gates", gates, " or ".join(GATES)))
             elif kind == "rollback-drill" and stage.get("provisioning") == "stateless":

@@ -31,6 +31,7 @@ from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_has
 from . import stages as stages_mod
 from .images import builds_of, identity_findings, image_diff
 from .rollout import Stage, gates, rollback_target
+from ..render.kubernetes.gpu_operator import pool_drivers
 from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, LIVE, NONE, REBOOT, REFLASH, RESTART, SEVERITY,
                          Problem, transition)
 
@@ -246,6 +247,14 @@ def _layer_changes(old: Side, new: Side) -> list[dict]:
     return sorted(out, key=lambda lc: order.index(lc["layer"]))
 
 
+def moved_pools(old: Side, new: Side) -> dict[str, tuple[str, str]]:
+    """GPU Operator driver pool -> (driver, new driver) for the pools whose NVIDIADriver changes driver,
+    where the operator owns the driver on both sides."""
+    a = pool_drivers(old.definition, old.matrix.sets, old.definition.cluster.matrix)
+    b = pool_drivers(new.definition, new.matrix.sets, new.definition.cluster.matrix)
+    return {p: (a[p], v) for p, v in b.items() if p in a and a[p] != v}
+
+
 def _target_refusals(new_set, allow_candidate: bool) -> list[Problem]:
     """A retired target is refused; a candidate one unless the plan is for its canary only."""
     if new_set.status == "retired":
@@ -268,13 +277,14 @@ def _point(side: Side, set_name: str) -> str:
             f"set {set_name})")
 
 
-def _order_stages(stages: list[Stage], canary: stages_mod.Canary, cp_stage: list[Stage], cp_first: bool,
-                  first_step: str) -> list[Stage]:
-    """Canary (and drill) before the control plane, unless the canary's image needs the new slurmctld."""
+def _order_stages(stages: list[Stage], canary: stages_mod.Canary, k8s_stages: list[Stage], cp_stage: list[Stage],
+                  cp_first: bool, first_step: str) -> list[Stage]:
+    """Canary (and drill) before the control plane, unless the canary's image needs the new slurmctld.
+    The Kubernetes driver pools' canaries always come before it: it moves the pools' own NVIDIADriver."""
     if cp_first:
         cp_stage[0].steps.insert(0, first_step)
-        return stages + cp_stage + canary.stages
-    return stages + canary.stages + cp_stage
+        return stages + k8s_stages + cp_stage + canary.stages
+    return stages + canary.stages + k8s_stages + cp_stage
 
 
 def _disruption_summary(layer_changes: list[dict], changes: list[Change]) -> dict[str, dict]:
@@ -328,22 +338,24 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     scope = stages_mod.Scope(d, new_set.name, layer_changes, changes, rb_set,
                              stages_mod.nodes_by_group(d, layer_changes, changes), builds_of(new.tree),
                              builds_of(old.tree), {i["image"] for i in image_changes},
-                             gates(d, has_slurm, has_k8s, new_set.baseline))
+                             gates(d, has_slurm, has_k8s, new_set.baseline), moved_pools(old, new),
+                             pool_drivers(d, matrix.sets, rb_set) if rb_set else {})
 
     warnings += [Problem("rollback-target", p, "set upgrade.rollback.target to a validated set") for p in rb_problems]
     stages: list[Stage] = [stages_mod.image_stage(image_changes)] if image_changes else []
     stages.append(stages_mod.prepare_stage(_point(old, old_set.name), old_set.name, rb_set))
     canary = stages_mod.canary_stages(scope)
-    warnings += canary.warnings
+    k8s = stages_mod.kubernetes_canaries(scope, canary)
+    warnings += canary.warnings + k8s.warnings
     cp_steps = stages_mod.control_plane_steps(scope, t, (old_set.components.gpu_operator,
-                                                         new_set.components.gpu_operator), has_k8s, canary)
+                                                         new_set.components.gpu_operator), has_k8s, canary, k8s)
     cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
                       scope.gate_list[2:] if canary.hosts else [])] if cp_steps else []
     cp_first = stages_mod.control_plane_first(scope, canary)
-    stages = _order_stages(stages, canary, cp_stage, cp_first,
+    stages = _order_stages(stages, canary, k8s.stages, cp_stage, cp_first,
                            f"before the canary: its image {scope.new_builds[d.nodes[canary.group].image].artefact} "
                            "carries the new slurmd, and slurmctld may not be older than slurmd" if cp_first else "")
-    wave_list = stages_mod.wave_list(scope, canary)
+    wave_list = stages_mod.wave_list(scope, canary, k8s)
     withheld = 0
     if canary_only:  # the waves wait for the set to be validated
         withheld = len(wave_list)
@@ -357,6 +369,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         stages += stages_mod.wave_stages(scope, wave_list)
         boot = stages_mod.boot_default_stage(scope)
         stages += [boot] if boot else []
+        stages += stages_mod.driver_pool_stages(scope, k8s)
 
     files = tree_diff(old.tree, new.tree)
     doc = {

@@ -30,8 +30,10 @@ _STAGE = {"type": "object", "additionalProperties": False,
                          "gates": _STRS, "provisioning": {"enum": ["", "stateless", "stateful"]},
                          "boot": {"type": "object", "additionalProperties": False,
                                   "properties": {"to": _STR, "back": _STR, "groups": _STR}},
+                         "driver": {"type": "object", "additionalProperties": False, "required": ["pool", "canary"],
+                                    "properties": {"pool": _STR, "canary": _STR}},
                          "kind": {"enum": ["image", "prepare", "canary", "rollback-drill", "control-plane", "wave",
-                                           "boot-default"]}}}
+                                           "boot-default", "driver-pool"]}}}
 # The fields apply reads are typed exactly; the others only by kind (the comparison with the
 # re-derived plan checks their content).
 SCHEMA = {

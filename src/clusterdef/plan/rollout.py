@@ -17,26 +17,33 @@ from ..model.upgrade import SMOKE_LAYERS
 @dataclass
 class Stage:
     name: str
-    kind: str  # image | prepare | control-plane | canary | rollback-drill | wave | boot-default
+    kind: str  # image | prepare | control-plane | canary | rollback-drill | wave | boot-default | driver-pool
     hosts: list[str] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
     gates: list[str] = field(default_factory=list)
     switches: list[str] = field(default_factory=list)
     provisioning: str = ""  # the stage's node group's: stateless stages point hosts at a build and reboot
     boot: dict = field(default_factory=dict)  # artefacts: to (the new build), back (rollback), groups (defaults)
+    # GPU Operator driver pool of a Kubernetes canary: pool (its NVIDIADriver) and canary (`<pool>.canary`)
+    driver: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "nodes": len(self.hosts),
                 "hosts": hostlist.fold(self.hosts) if self.hosts else "", "switches": self.switches,
-                "steps": self.steps, "gates": self.gates, "provisioning": self.provisioning, "boot": self.boot}
+                "steps": self.steps, "gates": self.gates, "provisioning": self.provisioning, "boot": self.boot,
+                **({"driver": self.driver} if self.driver else {})}
 
 
-def choose_canary(definition: Definition, affected_groups: list[str]) -> tuple[str, list[str], list[str], list[str]]:
+def choose_canary(definition: Definition, affected_groups: list[str], group: str | None = None,
+                  nodes: int | None = None) -> tuple[str, list[str], list[str], list[str]]:
     """(group, hosts, switches, warnings). Round-robin across the leaves of the canary group so
-    that a multi-node collective crosses the fabric."""
+    that a multi-node collective crosses the fabric. `group` and `nodes` override the policy's
+    (a Kubernetes driver pool's canary: in the pool, leaving some of it as the rest)."""
     policy = definition.upgrade.canary
+    if nodes is not None:
+        policy = policy.model_copy(update={"nodes": nodes})
     warnings: list[str] = []
-    group = policy.node_group if policy.node_group in definition.nodes else None
+    group = group or (policy.node_group if policy.node_group in definition.nodes else None)
     if group is None:
         candidates = affected_groups or list(definition.nodes)
         slurm = [g for g in candidates if definition.nodes[g].control_plane == "slurm"]

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from .. import hostlist
 from ..model import Definition
+from ..render.kubernetes.common import L_DRIVER_POOL
+from ..render.kubernetes.gpu_operator import canary_pool, pools_of
 from .diff import Change
 from .images import kept_builds
 from .rollout import Stage, choose_canary, waves
@@ -56,10 +58,39 @@ class Scope:
     old_builds: dict
     rebuilt: set[str]
     gate_list: list[str]
+    # GPU Operator driver pools whose NVIDIADriver moves: pool -> (driver, new driver); and the
+    # rollback target's driver per pool (a drill returns a canary by label only to the pool's driver)
+    moved: dict[str, tuple[str, str]] = field(default_factory=dict)
+    rb_pools: dict[str, str] = field(default_factory=dict)
     group_of: dict[str, str] = field(init=False)
+    pool_of: dict[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.group_of = {h: g for g, n in self.d.nodes.items() for h in hostlist.names(n.hosts)}
+        self.pool_of = pools_of(self.d)
+
+    def driver_of(self, group: str) -> dict:
+        """The moving driver pool of `group` (its canary labels), or {}."""
+        pool = self.pool_of.get(group) if group else None
+        return {"pool": pool, "canary": canary_pool(pool)} if pool in self.moved else {}
+
+    def driver_steps(self, hosts: list[str], driver: dict, how: str) -> list[str]:
+        """Kubernetes canary steps: `to` applies the pool's canary NVIDIADriver and labels the hosts into
+        it; `back` labels them back into the pool (its NVIDIADriver still runs the old driver); `again`
+        labels them into the canary once more."""
+        if not driver:
+            return []
+        pool, canary = driver["pool"], driver["canary"]
+        frm, to = self.moved[pool]
+        label = f"label {hostlist.fold(hosts)} {L_DRIVER_POOL}="
+        if how == "back":
+            return [f"{label}{pool}: back on NVIDIADriver {pool} (driver {frm}, the rollback target's)"]
+        move = [f"{label}{canary}: the GPU Operator moves them to driver {to} (its upgrade controller drains "
+                f"them); the rest of pool {pool} stays on driver {frm}"]
+        if how == "again":
+            return move
+        return [f"apply NVIDIADriver {canary} of the new tree (driver {to}); NVIDIADriver {pool} keeps driver "
+                f"{frm} until the control-plane stage", *move]
 
     def stage_group(self, hosts) -> str:
         groups = {self.group_of.get(h) for h in hosts}
@@ -168,42 +199,114 @@ class Canary:
     warnings: list[Problem]
 
 
+def canary_pair(s: Scope, prefix: str, hosts: list[str], group: str, switches: list[str],
+                driver: dict) -> tuple[list[Stage], list[Problem]]:
+    """The canary stage of `hosts` and, when the policy asks, its rollback drill; `driver`: the
+    driver pool the canary's labels move (a Kubernetes canary), or {}."""
+    d, pol = s.d, s.d.upgrade
+    name, drill = f"{prefix}canary", f"{prefix}rollback drill"
+    drain = f"drain {hostlist.fold(hosts)} (timeout {pol.drain.timeout_minutes} min)"
+    warnings: list[Problem] = []
+    # a drill can return the canary's driver by label only when the pool's object runs the rollback driver
+    drill_driver = driver if driver and s.rb_pools.get(driver["pool"]) == s.moved[driver["pool"]][0] else {}
+    if driver and not drill_driver and pol.rollback.exercise_on_canary and s.rb_set:
+        warnings.append(Problem("kubernetes-canary-drill", f"the rollback drill of {hostlist.fold(hosts)} "
+                                f"cannot return their driver by label: NVIDIADriver {driver['pool']} runs "
+                                f"{s.moved[driver['pool']][0]}, the rollback target {s.rb_set} pins "
+                                f"{s.rb_pools.get(driver['pool'], '(none)')}",
+                                "roll back to the set the cluster runs now (upgrade.rollback.target: previous)"))
+    stages = []
+    if s.reimaged(group):
+        build = s.new_builds[d.nodes[group].image]
+        stages.append(Stage(name, "canary", hosts, [
+            drain, *s.driver_steps(hosts, driver, "to"),
+            *s.layer_steps(set(hosts), include_daemons=True, image_layers=True),
+            *boot_steps(hosts, build, "the rest of the group stays on its default")],
+            s.gate_list, switches, "stateless", {"to": build.artefact}, driver))
+        back = s.back_build(group)
+        if pol.rollback.exercise_on_canary and s.rb_set and back:
+            stages.append(Stage(drill, "rollback-drill", hosts, [
+                *s.driver_steps(hosts, drill_driver, "back"),
+                *boot_steps(hosts, back, f"back to the rollback target {s.rb_set}"),
+                "run the gates on the rollback target",
+                *s.driver_steps(hosts, drill_driver, "again"),
+                *boot_steps(hosts, build, f"forward to {s.new_set_name} again")],
+                s.gate_list, switches, "stateless", {"to": build.artefact, "back": back.artefact}, drill_driver))
+        return stages, warnings
+    stages.append(Stage(name, "canary", hosts, [drain, *s.driver_steps(hosts, driver, "to"),
+                                                *s.layer_steps(set(hosts), include_daemons=False)],
+                        s.gate_list, switches, s.provisioning(group), {}, driver))
+    if pol.rollback.exercise_on_canary and s.rb_set:
+        stages.append(Stage(drill, "rollback-drill", hosts, [
+            *s.driver_steps(hosts, drill_driver, "back"),
+            f"roll the canary back to {s.rb_set} (same layers, reverse order)",
+            "run the gates on the rollback target",
+            *s.driver_steps(hosts, drill_driver, "again"),
+            f"re-apply {s.new_set_name} to the canary"], s.gate_list, switches, s.provisioning(group), {},
+            drill_driver))
+    return stages, warnings
+
+
 def canary_stages(s: Scope) -> Canary:
     """The canary across leaf switches and, when the policy exercises it, the rollback drill on it."""
     if not s.by_group:
         return Canary([], "", [], [])
-    d, pol = s.d, s.d.upgrade
-    _, hosts, switches, cw = choose_canary(d, sorted(s.by_group, key=list(d.nodes).index))
-    warnings = [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
+    _, hosts, switches, cw = choose_canary(s.d, sorted(s.by_group, key=list(s.d.nodes).index))
     group = s.stage_group(hosts)
-    drain = f"drain {hostlist.fold(hosts)} (timeout {pol.drain.timeout_minutes} min)"
-    stages = []
-    if s.reimaged(group):
-        build = s.new_builds[d.nodes[group].image]
-        stages.append(Stage("canary", "canary", hosts, [
-            drain, *s.layer_steps(set(hosts), include_daemons=True, image_layers=True),
-            *boot_steps(hosts, build, "the rest of the group stays on its default")],
-            s.gate_list, switches, "stateless", {"to": build.artefact}))
-        back = s.back_build(group)
-        if pol.rollback.exercise_on_canary and s.rb_set and back:
-            stages.append(Stage("rollback drill", "rollback-drill", hosts, [
-                *boot_steps(hosts, back, f"back to the rollback target {s.rb_set}"),
-                "run the gates on the rollback target",
-                *boot_steps(hosts, build, f"forward to {s.new_set_name} again")],
-                s.gate_list, switches, "stateless", {"to": build.artefact, "back": back.artefact}))
-    else:
-        stages.append(Stage("canary", "canary", hosts, [drain, *s.layer_steps(set(hosts), include_daemons=False)],
-                            s.gate_list, switches, s.provisioning(group)))
-        if pol.rollback.exercise_on_canary and s.rb_set:
-            stages.append(Stage("rollback drill", "rollback-drill", hosts, [
-                f"roll the canary back to {s.rb_set} (same layers, reverse order)",
-                "run the gates on the rollback target",
-                f"re-apply {s.new_set_name} to the canary"], s.gate_list, switches, s.provisioning(group)))
-    return Canary(hosts, group, stages, warnings)
+    stages, warnings = canary_pair(s, "", hosts, group, switches, s.driver_of(group))
+    return Canary(hosts, group, stages, [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
+                  + warnings)
+
+
+@dataclass
+class KubernetesCanaries:
+    """A canary of its own in every GPU Operator driver pool the change moves: a few of the pool's
+    hosts run the new driver through the pool's canary NVIDIADriver while the rest stays on the old."""
+
+    hosts: dict[str, list[str]]  # pool -> its canary hosts (the main canary's when it is in the pool)
+    stages: list[Stage]
+    warnings: list[Problem]
+    shared: str = ""  # the pool the main canary is in, if any
+
+
+def kubernetes_canaries(s: Scope, canary: Canary) -> KubernetesCanaries:
+    out = KubernetesCanaries({}, [], [])
+    for pool in s.moved:
+        if canary.group and s.pool_of.get(canary.group) == pool:
+            out.hosts[pool], out.shared = canary.hosts, pool  # the canary above is in this pool
+            continue
+        groups = [g for g in s.d.nodes if s.pool_of.get(g) == pool]
+        members = [h for g in groups for h in hostlist.names(s.d.nodes[g].hosts)]
+        if len(members) < 2:
+            out.warnings.append(Problem("kubernetes-canary", f"driver pool {pool} has {len(members)} node(s): no "
+                                        "canary before the rest", "add nodes to the pool's groups"))
+            continue
+        _, hosts, switches, cw = choose_canary(s.d, groups, group=groups[0],
+                                               nodes=min(s.d.upgrade.canary.nodes, len(members) - 1))
+        out.warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
+        out.hosts[pool] = hosts
+        stages, warnings = canary_pair(s, f"kubernetes {pool} ", hosts, s.stage_group(hosts), switches,
+                                       {"pool": pool, "canary": canary_pool(pool)})
+        out.stages += stages
+        out.warnings += warnings
+    return out
+
+
+def driver_pool_stages(s: Scope, k8s: KubernetesCanaries) -> list[Stage]:
+    """After the waves: each pool's canary hosts labelled back into the pool, whose NVIDIADriver runs
+    the new driver now."""
+    out = []
+    for pool, hosts in k8s.hosts.items():
+        _, to = s.moved[pool]
+        out.append(Stage(f"driver pool {pool}", "driver-pool", hosts, [
+            f"label {hostlist.fold(hosts)} {L_DRIVER_POOL}={pool}: back in pool {pool}, whose NVIDIADriver "
+            f"runs driver {to} now as {canary_pool(pool)} does (the operator restarts their driver pods "
+            "under the pool's object)"], [], [], "", {}, {"pool": pool, "canary": canary_pool(pool)}))
+    return out
 
 
 def control_plane_steps(s: Scope, t: Transition | None, gpu_operator: tuple[str, str], has_k8s: bool,
-                        canary: Canary) -> list[str]:
+                        canary: Canary, k8s: KubernetesCanaries | None = None) -> list[str]:
     """slurmdbd/slurmctld hop by hop, the API server minor by minor, the GPU Operator, the live and
     restart changes, and the canary's own daemons when it is upgraded in place."""
     steps: list[str] = []
@@ -218,6 +321,9 @@ def control_plane_steps(s: Scope, t: Transition | None, gpu_operator: tuple[str,
         ogo, ngo = gpu_operator
         if has_k8s and ogo != ngo:
             steps.append(f"GPU Operator {ogo} -> {ngo} (Helm upgrade with the rendered values)")
+    for pool, (frm, to) in s.moved.items():
+        steps.append(f"NVIDIADriver {pool}: driver {frm} -> {to} (`pulumi up` of the new tree, after its canary "
+                     f"passed): the GPU Operator upgrades the rest of pool {pool}, maxParallelUpgrades at a time")
     steps += [f"{c.disruption}: {c.dotted}" + (f" ({len(c.hosts)} nodes)" if c.hosts else "")
               for c in s.changes if c.disruption in (LIVE, RESTART)]
     if steps and canary.hosts and not s.reimaged(canary.group):
@@ -228,6 +334,13 @@ def control_plane_steps(s: Scope, t: Transition | None, gpu_operator: tuple[str,
             if mine:
                 steps.append(f"{'slurmd' if lc['component'] == 'slurm' else 'kubelet'} -> {lc['to']} on the "
                              f"canary {hostlist.fold(mine)}")
+    for pool, khosts in (k8s.hosts.items() if k8s else ()):  # their kubelet moves with the control plane
+        if k8s is not None and pool == k8s.shared:
+            continue
+        for lc in s.layer_changes:
+            mine = [h for h in khosts if h in set(lc["_hosts"])]
+            if lc["component"] == "kubernetes" and mine:
+                steps.append(f"kubelet -> {lc['to']} on the canary {hostlist.fold(mine)}")
     return steps
 
 
@@ -238,8 +351,8 @@ def control_plane_first(s: Scope, canary: Canary) -> bool:
     return s.reimaged(canary.group) and slurm_moves and s.d.nodes[canary.group].control_plane == "slurm"
 
 
-def wave_list(s: Scope, canary: Canary) -> list:
-    return waves(s.d, s.by_group, set(canary.hosts))
+def wave_list(s: Scope, canary: Canary, k8s: KubernetesCanaries | None = None) -> list:
+    return waves(s.d, s.by_group, set(canary.hosts).union(*(k8s.hosts.values() if k8s else ())))
 
 
 def wave_stages(s: Scope, wave_hosts: list) -> list[Stage]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 
 from ... import hostlist, probe
@@ -231,6 +232,8 @@ def variables(resolved: Resolved) -> dict[str, dict]:
         out[f"cp_{cp}"] = {"node_drain_control_plane": cp, "node_admission_control_plane": cp,
                            "nvidia_driver_control_plane": cp, "firmware_control_plane": cp,
                            "container_toolkit_runtimes": list(RUNTIMES.get(cp, ()))}
+    if "cp_slurm" in out and d.slurm is not None and d.slurm.health_check.enabled:
+        out["cp_slurm"].update(nodecheck_vars(resolved, d.slurm.health_check.program, back))
     for gname, g in d.nodes.items():
         if g.roles:  # playbooks/group-roles.yml applies them (never one that installs packages on a stateless group)
             out.setdefault(f"group_{ident(gname)}", {})["clusterdef_group_roles"] = list(g.roles)
@@ -249,6 +252,17 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             "firmware_tools": tools,
         }
     return out
+
+
+def nodecheck_vars(resolved: Resolved, program: str, back) -> dict:
+    """roles/slurm_nodecheck: the health check at slurm.conf's HealthCheckProgram on stateful Slurm nodes
+    (stateless ones boot it in their image), for the set and for the rollback set. Script text is
+    `!unsafe`: bash's `${#a[@]}` would open a Jinja comment."""
+    from ..slurm import nodecheck
+
+    return {"slurm_nodecheck_program": program,
+            "slurm_nodecheck_script": yamlout.Unsafe(nodecheck(resolved)),
+            "slurm_nodecheck_rollback_script": yamlout.Unsafe(nodecheck(replace(resolved, set=back)))}
 
 
 def _yaml(header: str, data) -> str:

@@ -359,12 +359,14 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
 
 def baseline_components(resolved: Resolved, image_name: str) -> list[tuple[str, str]]:
     """(component, version) the first boot compares besides firmware: the NVIDIA stack the image
-    carries, and slurmd's release on Slurm images (kubelet is compared by node admission)."""
+    carries, slurmd's release on Slurm images (kubelet is compared by node admission), and the
+    DOCA-OFED and MFT the image carries (MFT's mlxfwmanager reads and flashes the HCAs)."""
     c = resolved.set.components
     want = carried(resolved, image_name)
     out = [(k, getattr(c, k)) for k in NODE_COMPONENTS if k in want]
     if "slurm" in want:
         out.append(("slurm", c.slurm))
+    out += [(k, getattr(c, k)) for k in ("doca", "mft") if k in want and getattr(c, k)]
     return out
 
 

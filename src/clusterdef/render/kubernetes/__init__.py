@@ -77,7 +77,8 @@ def render(resolved: Resolved) -> dict[str, str]:
     }
     if p.nvidia_drivers:
         out[f"{ROOT}/gpu-operator/nvidiadrivers.yaml"] = dump_all(
-            p.nvidia_drivers, f"{made}\nNVIDIADriver per driver pool (nodes labelled clusterdef.dev/driver-pool)")
+            p.nvidia_drivers, f"{made}\nNVIDIADriver per driver pool and its canary <pool>.canary (nodes labelled "
+            "clusterdef.dev/driver-pool)")
     if p.network_operator_values is not None:
         out[f"{ROOT}/network-operator/values.yaml"] = dump(
             p.network_operator_values,

@@ -24,11 +24,38 @@ def kubernetes_gpu_groups(resolved: Resolved) -> list[str]:
 
 def driver_pool_of(resolved: Resolved) -> dict[str, str]:
     """Kubernetes GPU group -> driver pool name (`default` for groups in no pool)."""
-    pools = kubernetes_section(resolved.definition).gpu_operator.driver_pools
-    out = {g: DEFAULT_POOL for g in kubernetes_gpu_groups(resolved)}
-    for pname, pool in pools.items():
+    return pools_of(resolved.definition)
+
+
+def pools_of(definition) -> dict[str, str]:
+    """Kubernetes GPU group -> driver pool name, from the definition alone (plan reads both sides)."""
+    d = definition
+    out = {n: DEFAULT_POOL for n, g in d.nodes.items() if g.control_plane == "kubernetes" and d.hardware[g.hardware].gpu}
+    for pname, pool in d.kubernetes.gpu_operator.driver_pools.items() if d.kubernetes else ():
         for g in pool.node_groups:
             out[g] = pname
+    return out
+
+
+def canary_pool(pool: str) -> str:
+    """The label value (and NVIDIADriver name) of a pool's canary: `<pool>.canary`. A pool name never
+    holds a dot (Name), so it is no other pool's label value: the two selectors are disjoint, and a
+    pool's nodes carry one of the two values, so together they cover the pool."""
+    return f"{pool}.canary"
+
+
+def pool_drivers(definition, sets: dict, set_name: str) -> dict[str, str]:
+    """Driver pool -> the driver version its NVIDIADriver runs, where the GPU Operator owns the
+    driver (empty otherwise): the pool's pinned set's driver, else the cluster's set's."""
+    k = definition.kubernetes
+    if k is None or k.gpu_operator.driver_owner != "operator":
+        return {}
+    out = {}
+    for pool in dict.fromkeys(pools_of(definition).values()):
+        p = k.gpu_operator.driver_pools.get(pool)
+        vs = sets.get(p.matrix) if p is not None else sets.get(set_name)
+        if vs is not None:
+            out[pool] = vs.components.driver
     return out
 
 
@@ -57,18 +84,13 @@ def values(resolved: Resolved) -> dict:
     # One owner per layer: where the node image installs driver and toolkit (driver_owner: image),
     # the operator's are off (validate's gpu-layer-two-owners checks the images against this).
     owned = op.driver_owner == "operator"
-    # RDMA (GPUDirect) needs MOFED: the host's DOCA-OFED or the Network Operator's container
-    source = network_operator.mofed(resolved)
-    rdma = bool(k.network_operator.enabled and rdma_groups(resolved) and source is not None)
-
-    driver: dict = {
-        "enabled": owned,
-        "repository": op.driver_repository,
-        "version": c.driver,
-    }
-    if op.driver_pools and owned:
-        driver["nvidiaDriverCRD"] = {"enabled": True, "deployDefaultCR": False}
-    driver["rdma"] = {"enabled": rdma, "useHostMofed": rdma and source == "host"}
+    if owned and kubernetes_gpu_groups(resolved):
+        # NVIDIADriver per pool and its canary (nvidia_drivers) carry the driver's image, version and
+        # RDMA; from v26.7.0 the chart leaves them out of the ClusterPolicy when its CRD is in use
+        driver: dict = {"enabled": True, "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+    else:
+        driver = {"enabled": owned, "repository": op.driver_repository, "version": c.driver,
+                  "rdma": driver_rdma(resolved)}
     driver["upgradePolicy"] = {
         "autoUpgrade": True,
         "maxParallelUpgrades": parallel,
@@ -94,14 +116,27 @@ def values(resolved: Resolved) -> dict:
     return out
 
 
+def driver_rdma(resolved: Resolved) -> dict:
+    """GPUDirect RDMA of the operator's driver: it needs MOFED, the host's DOCA-OFED or the Network
+    Operator's container."""
+    source = network_operator.mofed(resolved)
+    rdma = bool(kubernetes_section(resolved.definition).network_operator.enabled and rdma_groups(resolved)
+                and source is not None)
+    return {"enabled": rdma, "useHostMofed": rdma and source == "host"}
+
+
 def nvidia_drivers(resolved: Resolved) -> list[dict]:
-    """One NVIDIADriver per driver pool plus `default` for the other Kubernetes GPU groups.
-    Empty when no pool pins a driver (the ClusterPolicy then deploys the set's driver everywhere)."""
+    """Where the GPU Operator owns the driver: one NVIDIADriver per driver pool (`default` for the
+    Kubernetes GPU groups in no pool) and one for the pool's canary (`<pool>.canary`), both at the
+    pool's driver. Nodes join labelled with their pool; a rollout labels its canary hosts
+    `<pool>.canary` and applies that object first, so they run the new driver while the rest of
+    the pool stays on the old one until the control-plane stage moves the pool's own object."""
     op = kubernetes_section(resolved.definition).gpu_operator
-    if not op.driver_pools or op.driver_owner != "operator":
+    if op.driver_owner != "operator" or not kubernetes_gpu_groups(resolved):
         return []
-    tol = tolerations(resolved)
+    tol, rdma = tolerations(resolved), driver_rdma(resolved)
     pools = [(DEFAULT_POOL, resolved.set)] + [(n, resolved.matrix.sets[p.matrix]) for n, p in op.driver_pools.items()]
+    pools = [(name, vs) for pool, vs in pools for name in (pool, canary_pool(pool))]
     return [{
         "apiVersion": "nvidia.com/v1alpha1",
         "kind": "NVIDIADriver",
@@ -113,6 +148,7 @@ def nvidia_drivers(resolved: Resolved) -> list[dict]:
             "version": vs.components.driver,
             "nodeSelector": {L_DRIVER_POOL: name},
             "tolerations": copy.deepcopy(tol),
+            **({"rdma": rdma} if rdma["enabled"] else {}),
         },
     } for name, vs in pools]
 

@@ -2,8 +2,8 @@
 # clusterdef first-boot baseline for image {{ name }} {{ img.version }}, validated set {{ set }}.
 # Rendered by clusterdef; run by {{ "clusterdef-baseline.service" }} on every boot.
 #
-# Compares what the node runs (driver, CUDA, NCCL, container toolkit, and the firmware its
-# hardware type pins) with the set. Off-matrix: one log line per device naming both versions,
+# Compares what the node runs (driver, CUDA, NCCL, container toolkit, slurmd, DOCA-OFED, MFT, and
+# the firmware its hardware type pins) with the set. Off-matrix: one log line per device naming both versions,
 # a marker file, exit 1 - the node must not register. On-matrix: a marker, exit 0.
 #
 # Every device is read by {{ probe_path }} (clusterdef-probe, the probe nodecheck and the
@@ -54,6 +54,15 @@ off() {  # WHAT RUNNING PINNED
   bad=$((bad + 1))
 }
 
+# Is GOT the pinned WANT? Equal; for doca and mft also WANT followed by a build part (-, ., +, ~):
+# their package sources pin `{version}*` (matrices/compat/package-sources.yaml), the set names the release.
+same() {  # COMPONENT GOT WANT
+  [ "$2" = "$3" ] && return 0
+  case $1 in doca | mft) ;; *) return 1 ;; esac
+  case $2 in "$3"-* | "$3".* | "$3"+* | "$3"~*) return 0 ;; esac
+  return 1
+}
+
 # Compare every device the probe reports for COMPONENT with WANT; fewer than EXPECT devices is off-matrix.
 check() {  # COMPONENT WANT EXPECT
   tool=$(value "$BASE/tools" "$1")
@@ -69,7 +78,7 @@ check() {  # COMPONENT WANT EXPECT
       off "$what" "unknown (${why:-unreadable})" "$2"
     else
       n=$((n + 1))
-      [ "$got" = "$2" ] || off "$what" "$got" "$2"
+      same "$1" "$got" "$2" || off "$what" "$got" "$2"
     fi
   done <<EOT
 $out
