@@ -91,6 +91,7 @@ def test_matrices_baselines_match_their_logs():
         assert b.legacy  # recorded before per-datatype keys: size -> out-of-place busbw
         assert {(k[0], "", ""): (v[0], None) for k, v in run.busbw().items()} == b.busbw, path.name
         assert run.avg_busbw_gbps == b.avg_busbw_gbps and run.nodes == b.nodes
+        assert run.gpu_models == [b.gpu_model] and b.fabric in ("ethernet", "roce"), path.name  # what plan checks
         assert compare(run, b).ok
 
 

@@ -159,6 +159,84 @@ def test_header_only_needs_the_same_body():
     assert not header_only(["# set a", "x = 1"], ["# set a", "x = 1"])  # nothing differs
 
 
+def test_plan_classes_match_what_each_change_does(tmp_path):
+    doc = plan_between(tmp_path, "lab", OLD, CURRENT).doc
+    layers = {lc["component"]: lc for lc in doc["set_change"]["layers"]}
+    # MFT is a tools package (flashed with before the firmware, nothing to restart)
+    assert (layers["mft"]["layer"], layers["mft"]["disruption"]) == ("firmware", "no runtime change")
+    # DOCA-OFED is kernel modules: the driver layer, drain and reboot
+    assert (layers["doca"]["layer"], layers["doca"]["disruption"]) == ("driver", "drain + reboot")
+    # containerd restarts only where it runs: the Kubernetes nodes (the lab's Slurm images have none)
+    assert layers["container_toolkit"]["by_class"] == {
+        "daemon restart": {"nodes": 2, "hosts": "kgpu[01-02]"},
+        "no runtime change": {"nodes": 6, "hosts": "gpu[001-004],sgpu[01-02]"}}
+    # the lab's images carry the driver: a GPU Operator upgrade restarts its operands on the GPU nodes
+    assert (layers["gpu_operator"]["disruption"], layers["gpu_operator"]["nodes"]) == ("daemon restart", 2)
+    # each node once, at its worst (every lab GPU node reflashes): not once per driver, CUDA and NCCL
+    assert doc["disruption"]["reflash + power cycle"]["nodes"] == 8
+    assert sum(v["nodes"] for v in doc["disruption"].values()) == 8
+    assert doc["disruption"]["drain + reboot"]["changes"] == 5  # driver, doca, cuda, nccl... still listed
+    waves = {s["hosts"]: s["steps"] for s in doc["rollout"]["stages"] if s["kind"] == "wave"}
+    toolkit = {h: next(x for x in st if x.startswith("layer container-toolkit")) for h, st in waves.items()
+               if any(x.startswith("layer container-toolkit") for x in st)}
+    assert "restart containerd" in toolkit["kgpu[01-02]"]
+    assert "no containerd on these nodes" in toolkit["sgpu[01-02]"]
+    md = to_markdown(doc)
+    assert "| container-toolkit | container_toolkit |" in md and "daemon restart on 2; no runtime change on 6" in md
+
+
+def test_a_gpu_operator_that_owns_the_driver_reloads_it(tmp_path):
+    est = plan_between(tmp_path, "estate", OLD, CURRENT).doc
+    el = {lc["component"]: lc for lc in est["set_change"]["layers"]}
+    # the estate's GPU Operator owns the Kubernetes nodes' driver: its upgrade reloads it on each of them,
+    # and the host driver layer is the Slurm nodes' only
+    assert (el["gpu_operator"]["disruption"], el["gpu_operator"]["nodes"]) == ("drain + driver reload", 1024)
+    assert el["driver"]["nodes"] == el["container_toolkit"]["nodes"] == 3072
+
+
+def test_the_gate_warns_when_the_baseline_was_taken_on_other_hardware(tmp_path):
+    from clusterdef.baseline import Baseline
+    from clusterdef.plan.rollout import baseline_mismatch
+
+    doc = plan_between(tmp_path, "lab", OLD, CURRENT).doc
+    warned = [w for w in doc["warnings"] if w["code"] == "baseline-hardware"]
+    assert len(warned) == 1 and "NVIDIA H200" in warned[0]["message"] and "fabric roce" in warned[0]["message"]
+    assert "infiniband" in warned[0]["message"] and "--fabric KIND" in warned[0]["hint"]
+    d = load_side(variant(tmp_path, "lab", CURRENT), MATRICES, TODAY).definition
+
+    def base(model: str, fabric: str, group: str = "") -> Baseline:
+        return Baseline("s", "all_reduce_perf", 2, 8, {}, node_group=group, gpu_model=model, fabric=fabric)
+
+    assert baseline_mismatch(d, [base("NVIDIA H100 80GB HBM3", "infiniband")], "train") == []
+    assert baseline_mismatch(d, [base("", "")], "train") == []  # not recorded: nothing to compare
+    assert len(baseline_mismatch(d, [base("NVIDIA H200", "infiniband")], "train")) == 1
+    assert len(baseline_mismatch(d, [base("NVIDIA H100 80GB HBM3", "ethernet")], "train")) == 1
+    assert baseline_mismatch(d, [base("NVIDIA GH100", "infiniband")], "train") != []  # a word, not a substring
+    # the group's own baseline wins over the cluster's
+    both = [base("NVIDIA H200", "roce"), base("NVIDIA H100 80GB HBM3", "infiniband", "train")]
+    assert baseline_mismatch(d, both, "train") == []
+
+
+def test_a_recorded_baseline_names_its_gpu_and_fabric(tmp_path):
+    from cli_runner import CliRunner as Runner
+
+    from clusterdef.baseline import BaselineError, load_baselines
+
+    log = Path(__file__).parent / "fixtures" / "nccl-tests" / "h200-2node-np2-g8-v2.18.3-ucxwarn.log"
+    out = tmp_path / "b.yaml"
+    r = Runner().invoke(app, ["baseline", "record", str(log), "--set", CURRENT, "--fabric", "infiniband",
+                              "-o", str(out), "--matrices", str(MATRICES)])
+    assert r.exit_code == 0, r.output
+    (b,) = load_baselines(out)
+    assert (b.gpu_model, b.fabric) == ("NVIDIA H200", "infiniband")
+    r = Runner().invoke(app, ["baseline", "record", str(log), "--set", CURRENT, "--fabric", "token-ring",
+                              "-o", str(out), "--matrices", str(MATRICES)])
+    assert r.exit_code == 2 and "token-ring" in r.stderr
+    out.write_text(out.read_text().replace("fabric: infiniband", "fabric: carrier-pigeon"))
+    with pytest.raises(BaselineError, match="fabric"):
+        load_baselines(out)
+
+
 def test_estate_waves_follow_topology(tmp_path):
     doc = plan_between(tmp_path, "estate", OLD, CURRENT).doc
     ro = doc["rollout"]

@@ -44,6 +44,12 @@ class Format(str, Enum):
     json = "json"
 
 
+class FabricKind(str, Enum):
+    infiniband = "infiniband"
+    roce = "roce"
+    ethernet = "ethernet"
+
+
 # --------------------------------------------------------------------------- argument declarations
 
 @dataclass(frozen=True)
@@ -786,8 +792,11 @@ def baseline_record(log: Path = Argument(..., help="nccl-tests output of a good 
                     test: Optional[str] = Option(None, "--test", help="Which run when the log has several."),
                     output: Optional[Path] = Option(None, "--output", "-o",
                                                           help="Baseline file (default: the set's baseline)."),
+                    fabric: Optional[FabricKind] = Option(None, "--fabric", help="Fabric the collective "
+                                                          "crossed; plan warns when a canary's differs."),
                     matrices: Optional[Path] = MatricesOpt) -> None:
-    """Record a run as the baseline of a set, node group and node count (refuses a failed run)."""
+    """Record a run as the baseline of a set, node group and node count (refuses a failed run). The GPU
+    model is taken from the log."""
     from .baseline import BaselineError, baseline_from_run, record
 
     _check_outputs(output)
@@ -798,7 +807,8 @@ def baseline_record(log: Path = Argument(..., help="nccl-tests output of a good 
     dest = output or _baseline_file(set_name, matrices)
     _check_outputs(dest)
     try:
-        text = record(dest, baseline_from_run(run, set_name, node_group, source=log.name))
+        text = record(dest, baseline_from_run(run, set_name, node_group, source=log.name,
+                                              fabric=fabric.value if fabric else ""))
     except BaselineError as exc:
         _bad_path(str(exc))
     _write_file(dest, text)

@@ -57,6 +57,8 @@ class Baseline:
     avg_busbw_gbps: float | None = None
     source: str = ""
     legacy: bool = False  # a size-keyed file: datatype and op "" (unknown), out-of-place only
+    gpu_model: str = ""  # the GPU the run was taken on, as nvidia-smi and the log name it
+    fabric: str = ""  # the fabric kind its collective crossed: infiniband, roce or ethernet ("" unknown)
 
     def key(self) -> tuple:
         return (self.test, self.node_group, self.nodes)
@@ -117,10 +119,15 @@ def _entry(data: dict, where: str, set_name: str) -> Baseline:
         avg = None if data.get("avg_busbw_gbps") is None else gbps(data["avg_busbw_gbps"])
     except ValueError:
         raise bad("avg_busbw_gbps", "a finite, non-negative GB/s figure") from None
+    if not isinstance(data.get("gpu_model", ""), str) or len(data.get("gpu_model", "")) > 128:
+        raise bad("gpu_model", "the GPU's name as the log gives it (e.g. NVIDIA H100 80GB HBM3)")
+    if data.get("fabric", "") not in FABRICS:
+        raise bad("fabric", "infiniband, roce or ethernet")
     return Baseline(set=str(data.get("set", set_name)), test=data["test"], nodes=count("nodes"),
                     gpus_per_node=None if data.get("gpus_per_node") is None else count("gpus_per_node"),
                     busbw=busbw, node_group=str(data.get("node_group", "") or ""),
-                    avg_busbw_gbps=avg, source=str(data.get("source", "")), legacy=legacy)
+                    avg_busbw_gbps=avg, source=str(data.get("source", "")), legacy=legacy,
+                    gpu_model=data.get("gpu_model", ""), fabric=data.get("fabric", ""))
 
 
 def load_baselines(path: str | Path) -> list[Baseline]:
@@ -149,7 +156,10 @@ def _check_shape(data, path: Path) -> None:
             raise BaselineError(f"{path}: entries[{i}] is not a mapping")
 
 
-def baseline_from_run(run: Run, set_name: str, node_group: str = "", source: str = "") -> dict:
+FABRICS = ("", "infiniband", "roce", "ethernet")
+
+
+def baseline_from_run(run: Run, set_name: str, node_group: str = "", source: str = "", fabric: str = "") -> dict:
     from ruamel.yaml.comments import CommentedSeq
 
     by_series: dict[str, dict[str, list]] = {}
@@ -160,6 +170,8 @@ def baseline_from_run(run: Run, set_name: str, node_group: str = "", source: str
     return {
         "set": set_name, "test": run.test, "node_group": node_group, "nodes": run.nodes,
         "gpus_per_node": run.gpus_per_node, "source": source,
+        **({"gpu_model": run.gpu_models[0]} if len(run.gpu_models) == 1 else {}),
+        **({"fabric": fabric} if fabric else {}),
         "busbw_gbps": by_series,
         "avg_busbw_gbps": run.avg_busbw_gbps,
     }

@@ -30,10 +30,10 @@ from ..validate.pipeline import Result, validate_file
 from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_hash
 from . import stages as stages_mod
 from .images import builds_of, identity_findings, image_diff
-from .rollout import Stage, gates, rollback_target
+from .rollout import Stage, baseline_mismatch, gates, rollback_target
 from ..render.kubernetes.gpu_operator import pool_drivers
-from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, LIVE, NONE, REBOOT, REFLASH, RESTART, SEVERITY,
-                         Problem, transition)
+from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, NONE, ORDER, REFLASH, RELOAD, RESTART,
+                         SEVERITY, Problem, transition)
 
 PLAN_FORMAT = 1
 # Lifecycle findings about the set a cluster runs today do not stop planning the way off it.
@@ -206,13 +206,40 @@ def _hosts_of(d: Definition, pred) -> list[str]:
 
 def _component_hosts(d: Definition, comp: str) -> list[str]:
     gpu = lambda g: d.hardware[g.hardware].gpu is not None  # noqa: E731
+    operator_owned = d.kubernetes is not None and d.kubernetes.gpu_operator.driver_owner == "operator"
+    if comp in ("driver", "container_toolkit") and operator_owned:  # the operator's (gpu_operator) on Kubernetes
+        return _hosts_of(d, lambda g: gpu(g) and g.control_plane != "kubernetes")
     if comp in ("driver", "cuda", "nccl", "container_toolkit"):
         return _hosts_of(d, gpu)
-    if comp in ("kubernetes", "gpu_operator"):
+    if comp == "gpu_operator":  # its operands run on the Kubernetes GPU nodes
+        return _hosts_of(d, lambda g: g.control_plane == "kubernetes" and gpu(g))
+    if comp == "kubernetes":
         return _hosts_of(d, lambda g: g.control_plane == "kubernetes")
     if comp == "slurm":
         return _hosts_of(d, lambda g: g.control_plane == "slurm")
     return _hosts_of(d, lambda g: True)
+
+
+def has_containerd(d: Definition, group: str) -> bool:
+    """A node group runs containerd: Kubernetes nodes do, other nodes when their image carries it."""
+    g = d.nodes[group]
+    return g.control_plane == "kubernetes" or "containerd" in d.images[g.image].packages
+
+
+def _classes(d: Definition, comp: str, hosts: list[str]) -> dict[str, list[str]]:
+    """Disruption class -> the hosts it applies to, for components whose class depends on the node."""
+    group_of = {h: n for n, g in d.nodes.items() for h in hostlist.names(g.hosts)}
+    if comp == "container_toolkit":  # containerd restarts to load the new runtime; enroot reads it per job
+        cls = {h: RESTART if has_containerd(d, group_of[h]) else NONE for h in hosts}
+    elif comp == "gpu_operator":  # an operator that owns the driver reloads it on every node it manages
+        owner = d.kubernetes.gpu_operator.driver_owner if d.kubernetes else "image"
+        cls = {h: RELOAD if owner == "operator" else RESTART for h in hosts}
+    else:
+        return {}
+    out: dict[str, list[str]] = {}
+    for h in hosts:
+        out.setdefault(cls[h], []).append(h)
+    return out
 
 
 def _layer_changes(old: Side, new: Side) -> list[dict]:
@@ -228,9 +255,13 @@ def _layer_changes(old: Side, new: Side) -> list[dict]:
         if oc.get(comp) == nc.get(comp) or not has.get(comp, True):
             continue
         hosts = _component_hosts(d, comp)
+        by_class = _classes(d, comp, hosts)
+        worst = max(by_class, key=SEVERITY.__getitem__) if by_class else COMPONENT_DISRUPTION.get(comp, RESTART)
         out.append({"component": comp, "layer": LAYER_OF.get(comp, "firmware"), "from": oc.get(comp),
-                    "to": nc.get(comp), "disruption": COMPONENT_DISRUPTION.get(comp, RESTART),
-                    "nodes": len(hosts), "hosts": hostlist.fold(hosts) if hosts else "", "_hosts": hosts})
+                    "to": nc.get(comp), "disruption": worst,
+                    "nodes": len(hosts), "hosts": hostlist.fold(hosts) if hosts else "", "_hosts": hosts,
+                    **({"by_class": {c: {"nodes": len(h), "hosts": hostlist.fold(h)} for c, h in by_class.items()},
+                        "_by_class": by_class} if len(by_class) > 1 else {})})
     for hname, hw in d.hardware.items():
         groups_hosts = _hosts_of(d, lambda g, hname=hname: g.hardware == hname)
         if not groups_hosts:
@@ -288,22 +319,39 @@ def _order_stages(stages: list[Stage], canary: stages_mod.Canary, k8s_stages: li
 
 
 def _disruption_summary(layer_changes: list[dict], changes: list[Change]) -> dict[str, dict]:
-    """Per disruption class (worst first): how many changes and how many distinct nodes."""
-    summary: dict[str, dict] = {}
-    for cls in (REFLASH, REBOOT, RESTART, LIVE, NONE):
-        hosts: set[str] = set()
-        n = 0
-        for lc in layer_changes:
-            if lc["disruption"] == cls:
-                n += 1
-                hosts.update(lc["_hosts"])
-        for c in changes:
-            if c.disruption == cls:
-                n += 1
-                hosts.update(c.hosts)
-        if n:
-            summary[cls] = {"changes": n, "nodes": len(hosts)}
-    return summary
+    """Per disruption class (worst first): how many changes have it, and how many nodes it is the
+    worst disruption of. A node counts once, under its worst class: driver, CUDA and NCCL (or one
+    image build carrying them all) are one drain and one reboot of that node, not three."""
+    worst: dict[str, str] = {}
+    counts: dict[str, int] = {}
+
+    def hit(cls: str, hosts) -> None:
+        counts[cls] = counts.get(cls, 0) + 1
+        for h in hosts:
+            if h not in worst or SEVERITY[cls] > SEVERITY[worst[h]]:
+                worst[h] = cls
+
+    for lc in layer_changes:
+        for cls, hosts in (lc.get("_by_class") or {lc["disruption"]: lc["_hosts"]}).items():
+            hit(cls, hosts)
+    for c in changes:
+        hit(c.disruption, c.hosts)
+    return {cls: {"changes": counts[cls], "nodes": sum(1 for w in worst.values() if w == cls)}
+            for cls in ORDER if cls in counts}
+
+
+def _baseline_warnings(d: Definition, matrix: Matrix, vs, group: str) -> list[Problem]:
+    """The gate compares the canary's collective with the set's recorded baseline: warn when that was
+    taken on another GPU or fabric kind. An unreadable baseline file is the gate's own problem."""
+    from ..baseline import BaselineError, load_baselines
+
+    try:
+        baselines = load_baselines(Path(matrix.root) / vs.baseline) if vs.baseline else []
+    except BaselineError:
+        return []
+    return [Problem("baseline-hardware", w, "record a baseline on the canary's hardware: `clusterdef baseline "
+                    f"record LOG --set {vs.name} --node-group {group} --fabric KIND`")
+            for w in baseline_mismatch(d, baselines, group)]
 
 
 def _side_doc(side: Side, vs) -> dict:
@@ -346,7 +394,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     stages.append(stages_mod.prepare_stage(_point(old, old_set.name), old_set.name, rb_set))
     canary = stages_mod.canary_stages(scope)
     k8s = stages_mod.kubernetes_canaries(scope, canary)
-    warnings += canary.warnings + k8s.warnings
+    warnings += canary.warnings + k8s.warnings + _baseline_warnings(d, matrix, new_set, canary.group)
     cp_steps = stages_mod.control_plane_steps(scope, t, (old_set.components.gpu_operator,
                                                          new_set.components.gpu_operator), has_k8s, canary, k8s)
     cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,

@@ -8,10 +8,9 @@ import json
 
 from rich.markup import escape
 
-from .transition import LIVE, NONE, REBOOT, REFLASH, RESTART
+from .transition import LIVE, NONE, ORDER, REBOOT, REFLASH, RELOAD, RESTART
 
-COLOUR = {REFLASH: "red", REBOOT: "yellow", RESTART: "cyan", LIVE: "green", NONE: "dim"}
-ORDER = (REFLASH, REBOOT, RESTART, LIVE, NONE)
+COLOUR = {REFLASH: "red", REBOOT: "yellow", RELOAD: "yellow", RESTART: "cyan", LIVE: "green", NONE: "dim"}
 MD_DIFF_LINES = 150  # per file in Markdown; the JSON plan keeps whole diffs
 MD_FILES = 40  # more files than this past the diff budget: they are counted per folder
 MD_DIFF_CHARS = 28000  # all diffs together at most
@@ -60,7 +59,7 @@ def to_markdown(doc: dict) -> str:
         out += ["| layer | component | from | to | disruption | nodes |", "|---|---|---|---|---|---|"]
         for lc in sc["layers"]:
             comp = lc["component"] + (f" ({lc['hardware']})" if "hardware" in lc else "")
-            out.append(f"| {lc['layer']} | {comp} | {_md(lc['from'])} | {_md(lc['to'])} | {lc['disruption']} "
+            out.append(f"| {lc['layer']} | {comp} | {_md(lc['from'])} | {_md(lc['to'])} | {_classes(lc)} "
                        f"| {lc['nodes']} |")
     else:
         out.append("No change of validated set.")
@@ -94,7 +93,9 @@ def to_markdown(doc: dict) -> str:
 
     out += ["### Disruption", ""]
     if doc["disruption"]:
-        out += ["| class | changes | nodes |", "|---|---|---|"]
+        out += ["Each node counts once, under its worst class: the layers one reboot (or one image build) "
+                "delivers are one disruption of that node.", "",
+                "| class | changes | nodes |", "|---|---|---|"]
         for cls in ORDER:
             if cls in doc["disruption"]:
                 s = doc["disruption"][cls]
@@ -221,6 +222,15 @@ def _fit_comment(md: str) -> str:
     return kept + close + note
 
 
+def _classes(lc: dict) -> str:
+    """A layer change's class, or its classes per node kind (`daemon restart` on 2 nodes, `no
+    runtime change` on 6) when it depends on the node."""
+    split = lc.get("by_class")
+    if not split:
+        return lc["disruption"]
+    return "; ".join(f"{cls} on {split[cls]['nodes']}" for cls in ORDER if cls in split)
+
+
 def _split_header_only(files: list[dict]) -> tuple[list[dict], list[dict]]:
     """Files with a real change, and those whose only change is their header comment (the set's
     name in a generated-by line): these are one line, not a diff each."""
@@ -256,7 +266,7 @@ def to_text(doc: dict) -> str:
             c = COLOUR[lc["disruption"]]
             comp = lc["component"] + (f" ({lc['hardware']})" if "hardware" in lc else "")
             out.append(f"  {lc['layer']:<18} {e(comp):<28} {e(_val(lc['from']))} -> {e(_val(lc['to']))}  "
-                       f"[{c}]{lc['disruption']}[/] {lc['nodes']} nodes")
+                       f"[{c}]{e(_classes(lc))}[/] {lc['nodes']} nodes")
     comp = doc.get("compatibility")
     if comp:
         out += [f"  [green]ok[/] {e(c)}" for c in comp["checks"]]
@@ -272,7 +282,7 @@ def to_text(doc: dict) -> str:
                        + (f" {ch['nodes']} nodes" if ch["nodes"] else ""))
     if doc["disruption"]:
         out.append("[bold]disruption[/] " + ", ".join(
-            f"[{COLOUR[k]}]{k}[/]: {v['changes']} change(s), {v['nodes']} node(s)"
+            f"[{COLOUR[k]}]{k}[/]: {v['changes']} change(s), {v['nodes']} node(s) at worst"
             for k, v in sorted(doc["disruption"].items(), key=lambda kv: ORDER.index(kv[0]))))
     ro = doc["rollout"]
     out.append(f"[bold]rollout[/] canary {e(ro['canary']['hosts'] or '-')}, {ro['waves']} wave(s) of <= "

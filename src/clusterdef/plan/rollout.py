@@ -141,3 +141,29 @@ def rollback_target(definition: Definition, matrix: Matrix, old_set: str, new_se
     if target == new_set:
         problems.append(f"rollback target {target} is the upgrade target itself")
     return target, problems
+
+
+def baseline_mismatch(definition: Definition, baselines: list, group: str) -> list[str]:
+    """Where the recorded baseline the gate compares with was taken on another GPU or another kind of
+    fabric than the canary's group has: a comparison of different hardware (`baselines`: the set's
+    entries, `Baseline` objects; those of the group, else those of no group)."""
+    import re
+
+    if not group:
+        return []
+    g = definition.nodes[group]
+    gpu = definition.hardware[g.hardware].gpu
+    fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
+    mine = [b for b in baselines if b.node_group == group] or [b for b in baselines if not b.node_group]
+    out = []
+    for b in mine:
+        other = []
+        if gpu and b.gpu_model and not re.search(rf"\b{re.escape(gpu.type)}\b", b.gpu_model, re.IGNORECASE):
+            other.append(f"GPU {b.gpu_model} (the canary's: {gpu.model})")
+        if fabric and b.fabric and b.fabric != fabric.kind:
+            other.append(f"fabric {b.fabric} (the canary's: {fabric.kind})")
+        if other:
+            out.append(f"the {b.test} baseline of set {b.set} ({b.nodes} nodes) was taken on another "
+                       + " and ".join(other) + f": the canary gate on {group} compares different hardware")
+    return out
+

@@ -124,10 +124,19 @@ class Scope:
             if parts and image_layers and layer != "firmware":
                 carried += parts
             elif parts:
-                steps.append(f"layer {layer}: " + "; ".join(parts) + f" ({HOW[layer]}, then health check)")
+                steps.append(f"layer {layer}: " + "; ".join(parts) + f" ({self._how(layer, hosts)}, then health check)")
         if carried:
             steps.append("in the image: " + "; ".join(carried) + " (the new build carries them)")
         return steps
+
+    def _how(self, layer: str, hosts: set[str]) -> str:
+        """How a layer takes effect on these hosts: the toolkit restarts containerd only where it runs."""
+        if layer == "container-toolkit":
+            restart = [h for lc in self.layer_changes if lc["component"] == "container_toolkit"
+                       for h in (lc.get("_by_class") or {lc["disruption"]: lc["_hosts"]}).get(RESTART, ())]
+            if not hosts.intersection(restart):
+                return "package update, nothing to restart: no containerd on these nodes"
+        return HOW[layer]
 
     def _layer_parts(self, layer: str, hosts: set[str], include_daemons: bool) -> list[str]:
         parts = []

@@ -11,8 +11,8 @@ from ..matrix.model import ValidatedSet
 
 # Rollout order: one layer of change at a time.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("firmware", ("firmware", "doca", "mft")),
-    ("driver", ("driver",)),
+    ("firmware", ("firmware", "mft")),  # MFT first: the firmware role flashes with its mlxfwmanager
+    ("driver", ("driver", "doca")),  # DOCA-OFED is kernel modules: a driver-layer change, not firmware
     ("cuda-nccl", ("cuda", "nccl")),
     ("container-toolkit", ("container_toolkit",)),
     ("kubernetes", ("kubernetes", "gpu_operator")),
@@ -22,13 +22,18 @@ LAYER_OF = {c: layer for layer, comps in LAYERS for c in comps}
 
 LIVE = "live reconfigure"
 RESTART = "daemon restart"
+RELOAD = "drain + driver reload"  # the GPU Operator's upgrade controller, node by node
 REBOOT = "drain + reboot"
 REFLASH = "reflash + power cycle"
 NONE = "no runtime change"
-SEVERITY = {NONE: 0, LIVE: 1, RESTART: 2, REBOOT: 3, REFLASH: 4}
+SEVERITY = {NONE: 0, LIVE: 1, RESTART: 2, RELOAD: 3, REBOOT: 3, REFLASH: 4}
+ORDER = (REFLASH, REBOOT, RELOAD, RESTART, LIVE, NONE)  # worst first
 
+# The class of a component's change on the nodes it reaches; container_toolkit and gpu_operator
+# depend on the node (containerd or not; who owns the driver): plan/__init__.py splits them.
 COMPONENT_DISRUPTION = {
-    "driver": REBOOT, "cuda": REBOOT, "nccl": REBOOT, "doca": REBOOT, "mft": RESTART,
+    "driver": REBOOT, "cuda": REBOOT, "nccl": REBOOT, "doca": REBOOT,
+    "mft": NONE,  # a tools package: nothing running uses it between flashes
     "container_toolkit": RESTART, "kubernetes": RESTART, "gpu_operator": RESTART, "slurm": RESTART,
 }
 
