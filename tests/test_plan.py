@@ -246,8 +246,9 @@ def test_estate_waves_follow_topology(tmp_path):
     assert all(w["nodes"] <= 128 for w in waves)
     canaries = [s for s in ro["stages"] if s["kind"] == "canary"]  # Slurm's and the Kubernetes driver pool's
     assert [c["nodes"] for c in canaries] == [8, 8]
-    assert sum(w["nodes"] for w in waves) + 16 == sum(lc["nodes"] for lc in doc["set_change"]["layers"]
-                                                      if lc["component"] == "driver")
+    # every GPU node once: the Slurm nodes' host driver, the Kubernetes nodes' through the GPU Operator
+    layers = {lc["component"]: lc["nodes"] for lc in doc["set_change"]["layers"]}
+    assert sum(w["nodes"] for w in waves) + 16 == layers["driver"] + layers["gpu_operator"] == 4096
     assert waves[0]["switches"] == [f"leaf{i:03d}" for i in range(1, 9)]  # 8 leaves of 16 nodes: one SU
 
 
