@@ -220,21 +220,25 @@ def _pins_held(resolved: Resolved, image_name: str) -> list[str]:
 
 
 def group_files(resolved: Resolved, image: str) -> dict[str, str]:
-    """The mount units and VLAN files of the node groups booting `image` (storage.install), carried in
-    the image so a stateless node has them from boot on (roles/tenant_isolation installs the same
-    files on running nodes; on a stateless one they would be gone at the next boot). Only when every
-    group booting the image has the same files: otherwise no group's go in (`image-group-files`
-    warns), since one group's filesystem must not be mounted on another's nodes. Mount units are
+    """The mount units, VLAN files and storage interface files of the node groups booting `image`
+    (storage.install), carried in the image so a stateless node has them from boot on
+    (roles/tenant_isolation installs the same files on running nodes; on a stateless one they would be
+    gone at the next boot). Mount units and VLAN files only when every group booting the image has the
+    same ones: otherwise none go in (`image-group-files` warns), since one group's filesystem must not
+    be mounted on another's nodes. The storage interface files of every host go in: each matches its
+    own host only (`Host=`; a stateless node's hostname comes from DHCP, see pxe). Mount units are
     pulled in by local-fs.target / remote-fs.target drop-ins (no enable symlinks in a text tree)."""
     from ..storage import node_files
 
     d = resolved.definition
     per_group = node_files(resolved)
-    sets = {tuple((f["dest"], str(f["content"])) for f in per_group.get(g, [])) for g, n in d.nodes.items()
-            if n.image == image}
+    mine = [g for g, n in d.nodes.items() if n.image == image]
+    # one host's storage interface file matches that host only ([Match] Host=): every one goes in
+    out: dict[str, str] = {f["dest"].lstrip("/"): str(f["content"]) for g in mine for f in per_group.get(g, [])
+                           if "host" in f}
+    sets = {tuple((f["dest"], str(f["content"])) for f in per_group.get(g, []) if "host" not in f) for g in mine}
     if len(sets) != 1:
-        return {}
-    out: dict[str, str] = {}
+        return out
     for dest, text in next(iter(sets)):
         out[dest.lstrip("/")] = text
         if dest.endswith(".mount"):

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from ...resolve import Resolved
 from ..images import ImageIdentity, identities, published_identity
-from ...quoting import guarded_env
+from ..network import storage_addressed
+from ...quoting import Quoted, guarded_env, word
 
 _env = guarded_env("clusterdef.render.pxe")
 
@@ -38,6 +39,8 @@ _env = guarded_env("clusterdef.render.pxe")
 FIRST_STAGE = {"bios": "undionly.kpxe", "efi64": "ipxe.efi"}
 # DHCP option 93 (client system architecture, RFC 4578 / IANA registry): 0 = BIOS, 7 and 9 = x86-64 UEFI.
 CLIENT_ARCH = {"bios": (0,), "efi64": (7, 9)}
+# The one iPXE expansion clusterdef writes into a command line (the host name from DHCP option 12).
+HOSTNAME_ARG = "systemd.hostname=${hostname}"
 
 
 def server_url(resolved: Resolved) -> str:
@@ -69,7 +72,11 @@ def kernel_cmdline(resolved: Resolved, group: str, build: ImageIdentity | None =
     img = d.images[g.image]
     build = build or identities(resolved)[g.image]
     art = build.artefact
-    return " ".join([f"initrd={art}.initrd", *img.kernel_cmdline, f"clusterdef.image={art}",
+    # A stateless node's storage interface file matches its host name (network/storage/): PID 1 sets
+    # it from the command line before networkd starts; iPXE expands ${hostname} from DHCP option 12
+    # (dnsmasq's dhcp-host name).
+    named = [HOSTNAME_ARG] if g.provisioning == "stateless" and storage_addressed(d, group) else []
+    return " ".join([f"initrd={art}.initrd", *img.kernel_cmdline, *named, f"clusterdef.image={art}",
                      f"clusterdef.set={build.set}", f"clusterdef.group={group}",
                      f"clusterdef.server={server_url(resolved)}"])
 
@@ -104,7 +111,14 @@ def _group_ctx(resolved: Resolved, gname: str, build: ImageIdentity, url: str) -
     g = resolved.definition.nodes[gname]
     return {"name": gname, "hosts": g.hosts, "count": len(list(resolved.nodes(gname))), "image": g.image,
             "version": build.version, "build": build, "kernel": f"{url}/images/{build.artefact}.vmlinuz",
-            "initrd": f"{url}/images/{build.artefact}.initrd", "cmdline": kernel_cmdline(resolved, gname, build)}
+            "initrd": f"{url}/images/{build.artefact}.initrd", "cmdline": ipxe_cmdline(resolved, gname, build)}
+
+
+def ipxe_cmdline(resolved: Resolved, group: str, build: ImageIdentity) -> Quoted:
+    """The command line for iPXE's `kernel`: every argument a plain token (word), and HOSTNAME_ARG, the
+    only `${...}` iPXE is meant to expand."""
+    return Quoted(" ".join(a if a == HOSTNAME_ARG else word(a, "iPXE")
+                           for a in kernel_cmdline(resolved, group, build).split(" ")))
 
 
 def render(resolved: Resolved) -> dict[str, str]:
