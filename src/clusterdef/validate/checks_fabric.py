@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .. import hostlist
-from ..errors import Finding, error, warning
+from ..errors import Finding, error
 from ..knowledge.nvlink_domains import domain_for, table as nvlink_table
 from ..plan.rollout import leaves
 from .registry import Context, check
@@ -255,12 +255,14 @@ def nvlink_domains(ctx: Context) -> Iterable[Finding]:
                         ("hardware", g.hardware), f"hardware `{g.hardware}` ({hw.platform}) has "
                         f"{hw.gpu.count if hw.gpu else 0} GPU(s) per node; a {hw.platform} compute tray has "
                         f"{dom.gpus_per_tray}", f"set gpu.count: {dom.gpus_per_tray}")
-        if dom.cpu_arch != "amd64":
-            yield warning("image-arch", ("nodes", gname, "image"),
-                          f"node group `{gname}` ({hw.platform}) has {dom.cpu_arch} CPUs, but the images and PXE "
-                          f"targets build and boot image `{g.image}` for amd64 only",
-                          "build the node image for arm64 outside clusterdef until the images target has an "
-                          "architecture; the Slurm, Kubernetes and fabric files are architecture-neutral")
+        img = d.images.get(g.image)
+        if img is not None and dom.cpu_arch != img.architecture:
+            yield error("image-arch", ("nodes", gname, "image"),
+                        f"node group `{gname}` ({hw.platform}) has {dom.cpu_arch} CPUs, but image `{g.image}` is "
+                        f"built for {img.architecture}: its kernel and packages cannot run there, and PXE would "
+                        "hand the trays' firmware the wrong first stage",
+                        f"set images.{g.image}.architecture: {dom.cpu_arch} (or give the group an image of that "
+                        "architecture)")
         if f.topology.kind != "block":
             continue
         mine = ctx.group_nodes[gname]

@@ -111,6 +111,19 @@ def _data(name: str) -> dict:
     return YAML(typ="safe").load(files(__package__).joinpath(name).read_text(encoding="utf-8"))
 
 
+def architectures() -> dict:
+    """Debian architecture -> how mkosi and the PXE first stage name it (architectures.yaml)."""
+    return _data("architectures.yaml")
+
+
+def cuda_arch(resolved: Resolved, img: Image) -> str:
+    """The CUDA repository's path for the image's architecture (x86_64, sbsa: package-sources.yaml)."""
+    path = sources.arch_path(resolved.matrix.compat, "cuda", img.architecture)
+    if path is None:  # validate's image-source-missing reports this before rendering
+        raise ValueError(f"the CUDA repository has no {img.architecture} build")
+    return path
+
+
 def bases() -> dict:
     """distribution -> base recipe (repositories, kernel package, releases)."""
     return _data("bases.yaml")
@@ -161,7 +174,7 @@ def set_packages(resolved: Resolved, image_name: str) -> dict[str, sources.Choic
         if comp not in SET_COMPONENTS:
             continue
         choice = sources.choose(resolved.matrix.compat, resolved.set, comp, img.distribution, img.release,
-                                dict(img.repositories))
+                                dict(img.repositories), img.architecture)
         if choice is None:  # validate's image-source-missing reports this before rendering
             raise ValueError(f"image {image_name}: no source provides {comp} for {img.distribution} {img.release}")
         out[comp] = choice
@@ -179,7 +192,8 @@ def repo_line(choice: sources.Choice, img: Image, components) -> str | None:
     if src.kind == "site":
         return f"deb [signed-by={keyring}] {img.repositories[src.id]} ./"
     named = {k: str(v).lstrip("v").split("-")[0] for k, v in components.model_dump().items() if v}
-    url = src.url.format(**named, minor=".".join(choice.version.split(".")[:2]), distro=choice.distro)
+    url = src.url.format(**named, minor=".".join(choice.version.split(".")[:2]), distro=choice.distro,
+                         arch=choice.arch)
     return f"deb [signed-by={keyring}] {url} /"
 
 
@@ -308,7 +322,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             "packages": [*base["base_packages"], *img.packages],
             "driver_hold": _pins_held(resolved, name) if "driver" in pkgs else [], "components": vs.components,
             "branch": vs.driver_branch, "groups": groups, "headers": headers,
-            "cuda_repo": nv["cuda_repo_url"].format(distro=release["cuda_repo"]),
+            "cuda_repo": nv["cuda_repo_url"].format(distro=release["cuda_repo"], arch=cuda_arch(resolved, img)),
+            "mkosi_arch": architectures()[img.architecture]["mkosi"],
             "cuda_package": nv["cuda_package"].format(major=major, minor=minor),
             "nv_tools": tools_nv, "set_pkgs": set_pkgs, "tools": list(base["tool_packages"]),
             "set_repos": sorted({line for ch in set_pkgs.values() if (line := repo_line(ch, img, vs.components))}),

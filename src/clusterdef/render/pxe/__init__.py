@@ -39,6 +39,26 @@ _env = guarded_env("clusterdef.render.pxe")
 FIRST_STAGE = {"bios": "undionly.kpxe", "efi64": "ipxe.efi"}
 # DHCP option 93 (client system architecture, RFC 4578 / IANA registry): 0 = BIOS, 7 and 9 = x86-64 UEFI.
 CLIENT_ARCH = {"bios": (0,), "efi64": (7, 9)}
+# dnsmasq tag of each image architecture's UEFI firmware (amd64 keeps BIOS too); codes and binaries
+# per architecture are data: render/images/architectures.yaml.
+UEFI_TAG = {"amd64": "efi64", "arm64": "efi-arm64"}
+
+
+def first_stages(resolved: Resolved) -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
+    """(tag -> first-stage binary, tag -> DHCP client architectures) for the architectures of the images
+    the node groups boot: BIOS and x86-64 UEFI for amd64, ARM64 UEFI (11) for arm64."""
+    from ..images import architectures
+
+    d = resolved.definition
+    used = sorted({d.images[g.image].architecture for g in d.nodes.values() if g.image in d.images} or {"amd64"})
+    files: dict[str, str] = {}
+    codes: dict[str, tuple[int, ...]] = {}
+    for arch in used:
+        if arch == "amd64":
+            files["bios"], codes["bios"] = FIRST_STAGE["bios"], CLIENT_ARCH["bios"]
+        a = architectures()[arch]
+        files[UEFI_TAG[arch]], codes[UEFI_TAG[arch]] = a["first_stage"], tuple(a["client_arch"])
+    return files, codes
 # The one iPXE expansion clusterdef writes into a command line (the host name from DHCP option 12).
 HOSTNAME_ARG = "systemd.hostname=${hostname}"
 
@@ -135,8 +155,9 @@ def render(resolved: Resolved) -> dict[str, str]:
                        "discover": g.addressing.mac.source == "discover", "macs": [_mac_label(n.mac) for n in known],
                        "provisioning": g.provisioning})
     discover = [g for g in groups if g["discover"]]
+    stages, codes = first_stages(resolved)
     ctx = {"cluster": d.cluster.name, "set": resolved.set.name, "prov": prov, "url": url, "groups": groups,
-           "hosts": hosts, "first_stage": FIRST_STAGE, "client_arch": CLIENT_ARCH,
+           "hosts": hosts, "first_stage": stages, "client_arch": codes,
            "netmask": prov.subnet.netmask, "network": prov.subnet.network_address,
            "discover": discover[0] if len(discover) == 1 else None, "discover_many": discover}
     tree = {
