@@ -8,7 +8,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from clusterdef.render.kubernetes import common
+from clusterdef.render.kubernetes import common, nvidia_dra
 
 NVIDIA_HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -95,6 +95,28 @@ class NetworkOperator(pulumi.ComponentResource):
         self.register_outputs({"release": self.release.status})
 
 
+class NvidiaDra(pulumi.ComponentResource):
+    """NVIDIA's DRA driver: its namespace and Helm release with the rendered values, then the ComputeDomains
+    (each after the release, whose chart installs their CRD, and after its tenant's namespace)."""
+
+    def __init__(self, name: str, values: dict, compute_domains: list[dict], namespaces: dict[str, pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("clusterdef:kubernetes:NvidiaDra", name, None, opts)
+        ns = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": nvidia_dra.NAMESPACE},
+                                   opts=pulumi.ResourceOptions(parent=self))
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release", name=nvidia_dra.CHART, chart=nvidia_dra.CHART, version=nvidia_dra.CHART_VERSION,
+            repository_opts={"repo": NVIDIA_HELM_REPO}, namespace=nvidia_dra.NAMESPACE, values=values,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]))
+        self.compute_domains = []
+        for o in compute_domains:
+            meta = o["metadata"]
+            deps = [self.release] + ([namespaces[meta["namespace"]]] if meta["namespace"] in namespaces else [])
+            self.compute_domains.append(k8s_object(f"{name}-computedomain-{meta['namespace']}-{meta['name']}", o,
+                                                   pulumi.ResourceOptions(parent=self, depends_on=deps)))
+        self.register_outputs({"release": self.release.status})
+
+
 class Kueue(pulumi.ComponentResource):
     """Kueue's chart with the rendered manager configuration, then the cluster-scoped Kueue objects."""
 
@@ -125,6 +147,7 @@ class Tenant(pulumi.ComponentResource):
         ns_obj = objects[0]
         assert ns_obj["kind"] == "Namespace"
         self.namespace = k8s_object(f"{name}-namespace", ns_obj, pulumi.ResourceOptions(parent=self))
+        self.namespace_name = ns_obj["metadata"]["name"]
         self.objects = []
         made: dict[str, pulumi.Resource] = {}
         for o in objects[1:]:

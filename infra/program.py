@@ -11,7 +11,7 @@ from clusterdef.render.kubernetes import plan as kubernetes_plan
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 
-from components import GpuOperator, Kueue, NetworkOperator, Tenant, k8s_object
+from components import GpuOperator, Kueue, NetworkOperator, NvidiaDra, Tenant, k8s_object
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +38,9 @@ def deploy(definition_file: str | Path, matrices: str | Path | None = None, toda
                                                   p.network_operator_values, p.nic_cluster_policy)
     out["kueue"] = Kueue("kueue", p.kueue_manager_config, p.kueue_objects)
     out["tenants"] = {name: Tenant(f"tenant-{name}", objs, out["kueue"]) for name, objs in p.tenants.items()}
+    if p.dra_driver_values is not None:  # NVLink domains: the DRA driver, then the tenants' ComputeDomains
+        namespaces = {t.namespace_name: t.namespace for t in out["tenants"].values()}
+        out["nvidia_dra"] = NvidiaDra("nvidia-dra", p.dra_driver_values, p.compute_domains, namespaces)
     if p.admission:  # the policy before its binding
         policy = k8s_object("admission-policy", p.admission[0], pulumi.ResourceOptions())
         out["admission"] = [policy, k8s_object("admission-binding", p.admission[1],

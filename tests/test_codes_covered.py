@@ -69,7 +69,6 @@ TRIGGERED_ELSEWHERE = {
     "facts-invalid": "test_codes_triggered.py::test_facts_invalid",
     "plan-git": "test_codes_triggered.py::test_plan_git",
     "render-unsafe-value": "test_codes_triggered.py::test_render_unsafe_value",
-    "image-arch": "test_fabric_kinds.py::test_gb200_validates_with_the_arch_warning_only",
 }
 
 

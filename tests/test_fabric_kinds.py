@@ -92,13 +92,18 @@ def test_issue_block_sizes_with_three_blocks_is_refused(lab, tmp_path):
     assert not [f for f in _validate(lab, tmp_path).errors if f.code.startswith("block-")]
 
 
-def test_gb200_validates_with_the_arch_warning_only(tmp_path):
-    """clusters/gb200.yaml: no errors; image-arch says that its Grace (arm64) trays get images and
-    PXE files built for amd64, which the images target is limited to."""
+def test_gb200_validates_strictly(tmp_path):
+    """clusters/gb200.yaml: no finding at all (its image is built for arm64, the Grace trays' CPUs);
+    `clusterdef validate --strict` exits 0. Without `architecture: arm64` each group is an image-arch
+    error (tests/bad/1723-image-arch.yaml)."""
+    import subprocess
+    import sys
+
     r = validate_file(CLUSTERS / "gb200.yaml", MATRICES, TODAY)
-    assert r.ok
-    assert {f.code for f in r.findings} == {"image-arch"} and len(r.findings) == 3
-    assert "arm64" in r.findings[0].message and r.findings[0].path == ("nodes", "train-r01", "image")
+    assert r.ok and not r.findings, [(f.code, f.message) for f in r.findings]
+    run = subprocess.run([sys.executable, "-m", "clusterdef", "validate", "--strict", str(CLUSTERS / "gb200.yaml")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 # ------------------------------------------------------------------ several networks per node (attachments)

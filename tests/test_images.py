@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clusterdef.build import build_tree
-from clusterdef.render.images import BASELINE_DIR, SCRIPT, artefact, carried
+from clusterdef.render.images import BASELINE_DIR, SCRIPT, architectures, artefact, carried
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
@@ -23,7 +23,7 @@ from standin_node import update
 from test_pxe_boot import (CACHE, user_netdev, cached_kernel, kernel_cmdline, need, need_tools, qemu_command, running, serve,
                            wait_for, write)
 
-EXAMPLES = ["lab", "estate"]
+EXAMPLES = ["lab", "estate", "gb200"]
 
 
 def render_file(path: Path):
@@ -87,6 +87,10 @@ def test_mkosi_summary_accepts_every_image(example, tmp_path):
         assert r.returncode == 0, r.stderr
         summary = r.stdout + r.stderr  # mkosi 14 prints the summary on stderr
         assert f"Release: {img.release}" in summary
+        # mkosi 14 builds for the image's architecture (uname -m names), from ports.ubuntu.com for arm64
+        assert f"Architecture: {architectures()[img.architecture]['mkosi']}\n" in summary
+        if img.architecture == "arm64" and img.distribution == "ubuntu":
+            assert "Mirror: http://ports.ubuntu.com" in summary
         assert f"Image Version: {img.version}" in summary
         assert "libnccl2" in summary, "drop-in 50-nvidia.conf not read"
         assert "ipmitool" in summary and "mft" in summary, "drop-in 60-set.conf not read"

@@ -308,3 +308,52 @@ def test_depends_on_ordering(deployed_with_deps):
             assert any(d.startswith(f"tenant-{tenant}-{before}-") for d in deps), name
     if example == "lab-dedicated":
         assert depends["admission-binding"] == {"admission-policy"}
+
+
+def test_gb200_deploys_the_dra_driver_before_its_compute_domains(monkeypatch):
+    """clusters/gb200.yaml (a Kubernetes group in NVLink domains): the program installs NVIDIA's DRA
+    driver chart (name, version, NVIDIA's repository, its namespace) with the rendered values, then
+    each ComputeDomain with the release and its tenant's namespace among its dependencies (the URNs the
+    engine is given, recorded from the mock monitor's RegisterResource)."""
+    from pulumi.runtime import mocks as pmocks
+
+    from clusterdef.render.kubernetes import nvidia_dra
+
+    deps: dict[str, list[str]] = {}
+    original = pmocks.MockMonitor.RegisterResource
+
+    def record(self, request):
+        deps[request.name] = list(request.dependencies)
+        return original(self, request)
+
+    monkeypatch.setattr(pmocks.MockMonitor, "RegisterResource", record)
+    path = CLUSTERS / "gb200.yaml"
+    created = run_program(path)
+    tree = rendered(path)
+    release = by_type(created, "kubernetes:helm.sh/v3:Release")["nvidia-dra-release"]
+    assert (release["chart"], release["version"], release["namespace"]) == \
+        ("nvidia-dra-driver-gpu", "25.12.0", "nvidia-dra-driver-gpu")
+    assert release["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+    values = YAML(typ="safe").load(tree["kubernetes/nvidia-dra/values.yaml"])
+    assert release["values"] == as_floats(values)
+    assert values["resources"] == {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}}
+    assert values["nvidiaDriverRoot"] == "/"  # the gb200 image carries the driver (driver_owner: image)
+    term = values["kubeletPlugin"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["nodeSelectorTerms"] == [{"matchExpressions": [
+        {"key": "clusterdef.dev/node-group", "operator": "In", "values": ["mnnvl-r03"]}]}]
+    domains = by_type(created, "kubernetes:resource.nvidia.com/v1beta1:ComputeDomain")
+    assert [as_floats(v) for v in domains.values()] == \
+        [as_floats(o) for o in YAML(typ="safe").load_all(tree["kubernetes/nvidia-dra/computedomains.yaml"])]
+    assert list(domains) == ["nvidia-dra-computedomain-llm-nvl72"]
+    urns = deps["nvidia-dra-computedomain-llm-nvl72"]
+    assert any(u.endswith("::nvidia-dra-release") for u in urns), urns
+    assert any(u.endswith("::tenant-llm-namespace") for u in urns), urns
+    assert any(u.endswith("::nvidia-dra-namespace") for u in deps["nvidia-dra-release"])
+    assert nvidia_dra.CHART_VERSION == release["version"]
+
+
+def test_no_dra_driver_without_nvlink_domains(deployed):
+    """The lab and the estate have no NVLink domains: no DRA driver release, no values file."""
+    example, created, tree = deployed
+    assert "nvidia-dra-release" not in by_type(created, "kubernetes:helm.sh/v3:Release")
+    assert "kubernetes/nvidia-dra/values.yaml" not in tree

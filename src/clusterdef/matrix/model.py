@@ -121,3 +121,6 @@ class PackageSource(Fact):
     """distribution -> release -> the repository's distro id (vendor, site) or the version it carries (distribution)."""
     versions: object = "any"
     """any | {from: "x.y"} | [versions] (vendor and site sources)."""
+    architectures: dict[str, str] = {}
+    """Debian architecture -> the repository's path for it (`{arch}` in `url`), for repositories laid out
+    per architecture; empty: one repository for every architecture (apt picks the packages)."""

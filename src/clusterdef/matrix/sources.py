@@ -33,8 +33,11 @@ def set_version(vs: ValidatedSet, component: str) -> str | None:
     return getattr(vs.components, component, None)
 
 
-def _offers(src: PackageSource, component: str, version: str, distribution: str, release: str) -> bool:
+def _offers(src: PackageSource, component: str, version: str, distribution: str, release: str,
+            arch: str = "amd64") -> bool:
     if component not in src.components:
+        return False
+    if src.architectures and arch not in src.architectures:
         return False
     carried = src.releases.get(distribution, {}).get(release)
     if carried is None:
@@ -59,10 +62,19 @@ class Choice:
     packages: tuple[str, ...]
     pin: str
     distro: str  # the repository's id of the release (vendor/site) or the archive's version
+    arch: str = ""  # the repository's path for the image's architecture ({arch} in its URL)
+
+
+def arch_path(compat: Compat, source_id: str, arch: str) -> str | None:
+    """The path a source's repository uses for Debian architecture `arch` (None: it has none)."""
+    src = next((s for s in compat.package_sources if s.id == source_id), None)
+    if src is None:
+        return None
+    return src.architectures.get(arch) if src.architectures else arch
 
 
 def choose(compat: Compat, vs: ValidatedSet, component: str, distribution: str, release: str,
-           site: dict[str, str]) -> Choice | None:
+           site: dict[str, str], arch: str = "amd64") -> Choice | None:
     """The source that provides the set's version of `component` for distribution/release: the image's
     declared site repositories first, then vendor and distribution sources in file order."""
     version = set_version(vs, component)
@@ -72,21 +84,24 @@ def choose(compat: Compat, vs: ValidatedSet, component: str, distribution: str, 
     ordered = [s for s in compat.package_sources if s.kind == "site" and s.id in site] + \
               [s for s in compat.package_sources if s.kind != "site"]
     for src in ordered:
-        if _offers(src, component, version, distribution, release):
+        if _offers(src, component, version, distribution, release, arch):
             c = src.components[component]
             return Choice(component, version, src, tuple(c.packages), c.pin.format(version=version),
-                          src.releases[distribution][release])
+                          src.releases[distribution][release], src.architectures.get(arch, arch))
     return None
 
 
-def explain(compat: Compat, component: str, distribution: str, release: str, site: dict[str, str]) -> str:
+def explain(compat: Compat, component: str, distribution: str, release: str, site: dict[str, str],
+            arch: str = "amd64") -> str:
     """What the known sources offer for a component on a release (for a finding's hint)."""
     parts = []
     for src in compat.package_sources:
         if component not in src.components:
             continue
         carried = src.releases.get(distribution, {}).get(release)
-        if carried is None:
+        if src.architectures and arch not in src.architectures:
+            parts.append(f"{src.id} has no {arch} repository (it has {', '.join(sorted(src.architectures))})")
+        elif carried is None:
             parts.append(f"{src.id} has no {distribution} {release} build")
         elif src.kind == "distribution":
             parts.append(f"{distribution} {release}'s archive carries {carried}")

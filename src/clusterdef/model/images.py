@@ -41,6 +41,11 @@ class Image(Model):
     """Image version; artefact names carry it, so a change means a new image."""
     distribution: Literal["debian", "ubuntu"]
     release: Release
+    architecture: Literal["amd64", "arm64"] = "amd64"
+    """CPU architecture (Debian's name) the image is built for: `arm64` for Grace (GB200/GB300 compute
+    trays). mkosi builds it for that architecture (a foreign one through qemu-user/binfmt), package
+    sources with per-architecture repositories are chosen for it, and PXE serves arm64 UEFI firmware
+    (DHCP client architecture 11) its own first iPXE stage."""
     kernel: KernelRelease
     """Kernel package version the image ships (e.g. 6.1.0-28-amd64)."""
     packages: tuple[DebPackage, ...] = Field(default=(), max_length=1024)

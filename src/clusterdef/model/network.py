@@ -117,6 +117,14 @@ class Fabric(Model):
     subnet: IPv4Network | None = None
     """IP subnet of the nodes' interfaces on this fabric (IPoIB or RoCE), for node group attachments
     that give addresses (`attachments.<role>.ipv4_start`)."""
+    mtu: int | None = Field(default=None, ge=1280, le=65520)
+    """MTU of the nodes' interfaces on this fabric (systemd-networkd `MTUBytes=`): 9000 for jumbo
+    Ethernet/RoCE, up to 65520 for IPoIB in connected mode, at most 4092 in datagram mode (a 4K IB
+    MTU less the 4-byte IPoIB header). Unset: the kernel's default."""
+    ipoib_mode: Literal["datagram", "connected"] | None = None
+    """IPoIB transport of an `infiniband` fabric's interfaces (systemd.network `[IPoIB] Mode=`):
+    `connected` (reliable connected, MTU up to 65520: the usual choice for storage) or `datagram`.
+    Unset: the kernel's default (datagram)."""
 
 
 class Management(Model):

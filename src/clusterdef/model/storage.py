@@ -28,5 +28,10 @@ class Filesystem(Model):
     """Scratch space: files not accessed for the tenant's `scratch_expiry_days` are removed."""
     size_tib: float | None = Field(default=None, gt=0, le=1_000_000)
     """Usable capacity, when known: quotas on it are checked against it."""
+    network: Name | None = None
+    """The storage fabric (network.fabrics) the filesystem is reached over (lustre, gpfs, nfs): every
+    node group in `node_groups` attaches storage to it (`attachments.storage`), and its mount unit
+    waits for that interface to be online (systemd-networkd-wait-online@<interface>), not for the
+    network as a whole."""
     owner: Name | None = None
     """The tenant that owns it (dedicated-filesystem): mounted only on that tenant's nodes."""

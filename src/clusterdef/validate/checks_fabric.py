@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .. import hostlist
-from ..errors import Finding, Path, error, warning
+from ..errors import Finding, Path, error
 from ..fabric.layout import leaves
 from ..knowledge.nvlink_domains import domain_for, table as nvlink_table
 from .registry import Context, check
@@ -255,12 +255,14 @@ def nvlink_domains(ctx: Context) -> Iterable[Finding]:
                         ("hardware", g.hardware), f"hardware `{g.hardware}` ({hw.platform}) has "
                         f"{hw.gpu.count if hw.gpu else 0} GPU(s) per node; a {hw.platform} compute tray has "
                         f"{dom.gpus_per_tray}", f"set gpu.count: {dom.gpus_per_tray}")
-        if dom.cpu_arch != "amd64":
-            yield warning("image-arch", ("nodes", gname, "image"),
-                          f"node group `{gname}` ({hw.platform}) has {dom.cpu_arch} CPUs, but the images and PXE "
-                          f"targets build and boot image `{g.image}` for amd64 only",
-                          "build the node image for arm64 outside clusterdef until the images target has an "
-                          "architecture; the Slurm, Kubernetes and fabric files are architecture-neutral")
+        img = d.images.get(g.image)
+        if img is not None and dom.cpu_arch != img.architecture:
+            yield error("image-arch", ("nodes", gname, "image"),
+                        f"node group `{gname}` ({hw.platform}) has {dom.cpu_arch} CPUs, but image `{g.image}` is "
+                        f"built for {img.architecture}: its kernel and packages cannot run there, and PXE would "
+                        "hand the trays' firmware the wrong first stage",
+                        f"set images.{g.image}.architecture: {dom.cpu_arch} (or give the group an image of that "
+                        "architecture)")
         if f.topology.kind != "block":
             continue
         mine = ctx.group_nodes[gname]
@@ -350,3 +352,75 @@ def attachments(ctx: Context) -> Iterable[Finding]:
                     yield error("attachment-ip", path + ("ipv4_start",),
                                 f"node group `{gname}`: {count} {role} address(es) from {a.ipv4_start} do not fit "
                                 f"in {subnet}", "start the range inside the subnet, with room for every host")
+
+
+# The largest IPoIB MTU in datagram mode: a 4K InfiniBand MTU less the 4-byte IPoIB header
+# (systemd.network(5) [IPoIB] Mode=: "the interface MTU is equal to the IB L2 MTU minus ... 4 bytes").
+IPOIB_DATAGRAM_MTU = 4092
+
+
+def storage_fabrics(d) -> dict[str, list[str]]:
+    """fabric -> node groups that attach storage to it."""
+    out: dict[str, list[str]] = {}
+    for gname, g in d.nodes.items():
+        a = g.attachments.get("storage")
+        if a is not None and a.network in d.network.fabrics:
+            out.setdefault(a.network, []).append(gname)
+    return out
+
+
+@check("storage-fabric")
+def storage_fabric(ctx: Context) -> Iterable[Finding]:
+    """The interfaces networkd brings up on a storage fabric: IPoIB mode only on InfiniBand, an MTU
+    the mode can carry, a subnet of its own (not the provisioning, BMC or another fabric's network: a
+    node would route storage traffic out of the wrong port, or tenants reach the BMCs); filesystems
+    reached over a storage fabric are mounted only by groups attached to it."""
+    d = ctx.definition
+    for fname, f in d.network.fabrics.items():
+        base = ("network", "fabrics", fname)
+        if f.ipoib_mode is not None and f.kind != "infiniband":
+            yield error("fabric-interface", base + ("ipoib_mode",),
+                        f"fabric `{fname}` is {f.kind}: IPoIB mode applies to InfiniBand fabrics only",
+                        "remove ipoib_mode (MTU alone sets a RoCE/Ethernet interface)")
+        if f.kind == "infiniband" and f.ipoib_mode == "datagram" and f.mtu and f.mtu > IPOIB_DATAGRAM_MTU:
+            yield error("fabric-interface", base + ("mtu",),
+                        f"fabric `{fname}`: MTU {f.mtu} in IPoIB datagram mode; datagram mode carries at most "
+                        f"{IPOIB_DATAGRAM_MTU} (a 4K InfiniBand MTU less the IPoIB header)",
+                        "set ipoib_mode: connected (MTU up to 65520) or an MTU of at most 4092")
+    stor = storage_fabrics(d)
+    for fname in stor:
+        f = d.network.fabrics[fname]
+        if f.subnet is None:
+            continue
+        others = [("network.provisioning.subnet", d.network.provisioning.subnet)]
+        if d.network.management is not None:
+            others.append(("network.management.subnet", d.network.management.subnet))
+        others += [(f"network.fabrics.{n}.subnet", x.subnet) for n, x in d.network.fabrics.items()
+                   if n != fname and x.subnet is not None]
+        for where, net in others:
+            if f.subnet.overlaps(net):
+                yield error("storage-subnet", ("network", "fabrics", fname, "subnet"),
+                            f"storage fabric `{fname}` ({f.subnet}, attached by {', '.join(stor[fname])}) overlaps "
+                            f"{where} ({net})",
+                            "give the storage network a subnet of its own: with overlapping subnets a node routes "
+                            "storage traffic out of the wrong port, and tenant or provisioning traffic reaches it")
+    for fs, x in d.filesystems.items():
+        if x.network is None:
+            continue
+        path = ("filesystems", fs, "network")
+        if x.network not in d.network.fabrics or x.network not in stor:
+            yield error("filesystem-network", path,
+                        f"filesystem `{fs}` is reached over `{x.network}`, which no node group attaches storage to",
+                        f"name a storage fabric of the attachments ({', '.join(sorted(stor)) or 'none'})")
+            continue
+        if x.kind not in ("lustre", "gpfs", "nfs"):
+            yield error("filesystem-network", path,
+                        f"filesystem `{fs}` ({x.kind}) is a local block device: it is reached over no network",
+                        "remove `network` (only lustre, gpfs and nfs are mounted over a storage fabric)")
+            continue
+        for g in x.node_groups:
+            if g in d.nodes and g not in stor[x.network]:
+                yield error("filesystem-network", path,
+                            f"filesystem `{fs}` is mounted over storage fabric `{x.network}` by node group `{g}`, "
+                            "which has no storage attachment on it",
+                            f"add `attachments.storage: {{network: {x.network}, nic: ...}}` to nodes.{g}")

@@ -67,11 +67,13 @@ def images(ctx: Context) -> Iterable[Finding]:
                             f"image `{name}`: {why}, but set {vs.name} pins no {comp} version",
                             f"use a set that pins {comp}, or boot this image on nodes that do not need it")
                 continue
-            if sources.choose(compat, vs, comp, img.distribution, img.release, dict(img.repositories)) is None:
+            if sources.choose(compat, vs, comp, img.distribution, img.release, dict(img.repositories),
+                              img.architecture) is None:
                 yield error("image-source-missing", ("images", name, "release"),
                             f"image `{name}`: no package source provides {comp} {version} (set {vs.name}) "
-                            f"for {img.distribution} {img.release}; {why}",
-                            sources.explain(compat, comp, img.distribution, img.release, dict(img.repositories)))
+                            f"for {img.distribution} {img.release} ({img.architecture}); {why}",
+                            sources.explain(compat, comp, img.distribution, img.release, dict(img.repositories),
+                                            img.architecture))
 
 
 @check("gpu-layer-owner")

@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cache
 from importlib.resources import files
+
+from ruamel.yaml import YAML
 
 from ... import probe
 from ...errors import present
@@ -110,6 +113,24 @@ def package_pins(resolved: Resolved, name: str) -> dict[str, str]:
     return {p: glob for pkgs, glob in nvidia_packages(resolved, name).values() for p in pkgs}
 
 
+@cache
+def _data(name: str) -> dict:
+    return YAML(typ="safe").load(files(__package__).joinpath(name).read_text(encoding="utf-8"))
+
+
+def architectures() -> dict:
+    """Debian architecture -> how mkosi and the PXE first stage name it (architectures.yaml)."""
+    return _data("architectures.yaml")
+
+
+def cuda_arch(resolved: Resolved, img: Image) -> str:
+    """The CUDA repository's path for the image's architecture (x86_64, sbsa: package-sources.yaml)."""
+    path = sources.arch_path(resolved.matrix.compat, "cuda", img.architecture)
+    if path is None:  # validate's image-source-missing reports this before rendering
+        raise ValueError(f"the CUDA repository has no {img.architecture} build")
+    return path
+
+
 def carried(resolved: Resolved, image_name: str) -> dict[str, str]:
     """Set component -> why the image carries it (the operator's layers left out where it owns them)."""
     return carried_by(resolved.definition, image_name)
@@ -125,7 +146,7 @@ def set_packages(resolved: Resolved, image_name: str) -> dict[str, sources.Choic
         if comp not in SET_COMPONENTS:
             continue
         choice = sources.choose(resolved.matrix.compat, resolved.set, comp, img.distribution, img.release,
-                                dict(img.repositories))
+                                dict(img.repositories), img.architecture)
         if choice is None:  # validate's image-source-missing reports this before rendering
             raise ValueError(f"image {image_name}: no source provides {comp} for {img.distribution} {img.release}")
         out[comp] = choice
@@ -144,7 +165,8 @@ def repo_line(choice: sources.Choice, img: Image, components) -> str | None:
         return f"deb [signed-by={keyring}] {img.repositories[src.id]} ./"
     named = {k: str(v).lstrip("v").split("-")[0] for k, v in components.model_dump().items() if v}
     pattern = present(src.url, f"package source {src.id}'s url (a {src.kind} source)")
-    url = pattern.format(**named, minor=".".join(choice.version.split(".")[:2]), distro=choice.distro)
+    url = pattern.format(**named, minor=".".join(choice.version.split(".")[:2]), distro=choice.distro,
+                         arch=choice.arch)
     return f"deb [signed-by={keyring}] {url} /"
 
 
@@ -185,21 +207,25 @@ def _pins_held(resolved: Resolved, image_name: str) -> list[str]:
 
 
 def group_files(resolved: Resolved, image: str) -> dict[str, str]:
-    """The mount units and VLAN files of the node groups booting `image` (storage.install), carried in
-    the image so a stateless node has them from boot on (roles/tenant_isolation installs the same
-    files on running nodes; on a stateless one they would be gone at the next boot). Only when every
-    group booting the image has the same files: otherwise no group's go in (`image-group-files`
-    warns), since one group's filesystem must not be mounted on another's nodes. Mount units are
+    """The mount units, VLAN files and storage interface files of the node groups booting `image`
+    (storage.install), carried in the image so a stateless node has them from boot on
+    (roles/tenant_isolation installs the same files on running nodes; on a stateless one they would be
+    gone at the next boot). Mount units and VLAN files only when every group booting the image has the
+    same ones: otherwise none go in (`image-group-files` warns), since one group's filesystem must not
+    be mounted on another's nodes. The storage interface files of every host go in: each matches its
+    own host only (`Host=`; a stateless node's hostname comes from DHCP, see pxe). Mount units are
     pulled in by local-fs.target / remote-fs.target drop-ins (no enable symlinks in a text tree)."""
     from ..storage import node_files
 
     d = resolved.definition
     per_group = node_files(resolved)
-    sets = {tuple((f["dest"], str(f["content"])) for f in per_group.get(g, [])) for g, n in d.nodes.items()
-            if n.image == image}
+    mine = [g for g, n in d.nodes.items() if n.image == image]
+    # one host's storage interface file matches that host only ([Match] Host=): every one goes in
+    out: dict[str, str] = {f["dest"].lstrip("/"): str(f["content"]) for g in mine for f in per_group.get(g, [])
+                           if "host" in f}
+    sets = {tuple((f["dest"], str(f["content"])) for f in per_group.get(g, []) if "host" not in f) for g in mine}
     if len(sets) != 1:
-        return {}
-    out: dict[str, str] = {}
+        return out
     for dest, text in next(iter(sets)):
         out[dest.lstrip("/")] = text
         if dest.endswith(".mount"):
@@ -294,7 +320,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             "packages": [*base["base_packages"], *img.packages],
             "driver_hold": _pins_held(resolved, name) if "driver" in pkgs else [], "components": vs.components,
             "branch": vs.driver_branch, "groups": groups, "headers": headers,
-            "cuda_repo": nv["cuda_repo_url"].format(distro=release["cuda_repo"]),
+            "cuda_repo": nv["cuda_repo_url"].format(distro=release["cuda_repo"], arch=cuda_arch(resolved, img)),
+            "mkosi_arch": architectures()[img.architecture]["mkosi"],
             "cuda_package": nv["cuda_package"].format(major=major, minor=minor),
             "nv_tools": tools_nv, "set_pkgs": set_pkgs, "tools": list(base["tool_packages"]),
             "set_repos": sorted({line for ch in set_pkgs.values() if (line := repo_line(ch, img, vs.components))}),

@@ -34,6 +34,7 @@ class KubernetesPlan:
     authentication_config: dict | None = None
     image_policy: list[dict] = field(default_factory=list)
     compute_domains: list[dict] = field(default_factory=list)
+    dra_driver_values: dict | None = None
 
 
 def plan(resolved: Resolved) -> KubernetesPlan | None:
@@ -58,6 +59,7 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         authentication_config=identity.authentication_config(resolved),
         image_policy=image_policy.objects(resolved),
         compute_domains=nvidia_dra.compute_domains(resolved),
+        dra_driver_values=nvidia_dra.helm_values(resolved),
     )
 
 
@@ -109,6 +111,11 @@ def render(resolved: Resolved) -> dict[str, str]:
         out[f"{ROOT}/image-policy/policy.yaml"] = dump_all(
             p.image_policy, f"{made}\nsigstore policy-controller: tenants' images only from the allowed registries"
                             ", signed by the definition's keys")
+    if p.dra_driver_values is not None:
+        out[f"{ROOT}/nvidia-dra/values.yaml"] = dump(
+            p.dra_driver_values,
+            f"{made}\nHelm values for NVIDIA's DRA driver chart {nvidia_dra.CHART} {nvidia_dra.CHART_VERSION} "
+            f"(namespace {nvidia_dra.NAMESPACE}): ComputeDomains on the NVLink-domain node groups")
     if p.compute_domains:
         out[f"{ROOT}/nvidia-dra/computedomains.yaml"] = dump_all(
             p.compute_domains, f"{made}\nComputeDomains (NVIDIA DRA driver {nvidia_dra.DRA_DRIVER_VERSION}) for multi-node "

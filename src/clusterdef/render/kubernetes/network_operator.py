@@ -41,7 +41,7 @@ def values(resolved: Resolved) -> dict | None:
 def host_mofed(resolved: Resolved) -> bool:
     d = resolved.definition
     groups = rdma_groups(resolved)
-    from ..images import carried_by  # what the image target puts into each image
+    from ...knowledge.images import carried_by  # what the image target puts into each image
 
     return bool(resolved.set.components.doca and groups
                 and all("doca" in carried_by(d, d.nodes[g].image) for g in groups))

@@ -17,11 +17,23 @@
                                              site addressing is not in the definition
                                              (systemd.network(5), systemd.netdev(5))
 
+    network/storage/<group>/                 per node group with a storage attachment that gives addresses
+                                             (`attachments.storage.ipv4_start`), systemd-networkd files
+                                             (install into /etc/systemd/network/):
+        20-clusterdef-storage-<host>.network one per host, `[Match] Name=<port> Host=<host>`: the
+                                             host's address in the storage fabric's subnet on the
+                                             attachment's first port, the fabric's MTU, and for an
+                                             InfiniBand fabric the IPoIB mode (`[IPoIB] Mode=`). The
+                                             base IPoIB interface is the kernel's (no .netdev); every
+                                             file matches one host only, so an image carries them all
+
 Pure: the port GUIDs come from the resolved inventory (MAC inventory column 3 or `port_guids`)."""
 
 from __future__ import annotations
 
-from ... import tenancy
+from ... import hostlist, tenancy
+from ...errors import present
+from ...model.network import Fabric
 from ...resolve import Resolved
 
 
@@ -79,7 +91,86 @@ def vlan_files(resolved: Resolved) -> dict[str, str]:
 
 
 def render(resolved: Resolved) -> dict[str, str]:
-    tree = vlan_files(resolved)
+    tree = {**vlan_files(resolved), **storage_files(resolved)}
     if tenancy.pkey_tenants(resolved.definition):
         tree["network/opensm/partitions.conf"] = partitions_conf(resolved)
     return tree
+
+
+def ipoib_child(port: str) -> str:
+    """Name of the IPoIB interface networkd creates on `port` for the storage fabric's mode:
+    `<port>.st` when it fits Linux's 15 characters, else `ipoib-st` (one storage port per node)."""
+    name = f"{port}.st"
+    return name if len(name) <= 15 else "ipoib-st"
+
+
+def storage_port(d, group: str) -> tuple[str, str, Fabric] | None:
+    """(port, interface, fabric) of a node group's storage attachment: the first port of the NIC that
+    serves it (`<nic>` or `<nic>0`), the interface that carries the address (the port itself, or on an
+    InfiniBand fabric with an `ipoib_mode` the IPoIB interface networkd creates on it with that mode),
+    and the fabric. None without one (or on a bad reference: validate's attachment-* checks report those)."""
+    g = d.nodes.get(group)
+    a = g.attachments.get("storage") if g else None
+    hw = d.hardware.get(g.hardware) if g else None
+    f = d.network.fabrics.get(a.network) if a else None
+    nic = next((n for n in hw.nics if n.name == a.nic), None) if a and hw else None
+    if nic is None or f is None or f.kind == "nvlink":
+        return None
+    port = nic.name if nic.count == 1 else f"{nic.name}0"
+    return port, (ipoib_child(port) if f.kind == "infiniband" and f.ipoib_mode else port), f
+
+
+def storage_addressed(d, group: str) -> bool:
+    """The group's storage attachment gives addresses on a fabric with a subnet: it gets storage files."""
+    g = d.nodes.get(group)
+    a = g.attachments.get("storage") if g else None
+    sp = storage_port(d, group)
+    return a is not None and a.ipv4_start is not None and sp is not None and sp[2].subnet is not None
+
+
+def _host_network(host: str, iface: str, f, address: str, head: str) -> str:
+    """One host's storage interface (systemd.network(5)): matched by interface and host name, its
+    address with the subnet's prefix, no IPv6 autoconfiguration (RoCE v2 uses the IPv4 GID)."""
+    link = f"MTUBytes={f.mtu}\n" if f.mtu else ""
+    return (head + f"[Match]\nName={iface}\nHost={host}\n\n[Link]\n{link}RequiredForOnline=yes\n\n"
+            f"[Network]\nAddress={address}/{f.subnet.prefixlen}\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n")
+
+
+def _ipoib_files(port: str, child: str, f, head: str) -> dict[str, str]:
+    """The port's .network stacking the IPoIB interface, and its .netdev (Kind=ipoib, the fabric's mode;
+    the partition key left to the kernel: the port's own). systemd-networkd sets the IPoIB mode of an
+    interface it creates (systemd.netdev(5) [IPoIB]); networkd 252 knows no [IPoIB] in .network files."""
+    mtu = f"MTUBytes={f.mtu}\n" if f.mtu else ""
+    return {
+        f"20-clusterdef-storage-{port}.network": (
+            head + f"[Match]\nName={port}\n\n[Link]\nRequiredForOnline=no\n\n"
+            f"[Network]\nIPoIB={child}\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n"),
+        f"20-clusterdef-storage-{child}.netdev": (
+            head + f"[NetDev]\nName={child}\nKind=ipoib\n{mtu}\n[IPoIB]\nMode={f.ipoib_mode}\n"),
+    }
+
+
+def storage_files(resolved: Resolved) -> dict[str, str]:
+    """network/storage/<group>/: 20-clusterdef-storage-<host>.network for every host of every node group
+    whose storage attachment gives addresses on a fabric with a subnet (and the IPoIB interface's files)."""
+    d = resolved.definition
+    out: dict[str, str] = {}
+    for gname, g in d.nodes.items():
+        if not storage_addressed(d, gname):
+            continue
+        a = g.attachments["storage"]
+        port, iface, f = present(storage_port(d, gname), "the storage port storage_addressed found")
+        start = present(a.ipv4_start, "the storage attachment's ipv4_start storage_addressed found")
+        kind = f"IPoIB, {f.ipoib_mode} mode" if f.kind == "infiniband" and f.ipoib_mode else \
+            ("IPoIB" if f.kind == "infiniband" else f.kind)
+        base = f"network/storage/{gname}/"
+        if iface != port:
+            head = (f"# Rendered by clusterdef: IPoIB interface {iface} on {port}, storage fabric {a.network} of "
+                    f"cluster {d.cluster.name}; install into /etc/systemd/network/.\n")
+            out.update({base + n: t for n, t in _ipoib_files(port, iface, f, head).items()})
+        for i, host in enumerate(hostlist.names(g.hosts)):
+            head = (f"# Rendered by clusterdef: host {host} (node group {gname}) of cluster {d.cluster.name} on storage "
+                    f"fabric {a.network} ({kind}) through {iface}; install into /etc/systemd/network/.\n")
+            out[f"{base}20-clusterdef-storage-{host}.network"] = _host_network(host, iface, f, str(start + i),
+                                                                                 head)
+    return out

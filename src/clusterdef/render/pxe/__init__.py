@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from ...resolve import Resolved
 from ..images import ImageIdentity, identities, published_identity
-from ...quoting import guarded_env
+from ..network import storage_addressed
+from ...quoting import Quoted, guarded_env, word
 
 _env = guarded_env("clusterdef.render.pxe")
 
@@ -38,6 +39,28 @@ _env = guarded_env("clusterdef.render.pxe")
 FIRST_STAGE = {"bios": "undionly.kpxe", "efi64": "ipxe.efi"}
 # DHCP option 93 (client system architecture, RFC 4578 / IANA registry): 0 = BIOS, 7 and 9 = x86-64 UEFI.
 CLIENT_ARCH = {"bios": (0,), "efi64": (7, 9)}
+# dnsmasq tag of each image architecture's UEFI firmware (amd64 keeps BIOS too); codes and binaries
+# per architecture are data: render/images/architectures.yaml.
+UEFI_TAG = {"amd64": "efi64", "arm64": "efi-arm64"}
+
+
+def first_stages(resolved: Resolved) -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
+    """(tag -> first-stage binary, tag -> DHCP client architectures) for the architectures of the images
+    the node groups boot: BIOS and x86-64 UEFI for amd64, ARM64 UEFI (11) for arm64."""
+    from ..images import architectures
+
+    d = resolved.definition
+    used = sorted({d.images[g.image].architecture for g in d.nodes.values() if g.image in d.images} or {"amd64"})
+    files: dict[str, str] = {}
+    codes: dict[str, tuple[int, ...]] = {}
+    for arch in used:
+        if arch == "amd64":
+            files["bios"], codes["bios"] = FIRST_STAGE["bios"], CLIENT_ARCH["bios"]
+        a = architectures()[arch]
+        files[UEFI_TAG[arch]], codes[UEFI_TAG[arch]] = a["first_stage"], tuple(a["client_arch"])
+    return files, codes
+# The one iPXE expansion clusterdef writes into a command line (the host name from DHCP option 12).
+HOSTNAME_ARG = "systemd.hostname=${hostname}"
 
 
 def server_url(resolved: Resolved) -> str:
@@ -70,7 +93,11 @@ def kernel_cmdline(resolved: Resolved, group: str, build: ImageIdentity | None =
     build = build or identities(resolved)[g.image]
     art = build.artefact
     first = f"{art}.verify.initrd" if img.signing else f"{art}.initrd"  # a signed image: the verifier first
-    return " ".join([f"initrd={first}", *img.kernel_cmdline, f"clusterdef.image={art}",
+    # A stateless node's storage interface file matches its host name (network/storage/): PID 1 sets
+    # it from the command line before networkd starts; iPXE expands ${hostname} from DHCP option 12
+    # (dnsmasq's dhcp-host name).
+    named = [HOSTNAME_ARG] if g.provisioning == "stateless" and storage_addressed(d, group) else []
+    return " ".join([f"initrd={first}", *img.kernel_cmdline, *named, f"clusterdef.image={art}",
                      f"clusterdef.set={build.set}", f"clusterdef.group={group}",
                      f"clusterdef.server={server_url(resolved)}"])
 
@@ -105,9 +132,16 @@ def _group_ctx(resolved: Resolved, gname: str, build: ImageIdentity, url: str) -
     g = resolved.definition.nodes[gname]
     return {"name": gname, "hosts": g.hosts, "count": len(list(resolved.nodes(gname))), "image": g.image,
             "version": build.version, "build": build, "kernel": f"{url}/images/{build.artefact}.vmlinuz",
-            "initrd": f"{url}/images/{build.artefact}.initrd", "cmdline": kernel_cmdline(resolved, gname, build),
+            "initrd": f"{url}/images/{build.artefact}.initrd", "cmdline": ipxe_cmdline(resolved, gname, build),
             "signed": resolved.definition.images[g.image].signing is not None,
             "verify": f"{url}/images/{build.artefact}.verify.initrd", "sums": f"{url}/images/{build.artefact}.SHA256SUMS"}
+
+
+def ipxe_cmdline(resolved: Resolved, group: str, build: ImageIdentity) -> Quoted:
+    """The command line for iPXE's `kernel`: every argument a plain token (word), and HOSTNAME_ARG, the
+    only `${...}` iPXE is meant to expand."""
+    return Quoted(" ".join(a if a == HOSTNAME_ARG else word(a, "iPXE")
+                           for a in kernel_cmdline(resolved, group, build).split(" ")))
 
 
 def render(resolved: Resolved) -> dict[str, str]:
@@ -124,8 +158,9 @@ def render(resolved: Resolved) -> dict[str, str]:
                        "discover": g.addressing.mac.source == "discover", "macs": [_mac_label(n.mac) for n in known],
                        "provisioning": g.provisioning})
     discover = [g for g in groups if g["discover"]]
+    stages, codes = first_stages(resolved)
     ctx = {"cluster": d.cluster.name, "set": resolved.set.name, "prov": prov, "url": url, "groups": groups,
-           "hosts": hosts, "first_stage": FIRST_STAGE, "client_arch": CLIENT_ARCH,
+           "hosts": hosts, "first_stage": stages, "client_arch": codes,
            "netmask": prov.subnet.netmask, "network": prov.subnet.network_address,
            "discover": discover[0] if len(discover) == 1 else None, "discover_many": discover,
            "management": d.network.management}

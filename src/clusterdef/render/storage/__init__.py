@@ -118,6 +118,19 @@ def mount_options(d, fs: str) -> str:
     return _MOUNT_OPTIONS[f.kind]
 
 
+def _wait_online(d, fs: str, group: str) -> str:
+    """A network filesystem waits for the network: for its storage fabric's interface on the group's
+    nodes when it names one (`filesystems.<fs>.network`), else for network-online.target."""
+    from ..network import storage_port
+
+    f = d.filesystems[fs]
+    sp = storage_port(d, group) if f.network else None
+    if sp is None or d.nodes[group].attachments["storage"].network != f.network:
+        return "Wants=network-online.target\nAfter=network-online.target\n"
+    unit = f"systemd-networkd-wait-online@{sp[1]}.service"
+    return f"# over storage fabric {f.network} ({sp[1]})\nWants={unit}\nAfter={unit}\n"
+
+
 def mount_units(resolved: Resolved) -> dict[str, str]:
     """storage/mounts/<group>/<unit>: every filesystem with a source, on its node groups only."""
     d = resolved.definition
@@ -134,7 +147,7 @@ def mount_units(resolved: Resolved) -> dict[str, str]:
             text = (f"# Rendered by clusterdef: filesystem {fs} ({f.kind}) of cluster {d.cluster.name}, mounted on "
                     f"node groups {', '.join(x for x in f.node_groups if x in d.nodes)} only{owner}.\n"
                     f"[Unit]\nDescription=clusterdef filesystem {fs}\n"
-                    + ("Wants=network-online.target\nAfter=network-online.target\n" if network else "")
+                    + (_wait_online(d, fs, g) if network else "")
                     + f"\n[Mount]\nWhat={systemd(f.source)}\nWhere={systemd(f.mount)}\nType={f.kind}\n"
                     f"Options={mount_options(d, fs)}\n\n[Install]\n"
                     f"WantedBy={'remote-fs.target' if network else 'local-fs.target'}\n")
@@ -155,15 +168,22 @@ def admin_host(d, fs: str) -> str | None:
 
 
 def node_files(resolved: Resolved) -> dict[str, list[dict]]:
-    """Per node group: its mount units (into /etc/systemd/system) and VLAN networkd files (into
-    /etc/systemd/network), as [{dest, mode, content}]."""
-    from ..network import vlan_files
+    """Per node group: its mount units (into /etc/systemd/system), VLAN networkd files and storage
+    interface files (into /etc/systemd/network), as [{dest, mode, content}]; a storage interface file
+    is one host's (`host`: roles/tenant_isolation installs it on that host only)."""
+    from ..network import storage_files, vlan_files
 
     groups: dict[str, list[dict]] = {}
     for rel, text in {**mount_units(resolved), **vlan_files(resolved)}.items():
         _, kind, g, name = rel.split("/", 3)
         dest = f"{UNITS}/{name}" if kind == "mounts" else f"{NETWORKD}/{name}"
         groups.setdefault(g, []).append({"dest": dest, "mode": "0644", "content": Unsafe(text)})
+    for rel, text in storage_files(resolved).items():
+        g, name = rel.split("/")[2:]
+        host = name.removeprefix("20-clusterdef-storage-").removesuffix(".network")
+        entry = {"dest": f"{NETWORKD}/{name}", "mode": "0644", "content": Unsafe(text)}
+        # one host's file names it in [Match] Host=; the IPoIB interface's files are the group's
+        groups.setdefault(g, []).append({**entry, "host": host} if f"\nHost={host}\n" in text else entry)
     return groups
 
 
