@@ -225,7 +225,10 @@ def test_cli_compare_regression_exit_1(tmp_path):
     log.write_text(_scaled((LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log").read_text(), 256 << 20, 0.8))
     r = runner.invoke(app, ["baseline", "compare", str(log), "--set", "2026.07-r580", "--matrices", str(MATRICES)])
     assert r.exit_code == 1
-    assert "256 MiB" in r.output and "20" in r.output and "FAIL" in r.output
+    assert "FAIL" in r.output
+    # 394.69 GB/s in the baseline, 315.75 measured: the figures, the drop and the band's tolerance
+    assert ("256 MiB out-of-place: busbw 315.75 GB/s is 20% below the baseline 394.69 GB/s "
+            "(tolerance 5% for large messages)") in " ".join(r.output.split()), r.output
 
 
 def test_cli_bad_inputs_exit_2(tmp_path):
@@ -372,3 +375,61 @@ def test_size_range_has_one_unit_style():
     assert size_range([33553920, 17179868160]) == "33553920 B..17179868160 B"
     assert size_range([8, 8 << 30]) == "8 B..8 GiB"
     assert size_range([1000, 33553920]) == "1000 B..33553920 B"
+
+
+# --------------------------------------------------------------------------- compare and pick, exactly
+
+
+def _one_row_base(run, size: int, want_oop, want_ip=None, **kw) -> Baseline:
+    return Baseline(kw.pop("set", "s"), kw.pop("test", run.test), kw.pop("nodes", run.nodes),
+                    kw.pop("gpus", run.gpus_per_node), {(size, "float", "sum"): (want_oop, want_ip)}, **kw)
+
+
+def test_a_drop_of_exactly_the_tolerance_passes_and_a_hair_more_fails():
+    (run,) = parse_file(H200)
+    got = run.busbw()[(1 << 20, "float", "sum")][0]  # medium: 10%
+    r = compare(run, _one_row_base(run, 1 << 20, round(got / 0.9, 6)))
+    assert [(s.size, s.band, s.drop_pct, s.tolerance_pct, s.ok, s.type, s.redop, s.half) for s in r.sizes] == [
+        (1 << 20, "medium", 10.0, 10.0, True, "float", "sum", "out-of-place")]
+    assert r.ok and r.problems == [] and r.test == "all_reduce_perf" and r.set == "s"
+    r = compare(run, _one_row_base(run, 1 << 20, round(got / 0.8999, 6)))
+    assert not r.ok and r.sizes[0].drop_pct == 10.01
+    # a zero baseline figure cannot drop; both halves are compared when the baseline has both
+    ip = run.busbw()[(1 << 20, "float", "sum")][1]
+    r = compare(run, _one_row_base(run, 1 << 20, 0.0, ip * 2))
+    assert [(s.half, s.drop_pct, s.ok) for s in r.sizes] == [("out-of-place", 0.0, True), ("in-place", 50.0, False)]
+    assert r.problems == [f"1 MiB float/sum in-place: busbw {ip:g} GB/s is 50% below the baseline {ip * 2:g} GB/s "
+                          "(tolerance 10% for medium messages)"]
+
+
+def test_no_size_in_common_and_missing_rows_are_both_named():
+    (run,) = parse_file(H200)
+    r = compare(run, _one_row_base(run, 3, 1.0))
+    assert not r.ok and r.sizes == []
+    assert r.problems == ["1 baseline row(s) not in the run (datatype/op float/sum; sizes 3 B)",
+                          "no message size in common with the baseline"]
+
+
+def test_mismatch_problems_are_worded_exactly():
+    (run,) = parse_file(H200)
+    got = run.busbw()[(1 << 20, "float", "sum")][0]
+    r = compare(run, _one_row_base(run, 1 << 20, got, gpus=4))
+    assert r.problems == ["run has 8 GPUs per node, baseline 4"]
+    assert compare(run, _one_row_base(run, 1 << 20, got, gpus=None)).ok  # unknown GPUs per node: not compared
+    (failed, _) = parse_file(LOGS / "h100-2node-g4-alltoall-abort-sendrecv-degraded.log")
+    r = compare(failed, _one_row_base(failed, 1 << 20, 1.0))
+    assert r.problems[0] == f"run failed: {failed.reason}"
+
+
+def test_pick_prefers_the_node_group_then_the_generic_entry():
+    (run,) = parse_file(H200)
+    generic = _one_row_base(run, 1, 1.0)
+    su01 = _one_row_base(run, 1, 1.0, node_group="su01")
+    su02 = _one_row_base(run, 1, 1.0, node_group="su02")
+    other = _one_row_base(run, 1, 1.0, nodes=4)
+    assert pick([su01, generic, su02, other], run, "su02") is su02
+    assert pick([su01, generic, su02, other], run, "") is generic
+    assert pick([su01, generic, su02, other], run, "su09") is generic
+    assert pick([su01, su02, other], run, "") is su01  # no generic entry: the first of the right size
+    assert pick([su01, su02], run, "su02") is su02
+    assert pick([other], run) is None
