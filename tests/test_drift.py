@@ -473,3 +473,24 @@ def test_read_facts_findings_in_full(tmp_path):
         (d / bad).unlink()
     assert [(f, x["host"]) for f, x in drift.read_facts(d)] == [(str(d / "c.json"), "gpu003")]
     assert drift.read_facts(FIXTURES / "lab.json")[0][0] == str(FIXTURES / "lab.json")
+
+
+def test_masking_keeps_upper_case_and_drain_reasons_are_cut_and_unquoted(lab_result):
+    vs = lab_result.matrix.sets["2026.07-r580"]
+    fact = _lab_fact("gpu001")
+    fact["versions"]["driver"] = "ABC$"
+    fact["versions"]["slurm"] = "X25.11.7"  # only a leading v is dropped, nothing else
+    fact["versions"]["cuda"] = "unknown"
+    fact["reasons"] = {"cuda": "No CUDA Toolkit"}
+    (node,) = drift.compare(lab_result.definition, vs, [("x", fact)]).nodes
+    assert [(m.component, m.actual, m.reason) for m in node.off] == [
+        ("driver", "unprintable:ABC?", ""), ("cuda", "unknown", "No CUDA Toolkit"), ("slurm", "X25.11.7", "")]
+    # a reason is one shell word with no double quote, at most 250 characters
+    long = drift.NodeReport("gpu001", "train", "slurm", [drift.Mismatch(f"c{i}", '"1"', "2") for i in range(40)])
+    reason = drift._reason(long)
+    assert len(reason) == 250 and '"' not in reason and reason.startswith("clusterdef off-matrix: c0 2!='1', c1 ")
+    # a taint value cut at 63 characters right after a dash loses the dash
+    kube = drift.NodeReport("kgpu01", "infer", "kubernetes", [drift.Mismatch("firmware." + "a" * 59, "1", "2"),
+                                                              drift.Mismatch("firmware.b", "1", "2")])
+    taint = drift.drain_lines(drift.DriftReport("s", [kube], [], []))[0].split()[4]
+    assert taint == f"clusterdef.dev/off-matrix=fw-{'a' * 59}:NoSchedule"
