@@ -128,7 +128,7 @@ def test_canonical_refolds_an_expression():
 # ------------------------------------------------------------------ the size guard, exactly (issue #18)
 @pytest.mark.parametrize("expr, bound", [
     ("gpu1", 1), ("gpu[1-4]", 4), ("gpu[1-4],cpu[1-2]", 6), ("a[1-3,7],b5", 5), ("r[1-2]n[01-03]", 6),
-    ("g[1-10/3]", 4), ("g[0-0]", 1), ("x[1-2],y,z[5-9/2]", 6), ("n[1-2,4-5],m[1-3]k[1-2]", 10),
+    ("g[1-10/3]", 4), ("g[1-9/3]", 3), ("g[0-0]", 1), ("x[1-2],y,z[5-9/2]", 6), ("n[1-2,4-5],m[1-3]k[1-2]", 10),
 ])
 def test_size_bound_counts_without_expanding(expr, bound):
     assert hostlist.size_bound(expr) == bound
@@ -177,9 +177,18 @@ def test_check_names_wants_rfc1123_labels(expr, ok):
             hostlist.check_names(expr)
 
 
+def test_check_names_message():
+    with pytest.raises(hostlist.HostlistError) as exc:
+        hostlist.check_names("-gpu1")
+    assert str(exc.value) == ("hostlist '-gpu1' yields '-gpu1', which is not a host name: at most 63 lower-case "
+                              "letters, digits and '-', starting and ending with a letter or digit")
+
+
 def test_contiguous_and_fold_edge_forms():
     assert hostlist.contiguous(["gpu1", "gpu2", "gpu4"]) == ["gpu[1-2]", "gpu4"]
     assert hostlist.contiguous(["gpu01", "gpu02", "gpu04"], sep=":") == ["gpu[01:02]", "gpu04"]
+    # a bare name takes the NodeSet path: the separator is applied there too
+    assert hostlist.contiguous(["gpu01", "gpu02", "login"], sep=":") == ["gpu[01:02]", "login"]
     assert hostlist.fold(["gpu1"]) == "gpu1" and hostlist.fold("gpu7") == "gpu7"
     assert hostlist.fold(["b2", "a1", "a2", "a3"]) == "a[1-3],b2"
     assert hostlist.fold(["login", "gpu1"]) == "gpu1,login"  # a bare name goes through NodeSet
