@@ -433,3 +433,65 @@ def test_pick_prefers_the_node_group_then_the_generic_entry():
     assert pick([su01, su02, other], run, "") is su01  # no generic entry: the first of the right size
     assert pick([su01, su02], run, "su02") is su02
     assert pick([other], run) is None
+
+
+# --------------------------------------------------------------------------- baseline files, field by field
+TAIL = "; an entry needs test, nodes and busbw_gbps {datatype/op: {size: [out-of-place, in-place] GB/s}}"
+GOOD = {"set": "s", "test": "all_reduce_perf", "nodes": 2, "busbw_gbps": {"float/sum": {"1024": [0.04, 0.05]}}}
+
+
+def _dump(f, data) -> None:
+    from ruamel.yaml import YAML
+
+    with f.open("w") as fh:
+        YAML(typ="safe").dump(data, fh)
+
+
+@pytest.mark.parametrize("change, field, want, got", [
+    ({"nodes": 0}, "nodes", "a positive whole number", "0"),
+    ({"nodes": True}, "nodes", "a positive whole number", "True"),
+    ({"nodes": 1 << 31}, "nodes", "a positive whole number", str(1 << 31)),
+    ({"nodes": "2"}, "nodes", "a positive whole number", "'2'"),
+    ({"gpus_per_node": 0}, "gpus_per_node", "a positive whole number", "0"),
+    ({"test": 5}, "test", "the nccl-tests name (e.g. all_reduce_perf)", "5"),
+    ({"busbw_gbps": {}}, "busbw_gbps",
+     "a mapping of datatype/op to {size (bytes): [out-of-place, in-place] GB/s}", "{}"),
+    ({"avg_busbw_gbps": -1}, "avg_busbw_gbps", "a finite, non-negative GB/s figure", "-1"),
+])
+def test_baseline_entry_fields_are_checked_with_a_message(tmp_path, change, field, want, got):
+    f = tmp_path / "b.yaml"
+    _dump(f, {**GOOD, **change})
+    with pytest.raises(Exception) as exc:
+        load_baselines(f)
+    assert str(exc.value) == f"{f}: `{field}` must be {want} (got {got}){TAIL}"
+
+
+@pytest.mark.parametrize("busbw", [
+    {"float/sum": {"1024": [0.04]}}, {"float/sum": {"1024": [0.04, 0.1, 0.2]}}, {"float/sum": {"1024": 0.04,
+                                                                                              "2048": {}}},
+    {"float/sum": {"1024": [-0.1, 0.1]}}, {"float/sum": {"1024": [float("nan"), 0.1]}},
+    {"float/sum": {"1024": [True, 0.1]}}, {"float/sum": {"-1": [0.1, 0.1]}}, {"float/sum": {str(1 << 62): [0.1, 0.1]}},
+    {"float/sum": {}}, {"1024": True},
+])
+def test_malformed_busbw_is_refused(tmp_path, busbw):
+    f = tmp_path / "b.yaml"
+    _dump(f, {**GOOD, "busbw_gbps": busbw})
+    with pytest.raises(Exception) as exc:
+        load_baselines(f)
+    assert str(exc.value).startswith(f"{f}: `busbw_gbps` must be datatype/op mapped to sizes in bytes")
+
+
+def test_baseline_entry_limits_and_defaults(tmp_path):
+    f = tmp_path / "b.yaml"
+    _dump(f, {**GOOD, "nodes": 1, "gpus_per_node": (1 << 31) - 1, "node_group": None,
+                           "busbw_gbps": {"float/sum": {"0": [0, None], str((1 << 62) - 1): [1, 2]},
+                                          "int8": {"8": [1.5, 2]}}})
+    (b,) = load_baselines(f)
+    assert (b.set, b.test, b.nodes, b.gpus_per_node, b.node_group, b.avg_busbw_gbps, b.source, b.legacy) == (
+        "s", "all_reduce_perf", 1, (1 << 31) - 1, "", None, "", False)
+    assert b.busbw == {(0, "float", "sum"): (0.0, None), ((1 << 62) - 1, "float", "sum"): (1.0, 2.0),
+                       (8, "int8", ""): (1.5, 2.0)}
+    assert b.series() == [("float", "sum"), ("int8", "")] and b.key() == ("all_reduce_perf", "", 1)
+    _dump(f, {"test": "t", "nodes": 3, "busbw_gbps": {"1024": 0.5}})
+    (legacy,) = load_baselines(f)
+    assert legacy.set == "b" and legacy.legacy and legacy.busbw == {(1024, "", ""): (0.5, None)}
