@@ -495,3 +495,41 @@ def test_baseline_entry_limits_and_defaults(tmp_path):
     _dump(f, {"test": "t", "nodes": 3, "busbw_gbps": {"1024": 0.5}})
     (legacy,) = load_baselines(f)
     assert legacy.set == "b" and legacy.legacy and legacy.busbw == {(1024, "", ""): (0.5, None)}
+
+
+def test_record_replaces_by_test_group_and_count(tmp_path):
+    (run,) = parse_file(H200)
+    f = tmp_path / "new.yaml"
+    first = record(f, baseline_from_run(run, "2026.07-r580"))  # a new file: the entry at the top level
+    f.write_text(first)
+    assert "entries" not in first and first.startswith("set: 2026.07-r580\ntest: all_reduce_perf\nnode_group: ''\n")
+    assert "'1024': [0.04, 0.04]" in first  # the pair in flow style, the rest block style
+    assert record(f, baseline_from_run(run, "2026.07-r580")) == first  # the same key replaces the top entry
+    f.write_text(record(f, baseline_from_run(run, "2026.07-r580", "su01")))
+    f.write_text(record(f, baseline_from_run(run, "2026.07-r580", "su02")))
+    four = baseline_from_run(run, "2026.07-r580", "su01")
+    four["nodes"] = 4
+    f.write_text(record(f, four))
+    f.write_text(record(f, baseline_from_run(run, "2026.07-r580", "su01", "again.log")))  # replaces su01/2
+    got = [(b.set, b.node_group, b.nodes, b.source) for b in load_baselines(f)]
+    assert got == [("2026.07-r580", "", 2, ""), ("2026.07-r580", "su01", 2, "again.log"),
+                   ("2026.07-r580", "su02", 2, ""), ("2026.07-r580", "su01", 4, "")]
+
+
+def test_entries_take_the_file_set_and_name_their_index(tmp_path):
+    f = tmp_path / "2030.01-x.yaml"
+    _dump(f, {"entries": [{"test": "t", "nodes": 2, "busbw_gbps": {"1024": 1.0}},
+                          {"set": "other", "test": "t", "nodes": 3, "busbw_gbps": {"1024": 1.0}}]})
+    assert [(b.set, b.nodes) for b in load_baselines(f)] == [("2030.01-x", 2), ("other", 3)]
+    _dump(f, {"set": "s", "entries": [{"test": "t", "nodes": 2, "busbw_gbps": {"1024": 1.0}},
+                                      {"test": "t", "nodes": 0, "busbw_gbps": {"1024": 1.0}}]})
+    with pytest.raises(Exception) as exc:
+        load_baselines(f)
+    assert str(exc.value).startswith(f"{f}: entries[1]: `nodes` must be a positive whole number (got 0)")
+    for data, message in (([1], "a baseline file is a mapping with set, test, nodes and busbw_gbps"),
+                          ({"entries": {"a": 1}}, "`entries` must be a list of baseline entries"),
+                          ({"entries": [{"test": "t"}, 5]}, "entries[1] is not a mapping")):
+        _dump(f, data)
+        with pytest.raises(Exception) as exc:
+            load_baselines(f)
+        assert str(exc.value) == f"{f}: {message}"
