@@ -3,7 +3,8 @@ thing broken. Its header names the finding the real CLI must report and the line
 must point at:
 
     # expect: <finding-code>
-    # line: <1-based line>
+    # expect: <another code>   (only when the one break necessarily causes it too)
+    # line: <1-based line>     (of the first expected finding)
     # column: <1-based column>  (optional: then the finding must point at this column too)
     # why: <one sentence>
     # xfail: <reason>          (optional: a known validator bug; both checks xfail)
@@ -37,24 +38,31 @@ HEADER = re.compile(r"^#\s*(expect|line|column|why|xfail|xfail-text):\s*(.*?)\s*
 
 @dataclass(frozen=True)
 class Header:
-    code: str
+    codes: tuple[str, ...]  # the EXACT set of error codes the file must produce; the first is located
     line: int
     why: str
     xfail: str | None
     xfail_text: str | None
     column: int | None = None
 
+    @property
+    def code(self) -> str:
+        return self.codes[0]
+
 
 def read_header(path: Path) -> Header:
     fields: dict[str, str] = {}
+    codes: list[str] = []
     for text in path.read_text(encoding="utf-8").splitlines():
         m = HEADER.match(text)
         if not m:
             break
         fields[m[1]] = m[2]
+        if m[1] == "expect":
+            codes.append(m[2])
     missing = {"expect", "line", "why"} - set(fields)
     assert not missing, f"{path.name}: header lacks {sorted(missing)}"
-    return Header(fields["expect"], int(fields["line"]), fields["why"], fields.get("xfail"),
+    return Header(tuple(codes), int(fields["line"]), fields["why"], fields.get("xfail"),
                   fields.get("xfail-text"), int(fields["column"]) if "column" in fields else None)
 
 
@@ -136,7 +144,9 @@ def test_corpus_is_large_enough():
 def test_headers_are_well_formed():
     for path in CASES:
         header = read_header(path)
-        assert re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", header.code), f"{path.name}: bad code {header.code!r}"
+        for code in header.codes:
+            assert re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", code), f"{path.name}: bad code {code!r}"
+        assert len(set(header.codes)) == len(header.codes), f"{path.name}: a code named twice"
         n_lines = len(path.read_text(encoding="utf-8").splitlines())
         assert 1 <= header.line <= n_lines, f"{path.name}: line {header.line} outside the file"
         if header.column is not None:
@@ -155,6 +165,9 @@ def test_json_report(path: Path, header: Header, runs):
     assert report["ok"] is False
     findings = report["findings"]
     seen = [(f["code"], f["line"]) for f in findings]
+    # exactly one thing is broken: no finding from elsewhere (an older lab, a second break)
+    errors = sorted({f["code"] for f in findings if f["severity"] == "error"})
+    assert errors == sorted(header.codes), f"{path.name} must report exactly {list(header.codes)}; got {seen}"
     matching = [f for f in findings if f["code"] == header.code and f["line"] == header.line]
     assert matching, f"expected {header.code} at line {header.line} ({header.why}); got {seen}"
     if header.column is not None:

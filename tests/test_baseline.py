@@ -226,7 +226,10 @@ def test_cli_compare_regression_exit_1(tmp_path):
     log.write_text(_scaled((LOGS / "h200-2node-np2-g8-v2.18.3-ucxwarn.log").read_text(), 256 << 20, 0.8))
     r = runner.invoke(app, ["baseline", "compare", str(log), "--set", "2026.07-r580", "--matrices", str(MATRICES)])
     assert r.exit_code == 1
-    assert "256 MiB" in r.output and "20" in r.output and "FAIL" in r.output
+    assert "FAIL" in r.output
+    # 394.69 GB/s in the baseline, 315.75 measured: the figures, the drop and the band's tolerance
+    assert ("256 MiB out-of-place: busbw 315.75 GB/s is 20% below the baseline 394.69 GB/s "
+            "(tolerance 5% for large messages)") in " ".join(r.output.split()), r.output
 
 
 def test_cli_bad_inputs_exit_2(tmp_path):
@@ -392,3 +395,161 @@ def test_one_run_is_chosen_and_tolerances_are_bounded():
     for bad in ("huge=5", "large=101", "large=nan", "large=inf", "large"):
         with pytest.raises(BaselineError, match=r"--tolerance .*PCT a number from 0 to 100"):
             parse_tolerance([bad])
+
+
+# --------------------------------------------------------------------------- compare and pick, exactly
+
+
+def _one_row_base(run, size: int, want_oop, want_ip=None, **kw) -> Baseline:
+    return Baseline(kw.pop("set", "s"), kw.pop("test", run.test), kw.pop("nodes", run.nodes),
+                    kw.pop("gpus", run.gpus_per_node), {(size, "float", "sum"): (want_oop, want_ip)}, **kw)
+
+
+def test_a_drop_of_exactly_the_tolerance_passes_and_a_hair_more_fails():
+    (run,) = parse_file(H200)
+    got = run.busbw()[(1 << 20, "float", "sum")][0]  # medium: 10%
+    r = compare(run, _one_row_base(run, 1 << 20, round(got / 0.9, 6)))
+    assert [(s.size, s.band, s.drop_pct, s.tolerance_pct, s.ok, s.type, s.redop, s.half) for s in r.sizes] == [
+        (1 << 20, "medium", 10.0, 10.0, True, "float", "sum", "out-of-place")]
+    assert r.ok and r.problems == [] and r.test == "all_reduce_perf" and r.set == "s"
+    r = compare(run, _one_row_base(run, 1 << 20, round(got / 0.8999, 6)))
+    assert not r.ok and r.sizes[0].drop_pct == 10.01
+    # a zero baseline figure cannot drop; both halves are compared when the baseline has both
+    ip = run.busbw()[(1 << 20, "float", "sum")][1]
+    r = compare(run, _one_row_base(run, 1 << 20, 0.0, ip * 2))
+    assert [(s.half, s.drop_pct, s.ok) for s in r.sizes] == [("out-of-place", 0.0, True), ("in-place", 50.0, False)]
+    assert r.problems == [f"1 MiB float/sum in-place: busbw {ip:g} GB/s is 50% below the baseline {ip * 2:g} GB/s "
+                          "(tolerance 10% for medium messages)"]
+
+
+def test_no_size_in_common_and_missing_rows_are_both_named():
+    (run,) = parse_file(H200)
+    r = compare(run, _one_row_base(run, 3, 1.0))
+    assert not r.ok and r.sizes == []
+    assert r.problems == ["1 baseline row(s) not in the run (datatype/op float/sum; sizes 3 B)",
+                          "no message size in common with the baseline"]
+
+
+def test_mismatch_problems_are_worded_exactly():
+    (run,) = parse_file(H200)
+    got = run.busbw()[(1 << 20, "float", "sum")][0]
+    r = compare(run, _one_row_base(run, 1 << 20, got, gpus=4))
+    assert r.problems == ["run has 8 GPUs per node, baseline 4"]
+    assert compare(run, _one_row_base(run, 1 << 20, got, gpus=None)).ok  # unknown GPUs per node: not compared
+    (failed, _) = parse_file(LOGS / "h100-2node-g4-alltoall-abort-sendrecv-degraded.log")
+    r = compare(failed, _one_row_base(failed, 1 << 20, 1.0))
+    assert r.problems[0] == f"run failed: {failed.reason}"
+
+
+def test_pick_prefers_the_node_group_then_the_generic_entry():
+    (run,) = parse_file(H200)
+    generic = _one_row_base(run, 1, 1.0)
+    su01 = _one_row_base(run, 1, 1.0, node_group="su01")
+    su02 = _one_row_base(run, 1, 1.0, node_group="su02")
+    other = _one_row_base(run, 1, 1.0, nodes=4)
+    assert pick([su01, generic, su02, other], run, "su02") is su02
+    assert pick([su01, generic, su02, other], run, "") is generic
+    assert pick([su01, generic, su02, other], run, "su09") is generic
+    assert pick([su01, su02, other], run, "") is su01  # no generic entry: the first of the right size
+    assert pick([su01, su02], run, "su02") is su02
+    assert pick([other], run) is None
+
+
+# --------------------------------------------------------------------------- baseline files, field by field
+TAIL = "; an entry needs test, nodes and busbw_gbps {datatype/op: {size: [out-of-place, in-place] GB/s}}"
+GOOD = {"set": "s", "test": "all_reduce_perf", "nodes": 2, "busbw_gbps": {"float/sum": {"1024": [0.04, 0.05]}}}
+
+
+def _dump(f, data) -> None:
+    from ruamel.yaml import YAML
+
+    with f.open("w") as fh:
+        YAML(typ="safe").dump(data, fh)
+
+
+@pytest.mark.parametrize("change, field, want, got", [
+    ({"nodes": 0}, "nodes", "a positive whole number", "0"),
+    ({"nodes": True}, "nodes", "a positive whole number", "True"),
+    ({"nodes": 1 << 31}, "nodes", "a positive whole number", str(1 << 31)),
+    ({"nodes": "2"}, "nodes", "a positive whole number", "'2'"),
+    ({"gpus_per_node": 0}, "gpus_per_node", "a positive whole number", "0"),
+    ({"test": 5}, "test", "the nccl-tests name (e.g. all_reduce_perf)", "5"),
+    ({"busbw_gbps": {}}, "busbw_gbps",
+     "a mapping of datatype/op to {size (bytes): [out-of-place, in-place] GB/s}", "{}"),
+    ({"avg_busbw_gbps": -1}, "avg_busbw_gbps", "a finite, non-negative GB/s figure", "-1"),
+])
+def test_baseline_entry_fields_are_checked_with_a_message(tmp_path, change, field, want, got):
+    f = tmp_path / "b.yaml"
+    _dump(f, {**GOOD, **change})
+    with pytest.raises(Exception) as exc:
+        load_baselines(f)
+    assert str(exc.value) == f"{f}: `{field}` must be {want} (got {got}){TAIL}"
+
+
+@pytest.mark.parametrize("busbw", [
+    {"float/sum": {"1024": [0.04]}}, {"float/sum": {"1024": [0.04, 0.1, 0.2]}}, {"float/sum": {"1024": 0.04,
+                                                                                              "2048": {}}},
+    {"float/sum": {"1024": [-0.1, 0.1]}}, {"float/sum": {"1024": [float("nan"), 0.1]}},
+    {"float/sum": {"1024": [True, 0.1]}}, {"float/sum": {"-1": [0.1, 0.1]}}, {"float/sum": {str(1 << 62): [0.1, 0.1]}},
+    {"float/sum": {}}, {"1024": True},
+])
+def test_malformed_busbw_is_refused(tmp_path, busbw):
+    f = tmp_path / "b.yaml"
+    _dump(f, {**GOOD, "busbw_gbps": busbw})
+    with pytest.raises(Exception) as exc:
+        load_baselines(f)
+    assert str(exc.value).startswith(f"{f}: `busbw_gbps` must be datatype/op mapped to sizes in bytes")
+
+
+def test_baseline_entry_limits_and_defaults(tmp_path):
+    f = tmp_path / "b.yaml"
+    _dump(f, {**GOOD, "nodes": 1, "gpus_per_node": (1 << 31) - 1, "node_group": None,
+                           "busbw_gbps": {"float/sum": {"0": [0, None], str((1 << 62) - 1): [1, 2]},
+                                          "int8": {"8": [1.5, 2]}}})
+    (b,) = load_baselines(f)
+    assert (b.set, b.test, b.nodes, b.gpus_per_node, b.node_group, b.avg_busbw_gbps, b.source, b.legacy) == (
+        "s", "all_reduce_perf", 1, (1 << 31) - 1, "", None, "", False)
+    assert b.busbw == {(0, "float", "sum"): (0.0, None), ((1 << 62) - 1, "float", "sum"): (1.0, 2.0),
+                       (8, "int8", ""): (1.5, 2.0)}
+    assert b.series() == [("float", "sum"), ("int8", "")] and b.key() == ("all_reduce_perf", "", 1)
+    _dump(f, {"test": "t", "nodes": 3, "busbw_gbps": {"1024": 0.5}})
+    (legacy,) = load_baselines(f)
+    assert legacy.set == "b" and legacy.legacy and legacy.busbw == {(1024, "", ""): (0.5, None)}
+
+
+def test_record_replaces_by_test_group_and_count(tmp_path):
+    (run,) = parse_file(H200)
+    f = tmp_path / "new.yaml"
+    first = record(f, baseline_from_run(run, "2026.07-r580"))  # a new file: the entry at the top level
+    f.write_text(first)
+    assert "entries" not in first and first.startswith("set: 2026.07-r580\ntest: all_reduce_perf\nnode_group: ''\n")
+    assert "'1024': [0.04, 0.04]" in first  # the pair in flow style, the rest block style
+    assert record(f, baseline_from_run(run, "2026.07-r580")) == first  # the same key replaces the top entry
+    f.write_text(record(f, baseline_from_run(run, "2026.07-r580", "su01")))
+    f.write_text(record(f, baseline_from_run(run, "2026.07-r580", "su02")))
+    four = baseline_from_run(run, "2026.07-r580", "su01")
+    four["nodes"] = 4
+    f.write_text(record(f, four))
+    f.write_text(record(f, baseline_from_run(run, "2026.07-r580", "su01", "again.log")))  # replaces su01/2
+    got = [(b.set, b.node_group, b.nodes, b.source) for b in load_baselines(f)]
+    assert got == [("2026.07-r580", "", 2, ""), ("2026.07-r580", "su01", 2, "again.log"),
+                   ("2026.07-r580", "su02", 2, ""), ("2026.07-r580", "su01", 4, "")]
+
+
+def test_entries_take_the_file_set_and_name_their_index(tmp_path):
+    f = tmp_path / "2030.01-x.yaml"
+    _dump(f, {"entries": [{"test": "t", "nodes": 2, "busbw_gbps": {"1024": 1.0}},
+                          {"set": "other", "test": "t", "nodes": 3, "busbw_gbps": {"1024": 1.0}}]})
+    assert [(b.set, b.nodes) for b in load_baselines(f)] == [("2030.01-x", 2), ("other", 3)]
+    _dump(f, {"set": "s", "entries": [{"test": "t", "nodes": 2, "busbw_gbps": {"1024": 1.0}},
+                                      {"test": "t", "nodes": 0, "busbw_gbps": {"1024": 1.0}}]})
+    with pytest.raises(Exception) as exc:
+        load_baselines(f)
+    assert str(exc.value).startswith(f"{f}: entries[1]: `nodes` must be a positive whole number (got 0)")
+    for data, message in (([1], "a baseline file is a mapping with set, test, nodes and busbw_gbps"),
+                          ({"entries": {"a": 1}}, "`entries` must be a list of baseline entries"),
+                          ({"entries": [{"test": "t"}, 5]}, "entries[1] is not a mapping")):
+        _dump(f, data)
+        with pytest.raises(Exception) as exc:
+            load_baselines(f)
+        assert str(exc.value) == f"{f}: {message}"

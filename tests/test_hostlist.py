@@ -123,3 +123,74 @@ def test_contiguous_equals_clustershell(hosts):
 def test_canonical_refolds_an_expression():
     assert hostlist.canonical("gpu[001-002],gpu003") == "gpu[001-003]"
     assert hostlist.canonical("b5,a[1-3,7]") == "a[1-3,7],b5"
+
+
+# ------------------------------------------------------------------ the size guard, exactly (issue #18)
+@pytest.mark.parametrize("expr, bound", [
+    ("gpu1", 1), ("gpu[1-4]", 4), ("gpu[1-4],cpu[1-2]", 6), ("a[1-3,7],b5", 5), ("r[1-2]n[01-03]", 6),
+    ("g[1-10/3]", 4), ("g[1-9/3]", 3), ("g[0-0]", 1), ("x[1-2],y,z[5-9/2]", 6), ("n[1-2,4-5],m[1-3]k[1-2]", 10),
+])
+def test_size_bound_counts_without_expanding(expr, bound):
+    assert hostlist.size_bound(expr) == bound
+    assert hostlist.count(expr) == bound  # the bound is exact for expressions without duplicates
+
+
+def test_size_bound_stops_past_the_limit_and_the_limit_is_inclusive():
+    assert hostlist.size_bound("a[1-131072],b[1-5]") > hostlist.MAX_NAMES  # stops adding, still over
+    assert hostlist.count("a[1-131072]") == hostlist.MAX_NAMES  # exactly the limit is allowed
+    with pytest.raises(hostlist.HostlistError, match="more than 131,072 names"):
+        hostlist.parse("a[1-131072],b1")
+    with pytest.raises(hostlist.HostlistError, match="range '3-1' is empty or has step 0"):
+        hostlist.size_bound("g[3-1]")
+    with pytest.raises(hostlist.HostlistError, match="range '1-4/0' is empty or has step 0"):
+        hostlist.size_bound("g[1-4/0]")
+    with pytest.raises(hostlist.HostlistError, match=r"range '1x' is not N, N-M or N-M/STEP \(at most 9 digits"):
+        hostlist.size_bound("g[1x]")
+
+
+def test_split_top_splits_only_outside_brackets():
+    assert hostlist._split_top("a[1,2],b,c[3-4,6]") == ["a[1,2]", "b", "c[3-4,6]"]
+    assert hostlist._split_top("a") == ["a"]
+    assert hostlist._split_top("r[1,2]n[3,4],x") == ["r[1,2]n[3,4]", "x"]
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("gpu[1-2]", None), ("gpu[1-2] ", "has characters host names cannot have"), (" ", "empty hostlist"), ("gpu 1", "contains whitespace"),
+    ("gpu[1-2]&gpu1", "uses set operators or groups"), ("gpu[1-2]^gpu1", "uses set operators or groups"),
+    ("GPU1", "has characters host names cannot have"), ("gpu1;id", "has characters host names cannot have"),
+])
+def test_parse_messages(expr, message):
+    if message is None:
+        assert hostlist.expand(expr) == ["gpu1", "gpu2"]
+        return
+    with pytest.raises(hostlist.HostlistError, match=message):
+        hostlist.parse(expr)
+
+
+@pytest.mark.parametrize("expr, ok", [("gpu[1-2]", True), ("a-b1", True), ("-gpu1", False), ("gpu1-", False),
+                                      ("g" * 63, True), ("g" * 64, False)])
+def test_check_names_wants_rfc1123_labels(expr, ok):
+    if ok:
+        hostlist.check_names(expr)
+    else:
+        with pytest.raises(hostlist.HostlistError, match="which is not a host name"):
+            hostlist.check_names(expr)
+
+
+def test_check_names_message():
+    with pytest.raises(hostlist.HostlistError) as exc:
+        hostlist.check_names("-gpu1")
+    assert str(exc.value) == ("hostlist '-gpu1' yields '-gpu1', which is not a host name: at most 63 lower-case "
+                              "letters, digits and '-', starting and ending with a letter or digit")
+
+
+def test_contiguous_and_fold_edge_forms():
+    assert hostlist.contiguous(["gpu1", "gpu2", "gpu4"]) == ["gpu[1-2]", "gpu4"]
+    assert hostlist.contiguous(["gpu01", "gpu02", "gpu04"], sep=":") == ["gpu[01:02]", "gpu04"]
+    # a bare name takes the NodeSet path: the separator is applied there too
+    assert hostlist.contiguous(["gpu01", "gpu02", "login"], sep=":") == ["gpu[01:02]", "login"]
+    assert hostlist.fold(["gpu1"]) == "gpu1" and hostlist.fold("gpu7") == "gpu7"
+    assert hostlist.fold(["b2", "a1", "a2", "a3"]) == "a[1-3],b2"
+    assert hostlist.fold(["login", "gpu1"]) == "gpu1,login"  # a bare name goes through NodeSet
+    assert hostlist.canonical("gpu[001-002],gpu003") == "gpu[001-003]"
+    assert str(hostlist.union(["a[1-2]", hostlist.parse("a3")])) == "a[1-3]"
