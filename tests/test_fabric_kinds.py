@@ -133,7 +133,7 @@ def test_gb200_attachments_and_the_bmc_network(tmp_path):
     assert by[("gb001", "provisioning")]["ipv4"] == "10.30.0.11"
     bmc_net = ipaddress.ip_network("10.31.0.0/24")
     conf = tree["pxe/dnsmasq.conf"]
-    assert "10.31." not in conf
+    assert not [ln for ln in conf.splitlines() if "10.31." in ln and not ln.startswith("#")]  # comments may say why
     for line in conf.splitlines():
         for word in line.replace(",", " ").replace("=", " ").split():
             try:

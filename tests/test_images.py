@@ -51,7 +51,8 @@ def test_versions_come_from_the_set(example):
         components = tree[f"images/{image}/mkosi.extra/{BASELINE_DIR}/components"]
         want = ([f"driver={c.driver}"] if owned else []) + [f"cuda={c.cuda}", f"nccl={c.nccl}"] + \
             ([f"container_toolkit={c.container_toolkit}"] if owned else []) + \
-            ([f"slurm={c.slurm}"] if "slurm" in carried(resolved, image) else [])
+            ([f"slurm={c.slurm}"] if "slurm" in carried(resolved, image) else []) + \
+            [f"{k}={getattr(c, k)}" for k in ("doca", "mft") if k in carried(resolved, image)]  # host packages
         assert components.splitlines() == want
         conf = tree[f"images/{image}/mkosi.conf"]
         img = resolved.definition.images[image]
