@@ -77,7 +77,7 @@ def molecule_env():
 
 # Scenarios run concurrently: most of a scenario's time is podman exec round trips and apt, not CPU, so
 # a few at once finish in about half the wall time on two cores. Longest first (measured in CI).
-MOLECULE_JOBS = int(os.environ.get("CLUSTERDEF_MOLECULE_JOBS", "3"))
+MOLECULE_JOBS = int(os.environ.get("CLUSTERDEF_MOLECULE_JOBS", "4"))
 LONGEST_FIRST = ("rollout", "userspace", "firmware", "node_admission", "slurm_control_plane", "backup")
 
 
