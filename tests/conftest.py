@@ -107,3 +107,21 @@ def images_tree(path: Path, matrices: Path = MATRICES) -> dict[str, str]:
     result = validate_file(path, matrices, TODAY)
     assert result.ok, [f"{f.code} {f.message}" for f in result.errors]
     return build_tree(result, ["images"])[0]
+
+
+pytest_plugins = ["molecule_support"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def molecule_early(request):
+    """Start the selected molecule scenarios with the session rather than when tests/test_roles.py
+    is reached: they wait on podman more than they use CPU, so the rest of the suite runs beside
+    them (on CI's two cores about ten minutes of wall time). When their set-up cannot run (no podman,
+    no images), nothing starts here and test_roles reports it."""
+    if any(getattr(i, "originalname", "") == "test_molecule_scenario" for i in request.session.items):
+        try:
+            request.getfixturevalue("molecule_runs")
+        except (Exception, pytest.skip.Exception, pytest.fail.Exception):  # test_roles reports it again
+            pass
+    yield
+

@@ -652,7 +652,8 @@ def test_node_drain_role_waits_for_the_running_job(lab, matrix, controller, tmp_
         assert re.search(rf"^{node}\s+: ok=\d+\s+changed=1\s+unreachable=0\s+failed=0 ", drain_log.read_text(), re.M)
 
         c.finished("node_drain", {"node_drain_state": "resumed"}, "resumed")
-        assert record()["State"] == "IDLE", record()
+        # a resumed node reads NOT_RESPONDING until slurmctld's next ping of its slurmd answers
+        wait_for(lambda: record()["State"] == "IDLE", 60, f"{node} IDLE after the resume")
         # a drain the role did not set is left alone
         ctl.scontrol("update", f"NodeName={node}", "State=DRAIN", "Reason=disk replaced")
         out = c.finished("node_drain", {"node_drain_state": "resumed"}, "foreign")
@@ -670,6 +671,7 @@ def test_node_admission_holds_the_old_driver_until_the_reboot(lab, matrix, contr
     (what reboot.yml's clusterdef_reboot=false leaves), so admission keeps the node drained with the
     driver named, and as the wave's gate (node_admission_fail_off_matrix) fails; after the stand-in
     reboot the loaded driver is the set's and admission resumes the node."""
+    from slurm_helpers import wait_for
     from standin_node import dgx_h100, install, update
 
     vs = matrix.sets[lab["cluster"]["matrix"]]
@@ -695,6 +697,7 @@ def test_node_admission_holds_the_old_driver_until_the_reboot(lab, matrix, contr
         assert "DRAIN" in r["State"] and r["Reason"].startswith(f"clusterdef: off-matrix {vs.name}: driver {old}"), r
         update(bindir, lambda n: n.update(driver=vs.components.driver))  # the stand-in reboot loads the new module
         c.finished("node_admission", extra, "after-reboot")
-        assert record()["State"] == "IDLE", record()
+        # a resumed node reads NOT_RESPONDING until slurmctld's next ping of its slurmd answers
+        wait_for(lambda: record()["State"] == "IDLE", 60, f"{c.node} IDLE after admission resumed it")
     finally:
         c.stop()
