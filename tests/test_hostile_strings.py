@@ -148,8 +148,30 @@ def _run_scripts(tree: dict[str, str], tmp: Path) -> None:
     assert not MARKER.exists(), "a rendered script ran the payload"
 
 
-def _check(data, baseline, tmp: Path) -> bool:
-    """True when validation refused `data` (with located findings); otherwise the render oracle."""
+def _tame(text: str) -> str:
+    """`text` with every character but ASCII letters and digits replaced by `a`: the same value
+    without anything a shell, a config parser or a terminal would read."""
+    return "".join(c if c.isascii() and c.isalnum() else "a" for c in text)
+
+
+def _rendered_counts(data) -> list[int] | None:
+    """Line counts of what `data` renders, or None when validation or the quoting wall refuses it."""
+    result = _render(data)
+    if any(f.severity is Severity.ERROR for f in result.findings):
+        return None
+    try:
+        tree, _ = build_tree(result)
+    except DefinitionError:
+        return None
+    return _line_counts(tree)
+
+
+def _check(data, baseline, tmp: Path, twin=None) -> bool:
+    """True when validation refused `data` (with located findings); otherwise the render oracle.
+
+    `twin` is the same edit made with tame text (see `_tame`). A replaced value can change what is
+    rendered for a plain reason (an unknown GPU model drops its thermal alerts), so when the line
+    counts move, the hostile mutant must still render exactly as many lines as its tame twin."""
     MARKER.unlink(missing_ok=True)
     result = _render(data)
     errors = [f for f in result.findings if f.severity is Severity.ERROR]
@@ -162,7 +184,12 @@ def _check(data, baseline, tmp: Path) -> bool:
     except DefinitionError as exc:  # the quoting wall refused it: also a refusal, never a crash
         assert exc.findings[0].code == "render-unsafe-value"
         return True
-    assert _line_counts(tree) == baseline, "files or lines were added or removed"
+    counts = _line_counts(tree)
+    if counts != baseline and twin is not None:
+        twin_counts = _rendered_counts(twin)
+        if twin_counts is not None:
+            baseline = twin_counts
+    assert counts == baseline, "files or lines were added or removed"
     if any(str(MARKER) in text or "touch" in text for text in tree.values()):
         _run_scripts(tree, tmp)
     return False
@@ -201,10 +228,28 @@ HOSTILE_ALPHABET = st.sampled_from(list("$`'\";&|<>#\\\n\r\t\x00 {}()[]*?!~%=,:/
        mode=st.sampled_from(["append", "replace"]))
 def test_generated_hostile_strings(baseline, tmp_path_factory, where, text, mode):
     path, kind = where
-    data = mutate(path, kind, text)
-    if mode == "replace" and kind == "value":
-        node = data
-        for p in path[:-1]:
-            node = node[p]
-        node[path[-1]] = text
-    _check(data, baseline, tmp_path_factory.mktemp("h"))
+
+    def edit(value: str):
+        data = mutate(path, kind, value)
+        if mode == "replace" and kind == "value":
+            node = data
+            for p in path[:-1]:
+                node = node[p]
+            node[path[-1]] = value
+        return data
+
+    _check(edit(text), baseline, tmp_path_factory.mktemp("h"), twin=edit(_tame(text)))
+
+
+def test_tame_twin_explains_a_plain_change_only(baseline, tmp_path):
+    """The twin excuses an unknown GPU model (fewer alert lines), never a newline that adds a line."""
+    def replaced(value: str):
+        data = copy.deepcopy(LAB)
+        data["hardware"]["hgx-h100"]["gpu"]["model"] = value
+        return data
+
+    assert _rendered_counts(replaced("0")) != baseline, "an unknown GPU model no longer changes the render"
+    assert _check(replaced("0"), baseline, tmp_path, twin=replaced(_tame("0"))) is False
+    with pytest.raises(AssertionError, match="added or removed"):
+        _check(replaced("0"), baseline, tmp_path)
+    assert _tame("x\nProlog=/x") == "xaPrologaax"
