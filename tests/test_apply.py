@@ -168,19 +168,24 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
         ("smoke", "wave_000", "smoke.yml"), ("reapply", "wave_000", "reimage.yml")]
     skipped = prepare(pf, None, None, None, MATRICES, TODAY, ROOT / "playbooks", {"control-plane"}).steps
     assert [s.skipped for s in skipped if s.kind == "control-plane"] == ["skipped by --skip-stage"]
-    # the stateful groups (infer, secure) keep the in-place path
-    assert [(r[2], r[3]) for r in ran if r[1] == "upgrade"] == [
-        ("wave_000", "reimage.yml"), ("wave_001", "reimage.yml"), ("wave_002", "upgrade.yml"),
-        ("wave_003", "upgrade.yml")]
+    # the stateful groups (infer, secure) keep the in-place path; the Kubernetes GPU group infer (wave_002
+    # of the inventory) has its own canary, kgpu01, after the control plane, and kgpu02 follows in wave 2
+    assert [(r[0], r[2], r[3]) for r in ran if r[1] == "upgrade"] == [
+        ("canary", "wave_000", "reimage.yml"), ("kubernetes infer canary", "wave_002", "upgrade.yml"),
+        ("wave 1", "wave_001", "reimage.yml"), ("wave 2", "wave_002", "upgrade.yml"),
+        ("wave 3", "wave_003", "upgrade.yml")]
+    assert [s.limit for s in steps if s.action == "upgrade" and s.wave == "wave_002"] == ["kgpu01", "kgpu02"]
     assert ran[-1] == ("boot defaults", "boot-default", "", "boot-pointer.yml")
     assert steps[5].limit == "wave_000" and steps[6].limit == "wave_000"  # they target all nodes: the wave
     # capacity comes back when a canary or wave's last step passes (8 GPUs per lab node); the rollback
     # drill's nodes were already counted with the canary
     back = [(s.stage, s.action, s.gpus) for s in steps if s.returns]
-    assert back == [("canary", "smoke", 16), ("wave 1", "smoke", 16), ("wave 2", "smoke", 16), ("wave 3", "smoke", 16)]
+    assert back == [("canary", "smoke", 16), ("kubernetes infer canary", "smoke", 8), ("wave 1", "smoke", 16),
+                    ("wave 2", "smoke", 8), ("wave 3", "smoke", 16)]
     # the rollback step and the gates and smoke tests right after it hold the canary to the rollback set
     held_back = [(s.stage, s.action) for s in steps if s.extravars({})["clusterdef_rollback"]]
-    assert held_back == [("rollback drill", "rollback"), ("rollback drill", "gates"), ("rollback drill", "smoke")]
+    assert held_back == [(drill, action) for drill in ("rollback drill", "kubernetes infer rollback drill")
+                         for action in ("rollback", "gates", "smoke")]
     assert [s.to_json().get("rollback") for s in steps if s.stage == "rollback drill"] == [True, True, True, None]
     canary = steps[4].extravars({"x": "1"})
     new_build = canary["clusterdef_boot_build"]
@@ -268,12 +273,20 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
         ("gates", "rollback drill", "wave_000", "gpu001,gpu003"),
         ("smoke", "rollback drill", "wave_000", "gpu001,gpu003"),
         ("reapply", "rollback drill", "wave_000", "gpu001,gpu003"),
+        # the Kubernetes GPU group's own canary (its driver comes with the image): one of its two nodes
+        ("upgrade", "kubernetes infer canary", "wave_002", "kgpu01"),
+        ("gates", "kubernetes infer canary", "wave_002", "kgpu01"),
+        ("smoke", "kubernetes infer canary", "wave_002", "kgpu01"),
+        ("rollback", "kubernetes infer rollback drill", "wave_002", "kgpu01"),
+        ("gates", "kubernetes infer rollback drill", "wave_002", "kgpu01"),
+        ("smoke", "kubernetes infer rollback drill", "wave_002", "kgpu01"),
+        ("reapply", "kubernetes infer rollback drill", "wave_002", "kgpu01"),
         ("upgrade", "wave 1", "wave_001", "gpu002,gpu004"),
         ("gates", "wave 1", "wave_001", "gpu002,gpu004"),
         ("smoke", "wave 1", "wave_001", "gpu002,gpu004"),
-        ("upgrade", "wave 2", "wave_002", "kgpu01,kgpu02"),
-        ("gates", "wave 2", "wave_002", "kgpu01,kgpu02"),
-        ("smoke", "wave 2", "wave_002", "kgpu01,kgpu02"),
+        ("upgrade", "wave 2", "wave_002", "kgpu02"),
+        ("gates", "wave 2", "wave_002", "kgpu02"),
+        ("smoke", "wave 2", "wave_002", "kgpu02"),
         ("upgrade", "wave 3", "wave_003", "sgpu01,sgpu02"),
         ("gates", "wave 3", "wave_003", "sgpu01,sgpu02"),
         ("smoke", "wave 3", "wave_003", "sgpu01,sgpu02"),
@@ -315,7 +328,8 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     assert wave3["scratch-mounted"]["ok"] == "" and wave3["scratch-mounted"]["skipped"] == "sgpu[01-02]"
     # capacity back in service wave by wave (8 GPUs a node), the rollback drill not counted twice
     assert [(c["stage"], c["nodes"], c["gpus"], c["gpus_returned"]) for c in rec["capacity"]] == [
-        ("canary", 2, 16, 16), ("wave 1", 2, 16, 32), ("wave 2", 2, 16, 48), ("wave 3", 2, 16, 64)]
+        ("canary", 2, 16, 16), ("kubernetes infer canary", 1, 8, 24), ("wave 1", 2, 16, 40), ("wave 2", 1, 8, 48),
+        ("wave 3", 2, 16, 64)]
     assert "capacity back in service: 2 nodes, 16 GPUs" in r.output
 
 
@@ -327,9 +341,10 @@ def test_first_failing_wave_halts_the_rollout(tmp_path):
     r = apply(pf, log, "-e", "fail_hosts=gpu004")
     assert r.exit_code == 1, r.output
     assert "halted" in r.output and "wave 1: upgrade wave_001" in r.output and "gpu004" in r.output
-    steps = [(step, wave) for step, _, wave, _, _ in log_lines(log)]
-    assert steps[-1] == ("upgrade", "wave_001")  # failed there: no gates, and wave 2 never ran
-    assert not any(w == "wave_002" for _, w in steps) and ("gates", "wave_001") not in steps
+    steps = [(step, stage) for step, stage, _, _, _ in log_lines(log)]
+    assert steps[-1] == ("upgrade", "wave 1")  # failed there: no gates, and wave 2 never ran
+    assert not any(st == "wave 2" for _, st in steps) and ("gates", "wave 1") not in steps
+    assert ("reapply", "kubernetes infer rollback drill") in steps  # the Kubernetes canary ran before wave 1
     [rec] = records(tmp_path)
     assert rec["status"] == "failed" and rec["halted_at"] == "wave 1: upgrade wave_001"
     last = rec["runs"][-1]
@@ -337,7 +352,7 @@ def test_first_failing_wave_halts_the_rollout(tmp_path):
     assert [(x["stage"], x["action"]) for x in rec["not_run"]] == [
         ("wave 1", "gates"), ("wave 1", "smoke"), ("wave 2", "upgrade"), ("wave 2", "gates"), ("wave 2", "smoke"),
         ("wave 3", "upgrade"), ("wave 3", "gates"), ("wave 3", "smoke"), ("boot defaults", "boot-default")]
-    assert [c["stage"] for c in rec["capacity"]] == ["canary"]  # wave 1's nodes are not back
+    assert [c["stage"] for c in rec["capacity"]] == ["canary", "kubernetes infer canary"]  # wave 1's are not back
     assert all(x["rc"] == 0 for x in rec["runs"][:-1])
 
 
@@ -385,7 +400,11 @@ def test_check_mode_previews_a_canary_only_candidate_plan(tmp_path):
     assert [(x[0], x[2]) for x in lines] == [("publish", "none"), ("snapshot", "none"), ("prepare", "none"),
                                              ("upgrade", "wave_000"), ("gates", "wave_000"), ("smoke", "wave_000"),
                                              ("rollback", "wave_000"), ("gates", "wave_000"), ("smoke", "wave_000"),
-                                             ("reapply", "wave_000")]
+                                             ("reapply", "wave_000"),
+                                             # the Kubernetes GPU group's canary (kgpu01 of wave_002) and drill
+                                             ("upgrade", "wave_002"), ("gates", "wave_002"), ("smoke", "wave_002"),
+                                             ("rollback", "wave_002"), ("gates", "wave_002"), ("smoke", "wave_002"),
+                                             ("reapply", "wave_002")]
     assert {x[4] for x in lines} == {"check=True"}  # ansible_check_mode was on in every run
     [rec] = records(tmp_path)
     assert rec["check"] is True and rec["status"] == "succeeded"
@@ -631,7 +650,8 @@ def test_secrets_reach_the_playbook_and_never_the_disk(tmp_path, monkeypatch):
     # every value reached ansible-playbook: the playbook logged its sha256 (upgrade and reapply)
     sha = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in [*values.items(), ("vault", vaulted)]}
     lines = sorted(slog.read_text().splitlines())
-    assert lines == sorted(f"{step} wave_000 {k} {h}" for step in ("upgrade", "reapply") for k, h in sha.items())
+    assert lines == sorted(f"{step} {wave} {k} {h}" for step in ("upgrade", "reapply")
+                           for wave in ("wave_000", "wave_002") for k, h in sha.items())
     # ... and no value is in any file apply, ansible-runner or Ansible wrote: the plan folder (private data
     # dir, run record, logs) and Ansible's local temp folder; only keys/ holds the password files themselves
     secret_texts = [*values.values(), vaulted, vault_password, env_vault_password]

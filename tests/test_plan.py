@@ -98,9 +98,10 @@ def test_lab_old_to_current_content(tmp_path):
     assert canary["switches"] == ["leaf01", "leaf02"]
     kinds = [s["kind"] for s in ro["stages"]]
     # the image is built and published first; the canary group (train) is stateless, so its image
-    # brings the new slurmd and the control plane goes before it; the group defaults move last
-    assert kinds == ["image", "prepare", "control-plane", "canary", "rollback-drill", "wave", "wave", "wave",
-                     "boot-default"]
+    # brings the new slurmd and the control plane goes before it; the Kubernetes GPU group (infer, whose
+    # driver the image carries) gets its own canary and drill after it; the group defaults move last
+    assert kinds == ["image", "prepare", "control-plane", "canary", "rollback-drill", "canary", "rollback-drill",
+                     "wave", "wave", "wave", "boot-default"]
     assert {k: v for k, v in ro["rollback"].items() if k != "point"} == {"target": OLD, "exercised_on_canary": True}
     # the rollback point is the running definition and its rendered tree, as the plan's from side records them
     assert ro["rollback"]["point"] == {"file": doc["from"]["file"], "set": OLD,
@@ -111,7 +112,7 @@ def test_lab_old_to_current_content(tmp_path):
     assert cp.index("slurmdbd -> 25.11.7 (first; database conversion, dump taken in prepare)") < \
         cp.index("slurmctld -> 25.11.7")
     waves = [s for s in ro["stages"] if s["kind"] == "wave"]
-    assert [w["hosts"] for w in waves] == ["gpu[002,004]", "kgpu[01-02]", "sgpu[01-02]"]
+    assert [w["hosts"] for w in waves] == ["gpu[002,004]", "kgpu02", "sgpu[01-02]"]
     assert all(w["steps"][0].startswith("drain ") for w in waves)
     assert any("NCCL all_reduce_perf" in g and "5%" in g for g in ro["gates"])
     assert any("Slurm job" in g for g in ro["gates"]) and any("GPU pod" in g for g in ro["gates"])
@@ -179,7 +180,7 @@ def test_plan_classes_match_what_each_change_does(tmp_path):
     waves = {s["hosts"]: s["steps"] for s in doc["rollout"]["stages"] if s["kind"] == "wave"}
     toolkit = {h: next(x for x in st if x.startswith("layer container-toolkit")) for h, st in waves.items()
                if any(x.startswith("layer container-toolkit") for x in st)}
-    assert "restart containerd" in toolkit["kgpu[01-02]"]
+    assert "restart containerd" in toolkit["kgpu02"]
     assert "no containerd on these nodes" in toolkit["sgpu[01-02]"]
     md = to_markdown(doc)
     assert "| container-toolkit | container_toolkit |" in md and "daemon restart on 2; no runtime change on 6" in md
@@ -688,3 +689,53 @@ def test_kubernetes_canary_group_carries_the_driver_pool(tmp_path):
     assert set(hostlist.names(canary["hosts"])) <= set(hostlist.names("gpu[3073-3200]"))
     assert canary["steps"][1].startswith("apply NVIDIADriver default.canary of the new tree")
     assert stages[-1]["name"] == "driver pool default" and stages[-1]["hosts"] == canary["hosts"]
+
+
+def test_kubernetes_gpu_group_canary_where_the_image_owns_the_driver(tmp_path):
+    """The lab's image carries the driver (no GPU Operator driver pool moves), so its Kubernetes GPU
+    group `infer` gets a canary and drill of its own: after the control plane (its kubelet follows the
+    API server), before every wave, on hosts no wave repeats, and upgrading kubelet itself. The rest of
+    the group follows in a wave; apply runs upgrade.yml limited to the canary host. A canary-only plan
+    keeps it, and a group with one node to change gets a warning instead of a canary."""
+    from clusterdef import hostlist
+    from clusterdef.apply.steps import BootPointers, inventory_waves, steps_for_plan
+    from conftest import ROOT
+
+    p = plan_between(tmp_path, "lab", OLD, CURRENT)
+    doc = p.doc
+    stages = doc["rollout"]["stages"]
+    names = [s["name"] for s in stages]
+    kc, drill = stages[names.index("kubernetes infer canary")], stages[names.index("kubernetes infer rollback drill")]
+    assert (kc["kind"], drill["kind"]) == ("canary", "rollback-drill") and "driver" not in kc
+    first_wave = next(i for i, s in enumerate(stages) if s["kind"] == "wave")
+    assert names.index("control plane and cluster config") < names.index(kc["name"]) < names.index(drill["name"]) \
+        < first_wave
+    infer = {"kgpu01", "kgpu02"}  # clusters/lab.yaml's infer group
+    canary = set(hostlist.names(kc["hosts"]))
+    waved = {h for s in stages if s["kind"] == "wave" for h in hostlist.names(s["hosts"])}
+    assert canary and canary < infer and not canary & waved and infer - canary <= waved
+    assert any(x.startswith("layer kubernetes: kubernetes 1.33.0 -> 1.34.2 (restart kubelet") for x in kc["steps"])
+    assert doc["rollout"]["kubernetes_canaries"] == [{"by": "node-group", "name": "infer", "hosts": kc["hosts"],
+                                                      "nodes": len(canary)}]
+    assert f"group infer `{kc['hosts']}`" in to_markdown(doc)
+
+    side = load_side(tmp_path / f"lab-{CURRENT}.yaml", MATRICES, TODAY, {"matrix-candidate"})
+    steps = steps_for_plan(doc, inventory_waves(side.tree["ansible/inventory/hosts.yml"]), ROOT / "playbooks",
+                           boot=BootPointers(side))
+    mine = [(s.action, s.playbook.name) for s in steps if s.stage == "kubernetes infer canary"]
+    assert mine == [("upgrade", "upgrade.yml"), ("gates", "enforce-baseline.yml")]
+    assert {s.limit for s in steps if s.stage == "kubernetes infer canary" and s.action == "upgrade"} == {kc["hosts"]}
+
+    (tmp_path / "cand").mkdir()
+    cand = plan_between(tmp_path / "cand", "lab", CURRENT, CANDIDATE, allow_candidate=True).doc
+    cnames = [s["name"] for s in cand["rollout"]["stages"]]
+    assert "kubernetes infer canary" in cnames and not [s for s in cand["rollout"]["stages"] if s["kind"] == "wave"]
+
+    from clusterdef.plan import stages as st
+
+    scope = st.Scope(side.definition, CURRENT, [], [], None, {"infer": {"kgpu01"}}, {}, {}, set(), [])
+    out = st.kubernetes_canaries(scope, st.Canary([], "", [], []))
+    st.kubernetes_group_canaries(scope, st.Canary([], "", [], []), out, daemons=True)
+    assert not out.group_stages and not out.group_hosts
+    assert [(w.code, w.message) for w in out.warnings] == [
+        ("kubernetes-canary", "Kubernetes GPU group infer has 1 node(s) to change: no canary before the rest")]

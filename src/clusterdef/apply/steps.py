@@ -137,6 +137,16 @@ def wave_groups(stage: dict, waves: dict[str, list[str]]) -> list[tuple[str, lis
 
 # --------------------------------------------------------------------------- plan -> steps
 
+def _snapshot_limit(touched: list[tuple[str, list[str], str | None]], waves: dict[str, list[str]]) -> str:
+    """The limit covering every touched host: a wave group by name when its hosts are all touched
+    (by one stage or by several: a Kubernetes group's canary and its wave), else its touched hosts."""
+    hit: dict[str, set[str]] = {}
+    for group, hosts, _ in touched:
+        hit.setdefault(group, set()).update(hosts)
+    return ",".join(g if hit[g] == set(waves[g]) else ",".join(h for h in waves[g] if h in hit[g])
+                    for g in waves if g in hit)
+
+
 def _playbook(playbooks: Path, *names: str) -> Path | None:
     for n in names:
         if (playbooks / n).is_file():
@@ -304,7 +314,7 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                                         "recorded before the first change), which has none; or record them by "
                                         "hand and pass --skip-stage prepare")
                     steps.append(Step(name, kind, "snapshot", pb, hosts=[h for _, hs, _ in touched for h in hs],
-                                      limit=",".join(dict.fromkeys(lim or g for g, _, lim in touched))))
+                                      limit=_snapshot_limit(touched, waves)))
                 pb = _playbook(playbooks, "prepare.yml")
                 steps.append(Step(name, kind, "prepare", pb, skipped="" if pb else
                                   "no prepare.yml: take the slurmdbd dump and the etcd snapshot by hand"))

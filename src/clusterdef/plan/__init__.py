@@ -308,14 +308,15 @@ def _point(side: Side, set_name: str) -> str:
             f"set {set_name})")
 
 
-def _order_stages(stages: list[Stage], canary: stages_mod.Canary, k8s_stages: list[Stage], cp_stage: list[Stage],
-                  cp_first: bool, first_step: str) -> list[Stage]:
+def _order_stages(stages: list[Stage], canary: stages_mod.Canary, k8s: stages_mod.KubernetesCanaries,
+                  cp_stage: list[Stage], cp_first: bool, first_step: str) -> list[Stage]:
     """Canary (and drill) before the control plane, unless the canary's image needs the new slurmctld.
-    The Kubernetes driver pools' canaries always come before it: it moves the pools' own NVIDIADriver."""
+    The Kubernetes driver pools' canaries always come before it: it moves the pools' own NVIDIADriver.
+    The other Kubernetes GPU groups' canaries come after it (their kubelet follows the API server)."""
     if cp_first:
         cp_stage[0].steps.insert(0, first_step)
-        return stages + k8s_stages + cp_stage + canary.stages
-    return stages + canary.stages + k8s_stages + cp_stage
+        return stages + k8s.stages + cp_stage + canary.stages + k8s.group_stages
+    return stages + canary.stages + k8s.stages + cp_stage + k8s.group_stages
 
 
 def _disruption_summary(layer_changes: list[dict], changes: list[Change]) -> dict[str, dict]:
@@ -394,13 +395,14 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     stages.append(stages_mod.prepare_stage(_point(old, old_set.name), old_set.name, rb_set))
     canary = stages_mod.canary_stages(scope)
     k8s = stages_mod.kubernetes_canaries(scope, canary)
-    warnings += canary.warnings + k8s.warnings + _baseline_warnings(d, matrix, new_set, canary.group)
     cp_steps = stages_mod.control_plane_steps(scope, t, (old_set.components.gpu_operator,
                                                          new_set.components.gpu_operator), has_k8s, canary, k8s)
     cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
                       scope.gate_list[2:] if canary.hosts else [])] if cp_steps else []
     cp_first = stages_mod.control_plane_first(scope, canary)
-    stages = _order_stages(stages, canary, k8s.stages, cp_stage, cp_first,
+    stages_mod.kubernetes_group_canaries(scope, canary, k8s, daemons=bool(cp_stage) and (cp_first or not canary_only))
+    warnings += canary.warnings + k8s.warnings + _baseline_warnings(d, matrix, new_set, canary.group)
+    stages = _order_stages(stages, canary, k8s, cp_stage, cp_first,
                            f"before the canary: its image {scope.new_builds[d.nodes[canary.group].image].artefact} "
                            "carries the new slurmd, and slurmctld may not be older than slurmd" if cp_first else "")
     wave_list = stages_mod.wave_list(scope, canary, k8s)
@@ -441,6 +443,9 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         "rollout": {
             "layer_order": [name for name, _ in LAYERS],
             "canary": {"hosts": hostlist.fold(canary.hosts) if canary.hosts else "", "nodes": len(canary.hosts)},
+            "kubernetes_canaries": [{"by": by, "name": name, "hosts": hostlist.fold(hosts), "nodes": len(hosts)}
+                                    for by, named in (("driver-pool", k8s.hosts), ("node-group", k8s.group_hosts))
+                                    for name, hosts in named.items() if hosts],
             "waves": len(wave_list), "waves_withheld": withheld,
             "wave_size": d.upgrade.wave_size,
             "gates": scope.gate_list,

@@ -35,6 +35,16 @@ def _md(v) -> str:
     return _val(v).replace("|", "\\|").replace("\n", " ")
 
 
+def _kubernetes_canaries_line(ro: dict) -> list[str]:
+    """The Kubernetes GPU nodes' own canaries, by driver pool or node group, or nothing."""
+    kc = ro.get("kubernetes_canaries") or []
+    if not kc:
+        return []
+    by = {"driver-pool": "driver pool", "node-group": "group"}
+    return ["Kubernetes GPU canaries, before the rest of their nodes: " + "; ".join(
+        f"{by[c['by']]} {escape_md(c['name'])} `{c['hosts']}`" for c in kc) + "."]
+
+
 def to_markdown(doc: dict) -> str:
     f, t = doc["from"], doc["to"]
     out = [f"## clusterdef plan: `{doc['cluster']}` {f['set']} → {t['set']}", ""]
@@ -117,6 +127,7 @@ def to_markdown(doc: dict) -> str:
             f"waves of at most {ro['wave_size']} node(s): {ro['waves']}; rollback target: "
             f"`{ro['rollback']['target'] or '-'}`"
             + (" (exercised on the canary before wave 1)." if ro["rollback"]["exercised_on_canary"] else "."),
+            *_kubernetes_canaries_line(ro),
             f"Rollback point: `{escape_md(_val(pt['file'])).replace('`', chr(39))}` on `{escape_md(pt['set'])}` "
             f"(definition {pt['definition_sha256'][:12]}, rendered tree {pt['tree_sha256'][:12]}), snapshotted by "
             "`clusterdef apply` with every node's versions before the first change.", ""]
@@ -287,6 +298,8 @@ def to_text(doc: dict) -> str:
     ro = doc["rollout"]
     out.append(f"[bold]rollout[/] canary {e(ro['canary']['hosts'] or '-')}, {ro['waves']} wave(s) of <= "
                f"{ro['wave_size']}, rollback to {e(ro['rollback']['target'] or '-')}")
+    out += [f"  kubernetes canary ({c['by']}) {e(c['name'])}: {e(c['hosts'])}"
+            for c in ro.get("kubernetes_canaries") or []]
     pt = ro["rollback"]["point"]
     out.append(f"[bold]rollback point[/] {e(pt['file'])} on {e(pt['set'])} (definition "
                f"{pt['definition_sha256'][:12]}, tree {pt['tree_sha256'][:12]})")

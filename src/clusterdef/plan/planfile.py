@@ -56,6 +56,11 @@ SCHEMA = {
                         "gates": _STRS, "stages": {"type": "array", "items": _STAGE},
                         "canary": {"type": "object", "additionalProperties": False, "required": ["hosts", "nodes"],
                                    "properties": {"hosts": _STR, "nodes": _INT}},
+                        "kubernetes_canaries": {"type": "array", "items": {
+                            "type": "object", "additionalProperties": False,
+                            "required": ["by", "name", "hosts", "nodes"],
+                            "properties": {"by": {"enum": ["driver-pool", "node-group"]}, "name": _STR,
+                                           "hosts": _STR, "nodes": _INT}}},
                         "rollback": {"type": "object", "additionalProperties": False,
                                      "required": ["target", "exercised_on_canary", "point"],
                                      "properties": {"target": {"type": ["string", "null"]},

@@ -209,9 +209,10 @@ class Canary:
 
 
 def canary_pair(s: Scope, prefix: str, hosts: list[str], group: str, switches: list[str],
-                driver: dict) -> tuple[list[Stage], list[Problem]]:
+                driver: dict, include_daemons: bool = False) -> tuple[list[Stage], list[Problem]]:
     """The canary stage of `hosts` and, when the policy asks, its rollback drill; `driver`: the
-    driver pool the canary's labels move (a Kubernetes canary), or {}."""
+    driver pool the canary's labels move (a Kubernetes canary), or {}; `include_daemons`: the
+    canary runs after the control plane, so it restarts slurmd/kubelet on the new version itself."""
     d, pol = s.d, s.d.upgrade
     name, drill = f"{prefix}canary", f"{prefix}rollback drill"
     drain = f"drain {hostlist.fold(hosts)} (timeout {pol.drain.timeout_minutes} min)"
@@ -243,7 +244,7 @@ def canary_pair(s: Scope, prefix: str, hosts: list[str], group: str, switches: l
                 s.gate_list, switches, "stateless", {"to": build.artefact, "back": back.artefact}, drill_driver))
         return stages, warnings
     stages.append(Stage(name, "canary", hosts, [drain, *s.driver_steps(hosts, driver, "to"),
-                                                *s.layer_steps(set(hosts), include_daemons=False)],
+                                                *s.layer_steps(set(hosts), include_daemons=include_daemons)],
                         s.gate_list, switches, s.provisioning(group), {}, driver))
     if pol.rollback.exercise_on_canary and s.rb_set:
         stages.append(Stage(drill, "rollback-drill", hosts, [
@@ -269,16 +270,26 @@ def canary_stages(s: Scope) -> Canary:
 
 @dataclass
 class KubernetesCanaries:
-    """A canary of its own in every GPU Operator driver pool the change moves: a few of the pool's
-    hosts run the new driver through the pool's canary NVIDIADriver while the rest stays on the old."""
+    """Kubernetes GPU nodes get a canary before the rest. Where the GPU Operator owns the driver,
+    a canary in every driver pool the change moves: a few of the pool's hosts run the new driver
+    through the pool's canary NVIDIADriver while the rest stays on the old (`stages`, before the
+    control plane, which moves the pools' own objects). Where the image or the driver role owns it,
+    a canary in every other Kubernetes GPU group the change reaches (`group_stages`, after the
+    control plane: the new kubelet may not be newer than the API server)."""
 
     hosts: dict[str, list[str]]  # pool -> its canary hosts (the main canary's when it is in the pool)
     stages: list[Stage]
     warnings: list[Problem]
     shared: str = ""  # the pool the main canary is in, if any
+    group_hosts: dict[str, list[str]] = field(default_factory=dict)  # group -> its canary hosts
+    group_stages: list[Stage] = field(default_factory=list)
+
+    def all_hosts(self) -> set[str]:
+        return set().union(*self.hosts.values(), *self.group_hosts.values())
 
 
 def kubernetes_canaries(s: Scope, canary: Canary) -> KubernetesCanaries:
+    """The driver pools' canaries; `kubernetes_group_canaries` adds the groups'."""
     out = KubernetesCanaries({}, [], [])
     for pool in s.moved:
         if canary.group and s.pool_of.get(canary.group) == pool:
@@ -299,6 +310,36 @@ def kubernetes_canaries(s: Scope, canary: Canary) -> KubernetesCanaries:
         out.stages += stages
         out.warnings += warnings
     return out
+
+
+def kubernetes_group_canaries(s: Scope, canary: Canary, out: KubernetesCanaries, daemons: bool) -> None:
+    """Into `out`: a canary (and drill) in every Kubernetes GPU group the pools' canaries do not
+    cover. `daemons`: they come after an upgraded control plane and restart kubelet on the new
+    version; in a canary-only plan without one they keep their daemons, as the main canary does."""
+    for group in _unpooled_kubernetes_gpu_groups(s, canary):
+        changed = s.by_group[group]
+        if len(changed) < 2:
+            out.warnings.append(Problem("kubernetes-canary", f"Kubernetes GPU group {group} has {len(changed)} "
+                                        "node(s) to change: no canary before the rest",
+                                        "add nodes to the group, or make it the canary (upgrade.canary.node_group)"))
+            continue
+        _, picked, switches, cw = choose_canary(s.d, [group], group=group,
+                                                nodes=min(s.d.upgrade.canary.nodes, len(changed) - 1))
+        hosts = [h for h in picked if h in changed]
+        out.warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
+        out.group_hosts[group] = hosts
+        stages, warnings = canary_pair(s, f"kubernetes {group} ", hosts, group, switches, {},
+                                       include_daemons=daemons)
+        out.group_stages += stages
+        out.warnings += warnings
+
+
+def _unpooled_kubernetes_gpu_groups(s: Scope, canary: Canary) -> list[str]:
+    """Kubernetes groups with GPUs that the change reaches on the nodes, outside the main canary's
+    group and outside every moving driver pool (whose canary NVIDIADriver covers them)."""
+    return [g for g, n in s.d.nodes.items()
+            if n.control_plane == "kubernetes" and g in s.by_group and g != canary.group
+            and s.pool_of.get(g) not in s.moved and s.d.hardware[n.hardware].gpu is not None]
 
 
 def driver_pool_stages(s: Scope, k8s: KubernetesCanaries) -> list[Stage]:
@@ -361,7 +402,7 @@ def control_plane_first(s: Scope, canary: Canary) -> bool:
 
 
 def wave_list(s: Scope, canary: Canary, k8s: KubernetesCanaries | None = None) -> list:
-    return waves(s.d, s.by_group, set(canary.hosts).union(*(k8s.hosts.values() if k8s else ())))
+    return waves(s.d, s.by_group, set(canary.hosts) | (k8s.all_hosts() if k8s else set()))
 
 
 def wave_stages(s: Scope, wave_hosts: list) -> list[Stage]:
