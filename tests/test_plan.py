@@ -491,6 +491,12 @@ def test_base_mac_inventory_outside_the_definitions_folder_is_refused(tmp_path, 
 NVD = "kubernetes/gpu-operator/nvidiadrivers.yaml"
 
 
+def _build_of(tree: dict[str, str], image: str):
+    from clusterdef.plan.images import builds_of
+
+    return builds_of(tree)[image]
+
+
 def _estate_sides(tmp: Path):
     old = load_side(variant(tmp, "estate", OLD, keep=None), MATRICES, TODAY, FROM_SIDE_IGNORED)
     new = load_side(variant(tmp, "estate", CURRENT, keep=old.tree), MATRICES, TODAY, {"matrix-candidate"})
@@ -739,3 +745,19 @@ def test_kubernetes_gpu_group_canary_where_the_image_owns_the_driver(tmp_path):
     assert not out.group_stages and not out.group_hosts
     assert [(w.code, w.message) for w in out.warnings] == [
         ("kubernetes-canary", "Kubernetes GPU group infer has 1 node(s) to change: no canary before the rest")]
+
+    # a stateless group whose new build brings a newer kubelet, in a plan without a control-plane stage
+    d = side.definition
+    stateless = d.model_copy(update={"nodes": {**d.nodes, "infer": d.nodes["infer"].model_copy(
+        update={"provisioning": "stateless"})}})
+    kube = {"component": "kubernetes", "layer": "kubernetes", "from": "1.34.2", "to": "1.36.0",
+            "disruption": "daemon restart", "_hosts": ["kgpu01", "kgpu02"]}
+    image = d.nodes["infer"].image
+    for daemons, staged in ((False, False), (True, True)):
+        scope = st.Scope(stateless, CURRENT, [kube], [], None, {"infer": {"kgpu01", "kgpu02"}}, {}, {}, {image}, [])
+        out = st.kubernetes_canaries(scope, st.Canary([], "", [], []))
+        if staged:  # after the control plane: the canary boots the new build by pointer (needs the build)
+            scope.new_builds = {image: _build_of(side.tree, image)}
+        st.kubernetes_group_canaries(scope, st.Canary([], "", [], []), out, daemons=daemons)
+        assert bool(out.group_stages) is staged, daemons
+        assert any("no control-plane stage" in w.message for w in out.warnings) is not staged

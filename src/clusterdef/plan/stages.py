@@ -323,6 +323,15 @@ def kubernetes_group_canaries(s: Scope, canary: Canary, out: KubernetesCanaries,
                                         "node(s) to change: no canary before the rest",
                                         "add nodes to the group, or make it the canary (upgrade.canary.node_group)"))
             continue
+        kubelet = [lc["to"] for lc in s.layer_changes
+                   if lc["component"] == "kubernetes" and changed & set(lc["_hosts"])]
+        if not daemons and kubelet and s.reimaged(group):
+            out.warnings.append(Problem("kubernetes-canary", f"Kubernetes GPU group {group}'s new build carries "
+                                        f"kubelet {kubelet[0]}, which may not run before the API server moves, and "
+                                        "this plan has no control-plane stage: no canary before the rest",
+                                        "validate the set, then plan again: the full plan upgrades the control plane "
+                                        "before this canary"))
+            continue
         _, picked, switches, cw = choose_canary(s.d, [group], group=group,
                                                 nodes=min(s.d.upgrade.canary.nodes, len(changed) - 1))
         hosts = [h for h in picked if h in changed]
