@@ -301,15 +301,24 @@ def kubernetes_canaries(s: Scope, canary: Canary) -> KubernetesCanaries:
             out.warnings.append(Problem("kubernetes-canary", f"driver pool {pool} has {len(members)} node(s): no "
                                         "canary before the rest", "add nodes to the pool's groups"))
             continue
-        _, hosts, switches, cw = choose_canary(s.d, groups, group=groups[0],
-                                               nodes=min(s.d.upgrade.canary.nodes, len(members) - 1))
-        out.warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
-        out.hosts[pool] = hosts
-        stages, warnings = canary_pair(s, f"kubernetes {pool} ", hosts, s.stage_group(hosts), switches,
-                                       {"pool": pool, "canary": canary_pool(pool)})
-        out.stages += stages
-        out.warnings += warnings
+        out.hosts[pool] = _own_canary(s, out, out.stages, pool, groups, len(members),
+                                      {"pool": pool, "canary": canary_pool(pool)}, include_daemons=False)
     return out
+
+
+def _own_canary(s: Scope, out: KubernetesCanaries, into: list[Stage], name: str, groups: list[str], members: int,
+                driver: dict, include_daemons: bool, among: set[str] | None = None) -> list[str]:
+    """A Kubernetes canary of `upgrade.canary.nodes` hosts of `groups` (at most all but one of their
+    `members`; only hosts in `among` when given), its stages into `into`, its warnings into `out`."""
+    _, picked, switches, cw = choose_canary(s.d, groups, group=groups[0],
+                                            nodes=min(s.d.upgrade.canary.nodes, members - 1))
+    hosts = [h for h in picked if among is None or h in among]
+    out.warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
+    stages, warnings = canary_pair(s, f"kubernetes {name} ", hosts, s.stage_group(hosts), switches, driver,
+                                   include_daemons=include_daemons)
+    into += stages
+    out.warnings += warnings
+    return hosts
 
 
 def kubernetes_group_canaries(s: Scope, canary: Canary, out: KubernetesCanaries, daemons: bool) -> None:
@@ -332,15 +341,8 @@ def kubernetes_group_canaries(s: Scope, canary: Canary, out: KubernetesCanaries,
                                         "validate the set, then plan again: the full plan upgrades the control plane "
                                         "before this canary"))
             continue
-        _, picked, switches, cw = choose_canary(s.d, [group], group=group,
-                                                nodes=min(s.d.upgrade.canary.nodes, len(changed) - 1))
-        hosts = [h for h in picked if h in changed]
-        out.warnings += [Problem("canary-placement", w, "adjust upgrade.canary") for w in cw]
-        out.group_hosts[group] = hosts
-        stages, warnings = canary_pair(s, f"kubernetes {group} ", hosts, group, switches, {},
-                                       include_daemons=daemons)
-        out.group_stages += stages
-        out.warnings += warnings
+        out.group_hosts[group] = _own_canary(s, out, out.group_stages, group, [group], len(changed), {},
+                                             include_daemons=daemons, among=changed)
 
 
 def _unpooled_kubernetes_gpu_groups(s: Scope, canary: Canary) -> list[str]:
