@@ -76,3 +76,28 @@ def test_broken_matrix_file_is_a_located_finding(tmp_path):
     status = next(f for f in findings if f.path == ("status",))
     assert status.line == 2 and status.file.endswith("x.yaml")
     assert all(f.severity is Severity.ERROR for f in findings)
+
+
+def test_a_loaded_matrix_is_reused_only_while_its_files_are_the_same(tmp_path):
+    import shutil
+
+    from conftest import MATRICES
+
+    root = tmp_path / "matrices"
+    shutil.copytree(MATRICES, root)
+    first, findings = load_matrix(root)
+    again, _ = load_matrix(root)
+    assert again is first and findings == []
+    findings.append("caller's own list")  # the memo hands out copies of its findings
+    assert load_matrix(root)[1] == []
+
+    set_file = root / "sets" / "2026.07-r580.yaml"
+    set_file.write_text(set_file.read_text().replace("2026.07-r580", "renamed-set", 1))
+    changed, _ = load_matrix(root)
+    assert changed is not first
+    assert "renamed-set" in changed.sets and "2026.07-r580" not in changed.sets
+
+    (root / "compat" / "nccl-cuda.yaml").write_text("releases: [{")
+    broken, found = load_matrix(root)
+    assert [f.code for f in found] == ["yaml-syntax"]
+    assert broken.compat.nccl == ()

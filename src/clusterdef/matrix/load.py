@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import DefinitionError, Finding
+from ..limits import read_bytes
 from ..source import load_file
 from ..validate.schema import schema_findings
 from .compat import Compat
@@ -80,8 +81,42 @@ def _single(path: Path, model, findings: list[Finding], key: str | None = None):
         return model()
 
 
+# the last few matrices loaded in this process, by their files' names and sha256: a process that
+# validates many definitions against one matrices/ folder (tests running the command line in-process,
+# a Pulumi program, a pre-commit run over several files) parses and validates it once
+_LOADED: dict[tuple, tuple[Matrix, tuple[Finding, ...]]] = {}
+_KEEP = 4
+
+
+def _fingerprint(root: Path) -> tuple | None:
+    import hashlib
+
+    parts = []
+    for path in sorted([*(root / "compat").glob("*.yaml"), *(root / "sets").glob("*.yaml")]):
+        try:
+            parts.append((path.name, hashlib.sha256(read_bytes(path, "definition")).digest()))
+        except DefinitionError:
+            return None  # unreadable: loaded afresh, which reports it at its place
+    return (str(root.resolve()), tuple(parts))
+
+
 def load_matrix(root: str | Path) -> tuple[Matrix, list[Finding]]:
+    """The validated sets and compatibility facts under `root`, with the findings against them.
+    Matrix is frozen and its sets are frozen models, so one loaded matrix is shared safely."""
     root = Path(root)
+    key = _fingerprint(root)
+    if key is not None and key in _LOADED:
+        matrix, findings = _LOADED[key]
+        return matrix, list(findings)
+    matrix, found = _load_matrix(root)
+    if key is not None:
+        while len(_LOADED) >= _KEEP:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = (matrix, tuple(found))
+    return matrix, found
+
+
+def _load_matrix(root: Path) -> tuple[Matrix, list[Finding]]:
     findings: list[Finding] = []
     c = root / "compat"
     compat = Compat(
