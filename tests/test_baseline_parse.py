@@ -274,3 +274,31 @@ def test_peak_keeps_the_first_of_equal_figures():
     tie = ROW_2K.replace("0.17    0.17       0    13.00    0.16    0.16", "0.17    0.17       0    13.00    0.17    0.17")
     peak = only(HEAD + log(ROW_1K, tie) + FOOT).peak()
     assert peak is not None and peak[0] == 0.17 and peak[2] == "out-of-place"
+
+
+def test_branches_the_first_tests_let_through():
+    """Each assertion here failed on a mutant of parse.py that the tests above let through."""
+    version, starting, params = HEAD.splitlines()[:3]
+    rank, columns = HEAD.splitlines()[5], HEAD.splitlines()[8]
+    crash = "gpu01: Test NCCL failure common.cu:1 'unhandled system error'"
+    # a size that begins with a digit but is not a number, and six leading fields: not rows
+    for line in (ROW_1K.replace("        1024", "       10x24"), ROW_1K.replace("     sum      -1", " sum -1 x9")):
+        assert [r.size for r in only(HEAD + log(ROW_2K, line) + FOOT).rows] == [2048], line
+    # the crash line's run is still open (stage 0) for the headers after it
+    (run,) = parse(log(crash, version, params))
+    assert (run.threads, run.nccl_tests_version, len(run.failures)) == (1, "2.18.3", 1)
+    # a version line seen after a version line and a crash begins the next run
+    assert [(len(r.failures), r.threads) for r in parse(log(version, crash, version, params))] == [(1, None), (0, 1)]
+    assert only(HEAD.replace("22703", "100203") + log(ROW_1K) + FOOT).nccl_version == "10.2.3"
+    # the line a run begins at, whatever line begins it
+    assert [r.first_line for r in parse(log("", starting))] == [2]
+    assert [r.first_line for r in parse(log("", "", rank))] == [3]
+    assert [r.first_line for r in parse(log("", columns, ROW_1K))] == [2]
+    assert [r.first_line for r in parse(log("", "", "", ROW_1K))] == [4]
+    assert [r.first_line for r in parse(log(params, columns, ROW_1K, FOOT.splitlines()[1], rank))] == [1, 5]
+    # ranks listed after the column header still belong to the run
+    assert [r.ranks for r in parse(log(params, columns, rank))] == [1]
+    # without a column header, the last field of a row is a #wrong count
+    for text in (log(ROW_1K[:-1] + "4"), log(params, ROW_1K[:-1] + "4")):
+        (run,) = parse(text)
+        assert (run.wrong_total, run.status, run.rows[0].in_place.error) == (4, "failed", None)
