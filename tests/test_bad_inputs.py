@@ -191,6 +191,24 @@ def test_json_report(path: Path, header: Header, runs):
     assert f["message"].strip()
 
 
+GOLDEN = REPO / "tests" / "golden_bad"
+REFRESH = os.environ.get("CLUSTERDEF_REFRESH_GOLDEN") == "1"
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.name for p in CASES])
+def test_every_finding_is_the_reviewed_one(path: Path, runs):
+    """Every finding of the file, warnings included, with its exact message, hint, line and column,
+    against tests/golden_bad/ (`CLUSTERDEF_REFRESH_GOLDEN=1` rewrites it: review the diff). What a
+    user reads is part of the contract: a changed word shows up in review."""
+    report = json.loads(runs[(path.name, "json")].stdout)
+    got = [{k: v for k, v in f.items() if k != "file"} | {"file": Path(f["file"]).name} for f in report["findings"]]
+    golden = GOLDEN / f"{path.stem}.json"
+    if REFRESH:
+        GOLDEN.mkdir(exist_ok=True)
+        golden.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert got == json.loads(golden.read_text(encoding="utf-8")), f"refresh with CLUSTERDEF_REFRESH_GOLDEN=1 and review {golden}"
+
+
 @pytest.mark.parametrize(("path", "header"), _params(text=True))
 def test_text_report(path: Path, header: Header, runs):
     """The same finding as `file:line:` with its code on stderr, no traceback."""
