@@ -20,6 +20,10 @@ derived:
   zone: b
 copy: *base
 7: seven
+over:
+  zone:
+    id: 1
+  <<: {zone: {id: 2}, site: x}
 list:
   - name: x
     size: 1
@@ -38,10 +42,12 @@ def test_positions_of_keys_items_aliases_and_merges():
     assert pos[("derived", "site")] == (7, 3)  # merged: where the anchor defines it
     assert pos[("copy", "zone")] == (8, 3)  # an alias: where the anchor's key is
     assert pos[(7,)] == (13, 1)  # an int key, as the safe loader constructs it
-    assert pos[("list", 0)] == (15, 5)
-    assert pos[("list", 0, "size")] == (16, 5)
-    assert pos[("list", 1, 1)] == (17, 9)
+    assert pos[("list", 0)] == (19, 5)
+    assert pos[("list", 0, "size")] == (20, 5)
+    assert pos[("list", 1, 1)] == (21, 9)
     assert ("derived", "<<") not in pos
+    assert pos[("over", "zone", "id")] == (16, 5)  # its own nested key, though the merge comes after
+    assert pos[("over", "site")] == (17, 23)  # merged from a flow mapping
 
 
 def test_every_data_path_has_a_position():

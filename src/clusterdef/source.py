@@ -85,11 +85,13 @@ def _index_positions(text: str) -> dict[Path, tuple[int, int]]:
     while todo:
         node, path = todo.pop()
         if isinstance(node, MappingNode):
+            below = len(todo)  # merged mappings go under this mapping's own values: walked after them
             for key_node, value in node.value:
                 if not isinstance(key_node, ScalarNode):
                     continue
                 if key_node.tag == "tag:yaml.org,2002:merge":
-                    todo.extend((m, path) for m in (value.value if isinstance(value, SequenceNode) else [value]))
+                    merged = value.value if isinstance(value, SequenceNode) else [value]
+                    todo[below:below] = [(m, path) for m in merged]
                     continue
                 child = path + (key_of(key_node),)
                 out.setdefault(child, (key_node.start_mark.line + 1, key_node.start_mark.column + 1))
