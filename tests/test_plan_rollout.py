@@ -130,6 +130,13 @@ def test_canary_ignores_hosts_off_the_fabric_when_some_are_on_it(lab):
          "canary group train has only 2 node(s) on the chosen switches; policy asks for 4"])
 
 
+
+def test_canary_round_robin_over_leaves_of_different_sizes(lab):
+    lab["network"]["fabrics"]["ib0"]["topology"]["switches"]["leaf01"]["nodes"] = "gpu001,sgpu01"
+    d = lab_with(lab, canary={"nodes": 3})
+    # leaf01 has one train host, leaf02 two: the second round takes leaf02's second only
+    assert rollout.choose_canary(d, []) == ("train", ["gpu001", "gpu003", "gpu004"], ["leaf01", "leaf02"], [])
+
 def test_canary_group_without_a_policy_group_prefers_slurm(lab):
     lab["upgrade"]["canary"].pop("node_group")
     d = lab_with(lab)
@@ -154,6 +161,8 @@ def test_waves_fill_whole_leaves_up_to_the_wave_size(lab):
     assert rollout.waves(d, want, set()) == [(["gpu001", "gpu002"], ["leaf01"]), (["gpu003", "gpu004"], ["leaf02"])]
     d = lab_with(lab, wave_size=2)
     assert rollout.waves(d, want, {"gpu001"}) == [(["gpu002"], ["leaf01"]), (["gpu003", "gpu004"], ["leaf02"])]
+    # a leaf of exactly a wave is a wave of its own; the next one starts afresh
+    assert rollout.waves(d, want, {"gpu004"}) == [(["gpu001", "gpu002"], ["leaf01"]), (["gpu003"], ["leaf02"])]
     d = lab_with(lab, wave_size=3)  # one left over on leaf01 shares a wave with leaf02
     assert rollout.waves(d, want, {"gpu001"}) == [(["gpu002", "gpu003", "gpu004"], ["leaf01", "leaf02"])]
 
@@ -278,6 +287,10 @@ def test_baseline_mismatch_message_and_no_group(lab):
     # the GPU type matches whatever the case
     same = Baseline("s", "all_reduce_perf", 2, 8, {}, gpu_model="nvidia h100 80gb hbm3", fabric="infiniband")
     assert rollout.baseline_mismatch(d, [same], "train") == []
+    # a group on no fabric: only the GPU is compared
+    del lab["nodes"]["train"]["placement"]
+    roce = Baseline("s", "all_reduce_perf", 2, 8, {}, gpu_model="NVIDIA H100 80GB HBM3", fabric="roce")
+    assert rollout.baseline_mismatch(lab_with(lab), [roce], "train") == []
 
 
 # --------------------------------------------------------------------------- slurm_path
@@ -511,3 +524,21 @@ def test_transition_to_json_of_problems_and_hops():
                            "apiserver_path": ["1.34"], "kubelet_path": ["1.34.2"], "checks": ["c"],
                            "refusals": [{"code": "r", "message": "m", "hint": ""}],
                            "warnings": [{"code": "w", "message": "n", "hint": "h"}]}
+
+
+def test_slurm_path_gives_up_after_twenty_hops():
+    # 40.05 -> 41.05 -> ... -> 62.05, each major accepting only the one before it: 22 hops are needed,
+    # the search takes 20 (40.05 -> 60.05) and stops with a problem instead of going on
+    chain = tuple(SlurmRelease(major=f"{m}.05", released=f"20{m - 20}-05-01", compatible_prior=(f"{m - 1}.05",),
+                               latest=f"{m}.05.1") for m in range(41, 63))
+    path, problems = slurm_path(Compat(slurm=chain), "40.05.1", "62.05.1")
+    assert [h.version for h in path] == [f"{m}.05.1" for m in range(41, 61)]
+    assert problems == [Problem("slurm-no-path", "no upgrade path from Slurm 40.05 to 62.05", "")]
+
+
+def test_transition_kubelets_in_two_steps():
+    # five minors: the API server passes each, kubelets (at most 3 minors behind) move twice
+    t = transition(COMPAT, _vs("a", kubernetes="1.30.1"), _vs("b", kubernetes="1.35.0"), False, True)
+    assert (t.apiserver, t.kubelet) == (["1.31", "1.32", "1.33", "1.34", "1.35.0"], ["1.33", "1.35.0"])
+    assert t.checks[0] == ("Kubernetes API server 1.30.1 -> 1.31 -> 1.32 -> 1.33 -> 1.34 -> 1.35.0 (one minor at a "
+                           "time); kubelets follow: 1.33 -> 1.35.0")
