@@ -194,3 +194,36 @@ def test_contiguous_and_fold_edge_forms():
     assert hostlist.fold(["login", "gpu1"]) == "gpu1,login"  # a bare name goes through NodeSet
     assert hostlist.canonical("gpu[001-002],gpu003") == "gpu[001-003]"
     assert str(hostlist.union(["a[1-2]", hostlist.parse("a3")])) == "a[1-3]"
+
+
+def _refusal(expr) -> str:
+    with pytest.raises(hostlist.HostlistError) as exc:
+        hostlist.parse(expr)
+    return str(exc.value)
+
+
+def test_each_refusal_says_what_is_wrong():
+    """The messages users see for each way an expression is refused, word for word (the operators
+    are also outside the alphabet: their own message is the one that says what to do instead)."""
+    assert _refusal("") == _refusal("  ") == "empty hostlist"
+    assert _refusal("gpu1 gpu2") == "hostlist 'gpu1 gpu2' contains whitespace"
+    for op in "@!&^":
+        assert _refusal(f"gpu1{op}gpu2") == (f"hostlist 'gpu1{op}gpu2' uses set operators or groups; "
+                                             "list hosts and ranges only")
+    alphabet = ("has characters host names cannot have: use lower-case letters, digits and '-', "
+                "with ranges in [ ] (gpu[001-128],login1)")
+    assert _refusal("GPU1") == f"hostlist 'GPU1' {alphabet}"
+    long_bad = "Q" * 100
+    assert _refusal(long_bad) == f"hostlist {'Q' * 80!r} {alphabet}"
+    too_many = "n[" + ",".join(f"{i}-{i + 999}" for i in range(0, 200_000, 1000)) + "]"
+    assert _refusal(too_many) == (f"hostlist {too_many[:80]!r} stands for more than 131,072 names, more than a "
+                                  "definition can address; check the range bounds")
+    assert _refusal("gpu[1-").startswith("hostlist 'gpu[1-' is not valid: ")
+
+
+def test_the_longest_expression_read():
+    """65,536 characters are parsed (parse checks the alphabet; check_names the label length), one
+    more is refused before NodeSet sees it."""
+    assert hostlist.parse("a" * 65536) is not None
+    with pytest.raises(hostlist.HostlistError, match="has characters host names cannot have"):
+        hostlist.parse("a" * 65537)
