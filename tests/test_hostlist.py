@@ -227,3 +227,11 @@ def test_the_longest_expression_read():
     assert hostlist.parse("a" * 65536) is not None
     with pytest.raises(hostlist.HostlistError, match="has characters host names cannot have"):
         hostlist.parse("a" * 65537)
+
+
+def test_a_name_that_is_not_a_label_is_named_and_the_expression_cut():
+    expr = ",".join(f"node{i:03d}" for i in range(12)) + ",-bad"
+    with pytest.raises(hostlist.HostlistError) as exc:
+        hostlist.check_names(expr)
+    assert str(exc.value) == (f"hostlist {expr[:80]!r} yields '-bad', which is not a host name: at most 63 "
+                              "lower-case letters, digits and '-', starting and ending with a letter or digit")
