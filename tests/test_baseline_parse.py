@@ -302,3 +302,17 @@ def test_branches_the_first_tests_let_through():
     for text in (log(ROW_1K[:-1] + "4"), log(params, ROW_1K[:-1] + "4")):
         (run,) = parse(text)
         assert (run.wrong_total, run.status, run.rows[0].in_place.error) == (4, "failed", None)
+
+
+def test_gpus_per_node_only_when_ranks_divide_evenly_and_library_codes_never_overwrite():
+    version, params = HEAD.splitlines()[0], HEAD.splitlines()[2]
+    rank1, rank2 = HEAD.splitlines()[5], HEAD.splitlines()[6]
+    rank3 = rank1.replace("Rank  0", "Rank  2")
+    assert only(log(params, rank1, rank2, rank3)).gpus_per_node is None  # 3 ranks on 2 hosts
+    assert only(log(params, rank1, rank2)).gpus_per_node == 1
+    assert only(log(params)).gpus_per_node is None  # no hosts listed
+    crash = "gpu01: Test NCCL failure common.cu:1 'unhandled system error'"
+    (run,) = parse(log(crash, "NCCL version 2.21.5+cuda12.4", version, params))
+    assert run.nccl_version == "2.21.5+cuda12.4"  # read from the library's own line, not the header's code
+    (bare,) = parse(log(version.split(" nccl-headers")[0], params))
+    assert (bare.nccl_tests_version, bare.nccl_version) == ("2.18.3", "")
