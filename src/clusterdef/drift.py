@@ -61,10 +61,6 @@ class NodeReport:
     unknown: list[str] = field(default_factory=list)
     collected_at: str = ""
 
-    @property
-    def off_matrix(self) -> bool:
-        return bool(self.off)
-
 
 @dataclass
 class DriftReport:
