@@ -120,3 +120,40 @@ def test_a_topology_the_sets_slurm_has_no_plugin_for(lab, tmp_path):
         Severity.ERROR, ("network", "fabrics", "ib0", "topology", "kind"),
         "Slurm 23.02 (set 2026.07-r580) has no topology/block plugin", hint)]
     assert _found(run(lab, old, tmp_path), "slurm-topology-unsupported") == []
+
+
+def test_a_cpu_partition_before_a_gpu_partition_does_not_end_the_check(lab, matrix, tmp_path):
+    lab["hardware"]["cpu-box"] = {k: v for k, v in copy.deepcopy(lab["hardware"]["hgx-h100"]).items() if k != "gpu"}
+    lab["nodes"]["secure"]["hardware"] = "cpu-box"
+    partitions = lab["slurm"]["partitions"]
+    lab["slurm"]["partitions"] = {"secure": partitions["secure"], "train": partitions["train"], "debug": partitions["debug"]}
+    lab["slurm"]["partitions"]["train"]["node_groups"] = ["train", "secure"]
+    found = _found(run(lab, matrix, tmp_path), "partition-node-no-gpu")
+    assert [f[1] for f in found] == [("slurm", "partitions", "train", "node_groups", 1)]
+
+
+def test_preempt_warnings_word_for_word(lab, matrix, tmp_path):
+    lab["slurm"]["qos"]["large"]["preempt_mode"] = "off"
+    lab["slurm"]["qos"]["normal"]["preempt_mode"] = "cancel"
+    result = run(lab, matrix, tmp_path)
+    assert _found(result, "qos-preempt-off") == [(
+        Severity.WARNING, ("slurm", "qos", "large", "preempt_mode"),
+        "QOS `large` lists QOS to preempt but its preempt_mode is off",
+        "set preempt_mode: requeue (or cancel/suspend)")]
+    assert _found(result, "qos-preempt-mode-unused") == [(
+        Severity.WARNING, ("slurm", "qos", "normal", "preempt_mode"),
+        "QOS `normal` has preempt_mode cancel but preempts no QOS",
+        "preempt_mode is how this QOS's jobs preempt the QOS in `preempt` (Slurm applies it to the jobs "
+        "preempted); list them, or remove preempt_mode")]
+
+
+def test_slurm_groups_on_two_fabrics_are_named(lab, matrix, tmp_path):
+    fabrics = lab["network"]["fabrics"]
+    fabrics["ib1"] = {"kind": "infiniband", "topology": {"kind": "tree", "switches": {"leaf11": {"nodes": "sgpu[01-02]"}}}}
+    fabrics["ib0"]["topology"]["switches"]["leaf01"]["nodes"] = "gpu[001-002]"
+    fabrics["ib0"]["topology"]["switches"]["leaf02"]["nodes"] = "gpu[003-004],kgpu[01-02]"
+    lab["nodes"]["secure"]["placement"]["fabric"] = "ib1"
+    assert _found(run(lab, matrix, tmp_path), "slurm-topology-fabrics") == [(
+        Severity.WARNING, ("nodes",),
+        "Slurm node groups sit on 2 fabrics (ib0, ib1); topology.conf describes only `ib0`",
+        "place the Slurm node groups on one fabric")]
