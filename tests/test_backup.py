@@ -332,10 +332,15 @@ def test_restore_drill(lab, matrix, stack, tmp_path):
     held_before = held()
     assert len(held_before) == 2, held_before
     # slurmctld writes job_state shortly after a change; the backup takes it while slurmctld runs.
+    # A change made once all three jobs are queued (a comment on one) makes the job_state written
+    # after it hold all three: a job_state written between two submissions would restore fewer.
     state = work.host / "state"
-    submitted = time.time()
-    wait_for(lambda: (state / "job_state").exists() and (state / "job_state").stat().st_mtime >= submitted - 1
-             and any(state.glob(f"hash.*/job.{first}")), 20, "the jobs saved in StateSaveLocation")
+    marker = time.time()
+    time.sleep(1.1)  # so that a job_state written for the change has a later mtime, at 1 s resolution too
+    build.run("scontrol", "update", f"jobid={first}", "comment=backup-drill", env=ctl.env)
+    wait_for(lambda: (state / "job_state").exists() and (state / "job_state").stat().st_mtime > marker
+             and all(any(state.glob(f"hash.*/job.{q.split('|')[0]}")) for q in queued), 30,
+             "the jobs saved in StateSaveLocation")
     time.sleep(1)
 
     benv = _backup_env(tmp_path, tree, db, state)
