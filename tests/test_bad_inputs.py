@@ -128,6 +128,7 @@ def runs() -> _Runs:
 SAMPLE = [p for p in CASES if p.name.startswith(("001-", "501-", "701-"))] + CASES[-1:]
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("path", SAMPLE, ids=[p.name for p in SAMPLE])
 def test_a_real_process_reports_the_same(path: Path, runs):
     """The in-process runs stand for real processes: the same exit code and the same report."""
@@ -224,6 +225,7 @@ def test_text_report(path: Path, header: Header, runs):
         assert any(at in ln and header.code in ln for ln in located), f"no `{at}` with `{header.code}`: {located}"
 
 
+@pytest.mark.spawns
 def test_render_of_bad_file_writes_nothing(tmp_path):
     bad = next(p for p in CASES if read_header(p).code == "matrix-unknown-set")
     out = tmp_path / "out"

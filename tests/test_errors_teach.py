@@ -143,6 +143,7 @@ def test_different_causes_are_not_grouped():
     assert out.count("hint:") == 3 and "more like it" not in out
 
 
+@pytest.mark.spawns
 def test_matrix_list_is_readable_at_80_columns_when_piped():
     env = {**os.environ, "COLUMNS": "80", "CLUSTERDEF_MATRICES": str(MATRICES)}
     r = subprocess.run([sys.executable, "-m", "clusterdef", "matrix", "list", "--today", TODAY.isoformat()],
