@@ -127,16 +127,14 @@ def _macs(ctx: Context) -> Iterable[Finding]:
                             "add `host,mac` lines for every host of the group")
         else:
             continue
+        reported = False  # one finding per group; its other MACs are still recorded for the groups after it
         for m in macs:
-            if m in seen and seen[m] != gname:
-                yield error("mac-duplicate", path, f"MAC {m} is used in both `{seen[m]}` and `{gname}`",
-                            "every node's provisioning NIC has its own MAC")
-                break
-            if m in seen:
-                yield error("mac-duplicate", path, f"MAC {m} appears twice in `{gname}`",
-                            "every node's provisioning NIC has its own MAC")
-                break
-            seen[m] = gname
+            if m in seen and not reported:
+                first = seen[m]
+                where = f"appears twice in `{gname}`" if first == gname else f"is used in both `{first}` and `{gname}`"
+                yield error("mac-duplicate", path, f"MAC {m} {where}", "every node's provisioning NIC has its own MAC")
+                reported = True
+            seen.setdefault(m, gname)
 
 
 @check("topology")
