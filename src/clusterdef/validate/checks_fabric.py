@@ -382,9 +382,11 @@ def storage_fabric(ctx: Context) -> Iterable[Finding]:
             yield error("fabric-interface", base + ("ipoib_mode",),
                         f"fabric `{fname}` is {f.kind}: IPoIB mode applies to InfiniBand fabrics only",
                         "remove ipoib_mode (MTU alone sets a RoCE/Ethernet interface)")
-        if f.kind == "infiniband" and f.ipoib_mode == "datagram" and f.mtu and f.mtu > IPOIB_DATAGRAM_MTU:
+        # unset is the kernel's default, datagram: the MTU would be refused on the interface all the same
+        if f.kind == "infiniband" and f.ipoib_mode != "connected" and f.mtu and f.mtu > IPOIB_DATAGRAM_MTU:
+            mode = "datagram mode" if f.ipoib_mode else "datagram mode (ipoib_mode unset: the kernel's default)"
             yield error("fabric-interface", base + ("mtu",),
-                        f"fabric `{fname}`: MTU {f.mtu} in IPoIB datagram mode; datagram mode carries at most "
+                        f"fabric `{fname}`: MTU {f.mtu} in IPoIB {mode}; datagram mode carries at most "
                         f"{IPOIB_DATAGRAM_MTU} (a 4K InfiniBand MTU less the IPoIB header)",
                         "set ipoib_mode: connected (MTU up to 65520) or an MTU of at most 4092")
     stor = storage_fabrics(d)
