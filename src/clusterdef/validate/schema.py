@@ -107,6 +107,11 @@ def schema_findings(exc: ValidationError, data: Any, prefix: Path = ()) -> list[
                                     f"{field}: {tag} {_describe(ctx.get('tag', value))} is not one of "
                                     f"{ctx.get('expected_tags', 'the documented kinds')}",
                                     f"set `{tag}` to one of {ctx.get('expected_tags', 'the documented kinds')}"))
+        elif kind == "string_type" and isinstance(value, bool):  # a bool is an int to isinstance
+            word = "true" if value else "false"
+            findings.append(Finding("type-error", Severity.ERROR, path,
+                                    f"{field}: expected text, got the boolean {word}",
+                                    f"quote it: YAML reads an unquoted {word} as a boolean (write \"{word}\")"))
         elif kind == "string_type" and isinstance(value, (int, float)):
             findings.append(Finding("type-error", Severity.ERROR, path,
                                     f"{field}: expected text, got the number {value!r}",
