@@ -660,3 +660,16 @@ def test_a_boolean_where_text_is_expected_is_called_a_boolean(lab, matrix, tmp_p
     found = [(f.code, f.path, f.message, f.hint) for f in run(lab, matrix, tmp_path).findings]
     assert found == [("type-error", ("cluster", "name"), "name: expected text, got the boolean true",
                       'quote it: YAML reads an unquoted true as a boolean (write "true")')]
+
+
+def test_long_messages_source_lines_and_hints_are_never_wrapped_on_a_narrow_terminal():
+    # a CI log is often 80 columns or less: a wrapped message or excerpt line breaks copy-paste and grep
+    src = load_text("name: " + "x" * 70 + "\n", "n.yaml")
+    words = " ".join(["word"] * 20)
+    f = Finding("c", E, ("name",), "message " + words, "hint " + words, file="n.yaml", line=1, column=7)
+    g = Finding("c", E, ("name",), "message " + words, "hint " + words, file="n.yaml", line=1, column=9)
+    out = _text([f, g], {"n.yaml": src}, _console(width=40, soft_wrap=False)).splitlines()
+    assert f"  message {words}" in out
+    assert "      1 | name: " + "x" * 70 in out
+    assert f"  - n.yaml:1:9: message {words}" in out
+    assert f"  hint: hint {words}" in out
