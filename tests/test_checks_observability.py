@@ -124,3 +124,10 @@ def test_an_unknown_gpu_model_is_warned_until_both_thresholds_are_set(lab, matri
     assert _found(run(lab, matrix, tmp_path), "gpu-limits-unknown") == []
     lab["observability"] = {"hardware": {"hgx-h100": {"temperature_c": 80, "power_w": 600}}}
     assert _found(run(lab, matrix, tmp_path), "gpu-limits-unknown") == [_unknown("x-box", "X9000-SXM")]
+
+
+def test_a_model_with_both_thresholds_set_does_not_end_the_check(lab, matrix, tmp_path):
+    _add(lab, "x-box", "X9000-SXM")
+    _add(lab, "y-box", "Y1")
+    lab["observability"] = {"hardware": {"x-box": {"temperature_c": 80, "power_w": 900}}}
+    assert _found(run(lab, matrix, tmp_path), "gpu-limits-unknown") == [_unknown("y-box", "Y1")]
