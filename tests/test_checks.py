@@ -14,9 +14,11 @@ from clusterdef.validate.registry import CHECKS
 from conftest import CLUSTERS, TODAY, dump_yaml
 
 
-def run(data, matrix, tmp_path: Path):
+def run(data, matrix, tmp_path: Path, base_dir: Path = CLUSTERS):
+    """Validate `data` written to tmp_path/def.yaml; relative files (inventories, keys) are read from
+    `base_dir` (default: clusters/, where the lab's own files are)."""
     path = dump_yaml(data, tmp_path / "def.yaml")
-    return validate_source(load_text(path.read_text(), str(path)), matrix, TODAY, CLUSTERS)
+    return validate_source(load_text(path.read_text(), str(path)), matrix, TODAY, base_dir)
 
 
 def test_lab_is_clean(lab, matrix, tmp_path):

@@ -7,9 +7,6 @@ of these checks that the corpus and test_checks.py let through."""
 from __future__ import annotations
 
 from clusterdef.errors import Severity
-from clusterdef.source import load_text
-from clusterdef.validate.pipeline import validate_source
-from conftest import TODAY, dump_yaml
 from test_checks import run
 
 E = Severity.ERROR
@@ -31,12 +28,6 @@ UNKNOWN_HINT = "list only hosts defined in `nodes`"
 def _found(result, *codes):
     """The findings of `codes`, in the report's order (by place in the file)."""
     return [(f.code, f.severity, f.path, f.message, f.hint) for f in result.findings if f.code in codes]
-
-
-def _run_beside(data, matrix, tmp_path):
-    """Validate with the definition's folder (where MAC inventories are read) being tmp_path."""
-    path = dump_yaml(data, tmp_path / "def.yaml")
-    return validate_source(load_text(path.read_text(), str(path)), matrix, TODAY, tmp_path)
 
 
 def _group(lab, name, hosts, ipv4_start, control_plane="slurm"):
@@ -273,12 +264,12 @@ def _inventory(lab, tmp_path, text, name="macs.csv"):
 
 def test_a_complete_inventory_is_fine(lab, matrix, tmp_path):
     _inventory(lab, tmp_path, "host,mac\nkgpu02,52:54:00:20:00:32\nkgpu01,52:54:00:20:00:31\n")
-    assert _found(_run_beside(lab, matrix, tmp_path), *MAC_CODES) == []
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == []
 
 
 def test_three_inventory_problems_are_all_named(lab, matrix, tmp_path):
     f = _inventory(lab, tmp_path, "a[1,52:54:00:20:00:31\nb[2,52:54:00:20:00:32\nc[3,52:54:00:20:00:33\n")
-    assert _found(_run_beside(lab, matrix, tmp_path), *MAC_CODES) == [
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
          f"{f}:1: 'a[1' is not a host name; {f}:2: 'b[2' is not a host name; {f}:3: 'c[3' is not a host name",
          INV_HINT)]
@@ -286,12 +277,12 @@ def test_three_inventory_problems_are_all_named(lab, matrix, tmp_path):
 
 def test_more_than_three_inventory_problems_are_counted(lab, matrix, tmp_path):
     f = _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\ne[5,x\n")
-    assert _found(_run_beside(lab, matrix, tmp_path), *MAC_CODES) == [
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
          f"{f}:1: 'a[1' is not a host name; {f}:2: 'b[2' is not a host name; {f}:3: 'c[3' is not a host name"
          " (and 2 more)", INV_HINT)]
     f = _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\n", name="four.csv")
-    assert _found(_run_beside(lab, matrix, tmp_path), *MAC_CODES) == [
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
          f"{f}:1: 'a[1' is not a host name; {f}:2: 'b[2' is not a host name; {f}:3: 'c[3' is not a host name"
          " (and 1 more)", INV_HINT)]
@@ -300,7 +291,7 @@ def test_more_than_three_inventory_problems_are_counted(lab, matrix, tmp_path):
 def test_a_broken_inventory_is_one_finding_and_later_groups_are_still_checked(lab, matrix, tmp_path):
     f = _inventory(lab, tmp_path, "kgpu01,52:54:00:20:00:11\nkgpu[02,52:54:00:20:00:11\n")
     lab["nodes"]["secure"]["addressing"]["mac"]["macs"] = ["52:54:00:20:00:41", "52:54:00:20:00:12"]
-    assert _found(_run_beside(lab, matrix, tmp_path), *MAC_CODES) == [
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
          f"{f}:2: 'kgpu[02' is not a host name", INV_HINT),
         ("mac-duplicate", E, ("nodes", "secure", "addressing", "mac"),
@@ -309,14 +300,14 @@ def test_a_broken_inventory_is_one_finding_and_later_groups_are_still_checked(la
 
 def test_hosts_missing_from_an_inventory_are_folded(lab, matrix, tmp_path):
     _inventory(lab, tmp_path, "host,mac\ngpu001,52:54:00:20:00:99\n")
-    assert _found(_run_beside(lab, matrix, tmp_path), *MAC_CODES) == [
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
          "MAC inventory macs.csv has no entry for 2 host(s): kgpu[01-02]", MISSING_HINT)]
 
 
 def test_the_macs_an_inventory_has_are_checked_when_some_are_missing(lab, matrix, tmp_path):
     _inventory(lab, tmp_path, "kgpu02,52:54:00:20:00:13\n")
-    assert _found(_run_beside(lab, matrix, tmp_path), *MAC_CODES) == [
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-duplicate", E, ("nodes", "infer", "addressing", "mac"),
          "MAC 52:54:00:20:00:13 is used in both `train` and `infer`", MAC_HINT),
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
@@ -325,7 +316,7 @@ def test_the_macs_an_inventory_has_are_checked_when_some_are_missing(lab, matrix
 
 def test_an_inventory_giving_two_hosts_one_mac(lab, matrix, tmp_path):
     _inventory(lab, tmp_path, "kgpu01,52:54:00:20:00:77\nkgpu02,52:54:00:20:00:77\n")
-    assert _found(_run_beside(lab, matrix, tmp_path), *MAC_CODES) == [
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-duplicate", E, ("nodes", "infer", "addressing", "mac"),
          "MAC 52:54:00:20:00:77 appears twice in `infer`", MAC_HINT)]
 

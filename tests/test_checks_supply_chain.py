@@ -8,9 +8,6 @@ mutants of this check that the corpus and test_image_policy.py let through."""
 from __future__ import annotations
 
 from clusterdef.errors import Severity
-from clusterdef.source import load_text
-from clusterdef.validate.pipeline import validate_source
-from conftest import TODAY, dump_yaml
 from test_checks import run
 
 WHERE = ("kubernetes", "image_policy")
@@ -27,12 +24,6 @@ KEY_HINT = ("give the PEM public key (`cosign generate-key-pair` writes cosign.p
 def _policy(result):
     return [(f.code, f.severity, f.path, f.message, f.hint) for f in result.findings
             if f.code.startswith("image-policy")]
-
-
-def _run_beside(data, matrix, tmp_path):
-    """Validate with tmp_path as the definition's folder (where key files are looked up)."""
-    path = dump_yaml(data, tmp_path / "def.yaml")
-    return validate_source(load_text(path.read_text(), str(path)), matrix, TODAY, tmp_path)
 
 
 def test_no_registries_given_at_all_is_located_at_the_policy(lab, matrix, tmp_path):
@@ -69,7 +60,7 @@ def test_every_invalid_key_is_named_at_its_own_field(lab, matrix, tmp_path):
         "fine": {"public_key": body},
     }
     keys = WHERE + ("keys",)
-    assert _policy(_run_beside(lab, matrix, tmp_path)) == [
+    assert _policy(run(lab, matrix, tmp_path, base_dir=tmp_path)) == [
         ("image-policy-key-invalid", Severity.ERROR, keys + ("inline", "public_key"),
          "the inline key is not a public key (ValueError)", KEY_HINT),
         ("image-policy-key-invalid", Severity.ERROR, keys + ("gone", "public_key_file"),

@@ -13,9 +13,7 @@ import copy
 from ruamel.yaml import YAML
 
 from clusterdef.errors import Severity
-from clusterdef.source import load_text
-from clusterdef.validate.pipeline import validate_source
-from conftest import CLUSTERS, TODAY, dump_yaml
+from conftest import CLUSTERS
 from test_checks import run
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -369,25 +367,19 @@ def test_a_discovered_group_has_no_port_guids(lab, matrix, tmp_path):
         "use a MAC inventory with a third column of port GUIDs, or a list with `port_guids`")]
 
 
-def _run_in(data: dict, matrix, folder):
-    """Validate `data` with its inventory files read from `folder`."""
-    path = dump_yaml(data, folder / "def.yaml")
-    return validate_source(load_text(path.read_text(), str(path)), matrix, TODAY, folder)
-
-
 def test_inventory_hosts_without_port_guids(lab, matrix, tmp_path):
     lab["nodes"]["secure"]["addressing"]["mac"] = {"source": "inventory", "file": "macs.csv"}
     (tmp_path / "macs.csv").write_text("host,mac\nsgpu01,52:54:00:20:00:41\nsgpu02,52:54:00:20:00:42\n")
-    assert _found(_run_in(lab, matrix, tmp_path), "port-guid-missing") == [(
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), "port-guid-missing") == [(
         E, ("nodes", "secure", "addressing", "mac", "file"),
         "macs.csv has no port GUIDs (third column) for 2 host(s) of node group `secure`, e.g. sgpu01",
         "add the HCA port GUIDs as a third column, `;` between ports")]
     (tmp_path / "macs.csv").write_text("host,mac,port_guids\nsgpu01,52:54:00:20:00:41,0x0002c90300a10001\n"
                                        "sgpu02,52:54:00:20:00:42,0x0002c90300a20001\n")
-    assert _found(_run_in(lab, matrix, tmp_path), "port-guid-missing") == []
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), "port-guid-missing") == []
     (tmp_path / "macs.csv").write_text("host,mac,port_guids\nsgpu01,52:54:00:20:00:41,0x0002c90300a10001\n"
                                        "sgpu02,52:54:00:20:00:42\n")
-    assert _found(_run_in(lab, matrix, tmp_path), "port-guid-missing") == [(
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), "port-guid-missing") == [(
         E, ("nodes", "secure", "addressing", "mac", "file"),
         "macs.csv has no port GUIDs (third column) for 1 host(s) of node group `secure`, e.g. sgpu02",
         "add the HCA port GUIDs as a third column, `;` between ports")]
