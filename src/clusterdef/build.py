@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import DefinitionError, Finding, Severity
-from .render import TARGETS, render_all
+from .render import TARGETS, delivery, render_all
 from .quoting import UnsafeValue
 from .resolve import resolve
 from .validate.pipeline import Result
@@ -38,6 +38,12 @@ def build_tree(result: Result, targets: list[str] | None = None) -> tuple[dict[s
         "definition": d.model_dump(mode="json"),
         "set": resolved.set.model_dump(mode="json"),
     }, indent=2, sort_keys=True) + "\n"
+    try:  # every file names the hosts that use it (delivery.yaml); a file without is a renderer's bug
+        tree[delivery.FILE] = delivery.render(resolved, tree)
+    except delivery.Undelivered as exc:
+        raise DefinitionError([Finding(
+            "render-undelivered", Severity.ERROR, (), f"rendered files no delivery rule covers: {exc}",
+            "add a rule for them to src/clusterdef/render/delivery.yaml (and report the gap)", result.file)]) from None
     meta = {
         "clusterdef": __version__,
         "cluster": d.cluster.name,

@@ -465,25 +465,31 @@ def plan(
     today: Optional[str] = TodayOpt,
 ) -> None:
     """Plan the change from one definition to another: set change, compatibility, disruption, rollout, file
-    diffs. Exit 0 with a plan, 2 when refused or on bad input."""
+    diffs; with neither --from nor --base, the bring-up plan of a new cluster (day 0). Exit 0 with a plan, 2 when
+    refused or on bad input."""
     from .plan import FROM_SIDE_IGNORED, PlanInputError, base_side, load_side, make_plan
     from .plan.formats import to_json, to_markdown, to_text
     from .plan.planfile import seal
 
-    if (from_ is None) == (base is None):
-        err.print("[red]error[/]: give exactly one of --from OLD.yaml or --base GIT_REF")
+    if from_ is not None and base is not None:
+        err.print("[red]error[/]: give at most one of --from OLD.yaml or --base GIT_REF (neither: a bring-up plan)")
         raise SystemExit(EXIT_BAD)
     _check_outputs(plan_file)
     day = _today(today)
     try:
-        # a candidate target is the plan's decision (refused without --allow-candidate), not a definition error
-        new = load_side(to, matrices, day, {"matrix-candidate"})
-        if base is not None:  # --base "" is refused there, not ignored
-            old = base_side(base, to, matrices, day)
+        if from_ is None and base is None:  # day 0: the bring-up plan of a new cluster
+            from .plan.bringup import make_bringup
+
+            p = make_bringup(load_side(to, matrices, day))
         else:
-            assert from_ is not None  # exactly one of them, checked above
-            old = load_side(from_, matrices, day, FROM_SIDE_IGNORED)
-        p = make_plan(old, new, allow_candidate)  # image identity across the two sides: located errors
+            # a candidate target is the plan's decision (refused without --allow-candidate), not a definition error
+            new = load_side(to, matrices, day, {"matrix-candidate"})
+            if base is not None:  # --base "" is refused there, not ignored
+                old = base_side(base, to, matrices, day)
+            else:
+                assert from_ is not None  # one of them, checked above
+                old = load_side(from_, matrices, day, FROM_SIDE_IGNORED)
+            p = make_plan(old, new, allow_candidate)  # image identity across the two sides: located errors
     except PlanInputError as exc:
         _print_findings(exc.findings, exc.sources)
         err.print("[red]no plan[/]: fix the definition errors above first")

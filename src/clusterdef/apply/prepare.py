@@ -18,13 +18,13 @@ from .. import hostlist
 from ..plan import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_file, load_side, make_plan
 from ..plan.planfile import forgeries, schema_problems, seal
 from . import ApplyError
-from .steps import BootPointers, DriverPools, Step, inventory_waves, steps_for_plan
+from .steps import BootPointers, Deliveries, DriverPools, Step, inventory_waves, steps_for_plan
 
 
 @dataclass
 class Prepared:
     doc: dict
-    old: Side
+    old: Side | None  # None: a bring-up plan (day 0)
     new: Side
     steps: list[Step]
     inventory: dict[str, str]  # relpath under ansible/ -> text, from the new rendered tree
@@ -71,6 +71,8 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
     if to is None:
         raise ApplyError([f"cannot find the new definition {doc['to'].get('file')!r} beside {plan_path}"],
                          "pass --to DEF.yaml")
+    if doc.get("bringup"):
+        return _prepare_bringup(doc, plan_path, to, matrices, today, playbooks, skip)
     label = doc["from"].get("file", "")
     if from_ is None and base is None:
         if ":" in label and _locate(label, plan_path) is None:
@@ -109,6 +111,32 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
         raise ApplyError([f"{plan_path}: {f}" for f in forged], "the plan file is not the plan `clusterdef plan` "
                          "writes for these definitions: plan again, review it, and apply the new plan file")
     doc = seal(derived.doc)  # from here on only the re-derived plan counts
+    return _steps(doc, old, new, playbooks, skip)
+
+
+def _prepare_bringup(doc: dict, plan_path: Path, to: Path, matrices, today: date, playbooks: Path,
+                     skip: Set[str]) -> Prepared:
+    """A bring-up plan (day 0): no old side; the new one checked and the plan derived again as for a change."""
+    from ..plan.bringup import make_bringup
+
+    try:
+        new = load_side(to, matrices, today)
+    except PlanInputError as exc:
+        raise ApplyError(["the definition no longer validates"], "fix it and plan again", exc.findings, exc.sources)
+    stale = [p for p in check_plan_file(doc, "", new.text, {}, new.tree) if "from" not in p]
+    if stale:
+        raise ApplyError(stale, "the plan no longer describes this definition: run `clusterdef plan --to` again")
+    new = replace(new, label=doc["to"]["file"])
+    derived = make_bringup(new)
+    forged = forgeries(doc, derived.doc)
+    if forged:
+        raise ApplyError([f"{plan_path}: {f}" for f in forged], "the plan file is not the bring-up plan `clusterdef "
+                         "plan --to` writes for this definition: plan again, review it, and apply the new plan file")
+    return _steps(seal(derived.doc), None, new, playbooks, skip)
+
+
+def _steps(doc: dict, old: Side | None, new: Side, playbooks: Path, skip: Set[str]) -> Prepared:
+    """The steps of a checked plan (its stages on the new tree's inventory)."""
     inventory = {rel[len("ansible/"):]: text for rel, text in new.tree.items() if rel.startswith("ansible/")}
     if "inventory/hosts.yml" not in inventory:
         raise ApplyError(["the rendered tree has no ansible/inventory/hosts.yml"],
@@ -121,7 +149,10 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
                                     for st in doc["rollout"]["stages"]) else None
     d = new.definition
     pools = DriverPools(new) if any(st.get("driver") for st in doc["rollout"]["stages"]) else None
-    steps = steps_for_plan(doc, waves, Path(playbooks), skip, boot, smoke=bool(d.upgrade.smoke_tests), pools=pools)
+    deliveries = Deliveries(new, inventory["inventory/hosts.yml"]) if any(
+        st.get("kind") == "deliver" for st in doc["rollout"]["stages"]) else None
+    steps = steps_for_plan(doc, waves, Path(playbooks), skip, boot, smoke=bool(d.upgrade.smoke_tests), pools=pools,
+                           deliveries=deliveries)
     per_node = {name: hw.gpu.count if hw.gpu else 0 for name, hw in d.hardware.items()}
     gpus = {h: per_node[g.hardware] for g in d.nodes.values() for h in hostlist.names(g.hosts)}
     for step in steps:

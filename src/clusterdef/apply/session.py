@@ -110,5 +110,7 @@ def start(opts: Options, to: Optional[Path], from_: Optional[Path], base: Option
               "smoke_tests": list(prep.new.definition.upgrade.smoke_tests), "playbooks": str(opts.playbooks),
               "extravars": opts.extra, "secret_env": opts.secret_env, "vault_ids": opts.vault_ids,
               "forks": opts.forks}
-    extra = {**opts.extra, "clusterdef_snapshot_dir": snap["facts_dir"]}
+    # the new rendered tree as the snapshot holds it: what deliver.yml copies onto the hosts
+    extra = {**opts.extra, "clusterdef_snapshot_dir": snap["facts_dir"],
+             "clusterdef_tree_dir": str(Path(snap["dir"]) / "to" / "tree")}
     return Session(opts, prep, record_path, pdd, inventory, header, extra)

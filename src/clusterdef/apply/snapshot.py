@@ -33,6 +33,9 @@ def write(pdd: Path, old, new) -> dict:
     root = Path(pdd) / FOLDER
     entry: dict = {"dir": str(root), "facts_dir": str(root / "facts")}
     for side, s in (("from", old), ("to", new)):
+        if s is None:  # a bring-up plan: nothing to go back to
+            entry[side] = None
+            continue
         base = root / side
         write_file_atomic(base / "definition.yaml", s.text)
         for rel, text in s.tree.items():

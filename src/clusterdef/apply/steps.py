@@ -47,8 +47,9 @@ from ..plan import Side
 from . import ApplyError
 
 GATES = ("gates.yml", "enforce-baseline.yml")
-STAGE_KINDS = ("image", "prepare", "canary", "rollback-drill", "control-plane", "wave", "boot-default", "driver-pool")
-SKIPPABLE = ("image", "prepare", "control-plane")
+STAGE_KINDS = ("image", "prepare", "canary", "rollback-drill", "control-plane", "wave", "boot-default", "driver-pool",
+               "deliver", "nodes")
+SKIPPABLE = ("image", "prepare", "control-plane", "nodes")
 _RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::(\d+))?\]")
 
 
@@ -137,6 +138,34 @@ def wave_groups(stage: dict, waves: dict[str, list[str]]) -> list[tuple[str, lis
 
 # --------------------------------------------------------------------------- plan -> steps
 
+def _delivery_steps(stage: dict, playbooks: Path, deliveries: "Deliveries | None", problems: list[str]) -> list[Step]:
+    """A `deliver` stage: deliver.yml per step of files it installs, the role's playbook for files a role
+    carries; Kubernetes objects are `pulumi up`'s (CI), recorded as such."""
+    out = []
+    for d in stage.get("delivery", []):
+        if not d["files"]:  # only removals: nothing to install (the plan names them for review)
+            continue
+        if d["via"] == "pulumi":
+            out.append(Step(stage["name"], "deliver", "pulumi", None, skipped="Kubernetes objects: `pulumi up` of "
+                            "infra/ (the CI job that previews and applies them), not ansible"))
+            continue
+        pb = _playbook(playbooks, d["playbook"])
+        if pb is None:
+            problems.append(f"stage {stage['name']!r} needs {d['playbook']} in {playbooks}, which has none")
+            continue
+        if d["via"] == "deliver":
+            if deliveries is None:
+                problems.append(f"stage {stage['name']!r} delivers files and needs the new tree's delivery.json")
+                continue
+            try:
+                out.append(Step(stage["name"], "deliver", "deliver", pb, vars=deliveries.deliver(d["files"])))
+            except ApplyError as exc:
+                problems.extend(exc.reasons)
+        else:  # a role's playbook installs them from the rendered group_vars
+            out.append(Step(stage["name"], "deliver", f"deliver {d['playbook'].removesuffix('.yml')}", pb))
+    return out
+
+
 def _snapshot_limit(touched: list[tuple[str, list[str], str | None]], waves: dict[str, list[str]]) -> str:
     """The limit covering every touched host: a wave group by name when its hosts are all touched
     (by one stage or by several: a Kubernetes group's canary and its wave), else its touched hosts."""
@@ -168,6 +197,10 @@ class BootPointers:
         self.resolved = resolve(d, new.matrix, Path(new.result.file).parent)
         self.group_of = {h: g for g, n in d.nodes.items() for h in hostlist.names(n.hosts)}
         self.builds = {b.artefact: b for img in d.images for b in pxe.builds(self.resolved, img).values()}
+        # boot-pointer.yml and publish-image.yml run on the inventory's boot server (services: [boot-server])
+        hosts_yml = new.tree.get("ansible/inventory/hosts.yml", "")
+        self.server = {"clusterdef_boot_server": "boot_server"} if re.search(r"^\s+boot_server:", hosts_yml, re.M) \
+            else {}
 
     def point(self, hosts: list[str], artefact: str) -> dict:
         build = self.builds.get(artefact)
@@ -181,7 +214,7 @@ class BootPointers:
                 raise ApplyError([f"host {h} has no MAC: a boot pointer is found by MAC"], "list the group's MACs")
             files.append({"host": h, "path": self.pxe.pointer_path(mac),
                           "content": self.pxe.host_pointer(self.resolved, h, g, mac, build)})
-        return {"clusterdef_boot_build": artefact, "clusterdef_boot_pointers": files}
+        return {**self.server, "clusterdef_boot_build": artefact, "clusterdef_boot_pointers": files}
 
     def defaults(self, groups: list[str], hosts: list[str]) -> dict:
         files = [{"host": "", "path": rel[len("pxe/"):], "content": self.tree[rel]}
@@ -190,7 +223,7 @@ class BootPointers:
             mac = self.resolved.macs.get(self.group_of[h], {}).get(h)
             if mac:
                 files.append({"host": h, "path": self.pxe.pointer_path(mac), "content": ""})
-        return {"clusterdef_boot_pointers": files}
+        return {**self.server, "clusterdef_boot_pointers": files}
 
     def publish(self) -> dict:
         files = [{"host": "", "path": rel[len("pxe/"):], "content": text} for rel, text in sorted(self.tree.items())
@@ -198,7 +231,7 @@ class BootPointers:
         images = self.resolved.definition.images
         # signed images: their checksum file, its signature and the verifier initrd go with them (sign.sh)
         signed = sorted(a for a, b in self.builds.items() if images[b.name].signing is not None)
-        return {"clusterdef_boot_pointers": files, "clusterdef_artefacts": sorted(self.builds),
+        return {**self.server, "clusterdef_boot_pointers": files, "clusterdef_artefacts": sorted(self.builds),
                 "clusterdef_signed_artefacts": signed}
 
 
@@ -220,9 +253,32 @@ class DriverPools:
                 "clusterdef_driver_labels": [{"node": h, "pool": value} for h in hosts]}
 
 
+class Deliveries:
+    """What a `deliver` stage's steps send to their playbooks: deliver.yml gets each host's files and actions
+    (apply/delivery.py) from the new tree, read on the control machine from the apply snapshot."""
+
+    TREE = "{{ clusterdef_tree_dir }}"  # session.start: the snapshot's to/tree
+
+    def __init__(self, new: Side, hosts_yml: str):
+        import tempfile
+
+        from .delivery import Hosts
+
+        self.tree = new.tree
+        with tempfile.TemporaryDirectory(prefix="clusterdef-inventory-") as tmp:
+            inv = Path(tmp) / "hosts.yml"
+            inv.write_text(hosts_yml, encoding="utf-8")
+            self.hosts = Hosts(inv)
+
+    def deliver(self, files: list[str]) -> dict:
+        from .delivery import payload
+
+        return payload(self.tree, Path(self.TREE), files, self.hosts)
+
+
 def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: Set[str] = frozenset(),
                    boot: BootPointers | None = None, smoke: bool = False,
-                   pools: DriverPools | None = None) -> list[Step]:
+                   pools: DriverPools | None = None, deliveries: Deliveries | None = None) -> list[Step]:
     """The ordered steps of the plan's rollout. Raises ApplyError (nothing has run) when a
     playbook a stage needs is missing or a stage's hosts are not in the inventory's waves.
     Stateless stages run reimage.yml with the boot pointers `boot` writes (needed then).
@@ -325,6 +381,12 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                                     "write one, or upgrade the control plane by hand and pass "
                                     "--skip-stage control-plane")
                 steps.append(Step(name, kind, "control-plane", pb))
+            elif kind == "deliver":
+                steps += _delivery_steps(stage, playbooks, deliveries, problems)
+            elif kind == "nodes":  # bring-up: the nodes boot (or are installed), get the set's layers, are admitted
+                pb = need(_playbook(playbooks, "nodes.yml"), "nodes.yml", name)
+                hosts = list(hostlist.names(stage["hosts"])) if stage.get("hosts") else []
+                steps.append(Step(name, kind, "nodes", pb, hosts=hosts, returns=True))
             elif kind in ("canary", "wave"):
                 per_wave(stage, ("upgrade", upgrade, "upgrade.yml"), ("gates", gates, " or ".join(GATES)))
             elif kind == "rollback-drill":

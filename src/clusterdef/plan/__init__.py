@@ -28,6 +28,7 @@ from ..matrix.load import Matrix
 from ..model import Definition
 from ..validate.pipeline import Result, validate_file
 from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_hash
+from . import delivery as delivery_mod
 from . import stages as stages_mod
 from .images import builds_of, identity_findings, image_diff
 from .rollout import Stage, baseline_mismatch, gates, rollback_target
@@ -355,6 +356,21 @@ def _baseline_warnings(d: Definition, matrix: Matrix, vs, group: str) -> list[Pr
             for w in baseline_mismatch(d, baselines, group)]
 
 
+def delivery_stage(name: str, dsteps: list[dict]) -> Stage:
+    return Stage(name, "deliver", steps=[delivery_mod.describe(s) for s in dsteps], delivery=dsteps)
+
+
+def _with_delivery(stages: list[Stage], dsteps: list[dict]) -> list[Stage]:
+    """The delivery of the changed files as a stage of its own: right after the control plane moved (the
+    files are the new release's), else after prepare (a configuration change alone)."""
+    if not dsteps:
+        return stages
+    at = next((i + 1 for i, s in enumerate(stages) if s.kind == "control-plane"), None)
+    if at is None:
+        at = next((i + 1 for i, s in enumerate(stages) if s.kind == "prepare"), 0)
+    return [*stages[:at], delivery_stage("deliver configuration", dsteps), *stages[at:]]
+
+
 def _side_doc(side: Side, vs) -> dict:
     return {"file": side.label, "set": vs.name, "status": vs.status, "definition_sha256": _sha(side.text),
             "tree_sha256": tree_hash(side.tree)}
@@ -395,8 +411,10 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     stages.append(stages_mod.prepare_stage(_point(old, old_set.name), old_set.name, rb_set))
     canary = stages_mod.canary_stages(scope)
     k8s = stages_mod.kubernetes_canaries(scope, canary)
+    dsteps = delivery_mod.steps(old.tree, new.tree)
     cp_steps = stages_mod.control_plane_steps(scope, t, (old_set.components.gpu_operator,
-                                                         new_set.components.gpu_operator), has_k8s, canary, k8s)
+                                                         new_set.components.gpu_operator), has_k8s, canary, k8s,
+                                              delivered=bool(dsteps))
     cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
                       scope.gate_list[2:] if canary.hosts else [])] if cp_steps else []
     cp_first = stages_mod.control_plane_first(scope, canary)
@@ -421,6 +439,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         stages += [boot] if boot else []
         stages += stages_mod.driver_pool_stages(scope, k8s)
 
+    stages = _with_delivery(stages, dsteps)
     files = tree_diff(old.tree, new.tree)
     doc = {
         "plan_format": PLAN_FORMAT,

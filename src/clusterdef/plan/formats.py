@@ -47,7 +47,8 @@ def _kubernetes_canaries_line(ro: dict) -> list[str]:
 
 def to_markdown(doc: dict) -> str:
     f, t = doc["from"], doc["to"]
-    out = [f"## clusterdef plan: `{doc['cluster']}` {f['set']} → {t['set']}", ""]
+    out = [f"## clusterdef bring-up plan: `{doc['cluster']}` on {t['set']}" if doc.get("bringup") else
+           f"## clusterdef plan: `{doc['cluster']}` {f['set']} → {t['set']}", ""]
     if doc["refused"]:
         out += ["> [!CAUTION]", "> **Refused.** This plan cannot be applied:"]
         out += [f"> - `{p['code']}`: {p['message']} (hint: {p['hint']})" for p in doc["refusals"]]
@@ -60,7 +61,8 @@ def to_markdown(doc: dict) -> str:
         out.append(f"- ⚠️ `{w['code']}`: {w['message']}")
     if doc["warnings"]:
         out.append("")
-    out += [f"From `{f['file']}` (set `{f['set']}`, {f['status']}) to `{t['file']}` (set `{t['set']}`, "
+    out += [f"A new cluster from `{t['file']}` (set `{t['set']}`, {t['status']})." if doc.get("bringup") else
+            f"From `{f['file']}` (set `{f['set']}`, {f['status']}) to `{t['file']}` (set `{t['set']}`, "
             f"{t['status']}).", ""]
 
     sc = doc["set_change"]
@@ -263,7 +265,9 @@ def to_text(doc: dict) -> str:
     """Rich markup for the console."""
     f, t = doc["from"], doc["to"]
     e = escape
-    out = [f"[bold]plan[/] {e(doc['cluster'])}: {e(f['set'])} ({f['status']}) -> {e(t['set'])} ({t['status']})"]
+    out = [f"[bold]bring-up plan[/] {e(doc['cluster'])}: a new cluster on {e(t['set'])} ({t['status']})"
+           if doc.get("bringup") else
+           f"[bold]plan[/] {e(doc['cluster'])}: {e(f['set'])} ({f['status']}) -> {e(t['set'])} ({t['status']})"]
     for p in doc["refusals"]:
         out.append(f"[red]refused[/] {p['code']}: {e(p['message'])}  [green]hint:[/] {e(p['hint'])}")
     for w in doc["warnings"]:
@@ -296,13 +300,16 @@ def to_text(doc: dict) -> str:
             f"[{COLOUR[k]}]{k}[/]: {v['changes']} change(s), {v['nodes']} node(s) at worst"
             for k, v in sorted(doc["disruption"].items(), key=lambda kv: ORDER.index(kv[0]))))
     ro = doc["rollout"]
-    out.append(f"[bold]rollout[/] canary {e(ro['canary']['hosts'] or '-')}, {ro['waves']} wave(s) of <= "
-               f"{ro['wave_size']}, rollback to {e(ro['rollback']['target'] or '-')}")
-    out += [f"  kubernetes canary ({c['by']}) {e(c['name'])}: {e(c['hosts'])}"
-            for c in ro.get("kubernetes_canaries") or []]
-    pt = ro["rollback"]["point"]
-    out.append(f"[bold]rollback point[/] {e(pt['file'])} on {e(pt['set'])} (definition "
-               f"{pt['definition_sha256'][:12]}, tree {pt['tree_sha256'][:12]})")
+    if doc.get("bringup"):
+        out.append("[bold]bring-up[/]: nothing runs yet, so no canary, waves or rollback point")
+    else:
+        out.append(f"[bold]rollout[/] canary {e(ro['canary']['hosts'] or '-')}, {ro['waves']} wave(s) of <= "
+                   f"{ro['wave_size']}, rollback to {e(ro['rollback']['target'] or '-')}")
+        out += [f"  kubernetes canary ({c['by']}) {e(c['name'])}: {e(c['hosts'])}"
+                for c in ro.get("kubernetes_canaries") or []]
+        pt = ro["rollback"]["point"]
+        out.append(f"[bold]rollback point[/] {e(pt['file'])} on {e(pt['set'])} (definition "
+                   f"{pt['definition_sha256'][:12]}, tree {pt['tree_sha256'][:12]})")
     for s in ro["stages"]:
         out.append(f"  [bold]{e(s['name'])}[/]" + (f" {s['nodes']} nodes {e(s['hosts'])}" if s["nodes"] else ""))
         out += [f"    - {e(step)}" for step in s["steps"]]

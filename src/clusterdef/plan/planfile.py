@@ -32,8 +32,12 @@ _STAGE = {"type": "object", "additionalProperties": False,
                                   "properties": {"to": _STR, "back": _STR, "groups": _STR}},
                          "driver": {"type": "object", "additionalProperties": False, "required": ["pool", "canary"],
                                     "properties": {"pool": _STR, "canary": _STR}},
+                         "delivery": {"type": "array", "items": {
+                             "type": "object", "required": ["via", "playbook", "files", "removed", "hosts"],
+                             "properties": {"via": {"enum": ["deliver", "role", "pulumi"]}, "playbook": _STR,
+                                            "files": _STRS, "removed": _STRS, "hosts": _STR}}},
                          "kind": {"enum": ["image", "prepare", "canary", "rollback-drill", "control-plane", "wave",
-                                           "boot-default", "driver-pool"]}}}
+                                           "boot-default", "driver-pool", "deliver", "nodes", "admit"]}}}
 # The fields apply reads are typed exactly; the others only by kind (the comparison with the
 # re-derived plan checks their content).
 SCHEMA = {
@@ -47,7 +51,7 @@ SCHEMA = {
         "set_change": {"type": "object"}, "compatibility": {"type": ["object", "null"]},
         "changes": {"type": "array"}, "images": {"type": "array"}, "disruption": {"type": "object"},
         "files": {"type": "array"},
-        "kubernetes_objects": {"type": "array"}, HASH_FIELD: _SHA,
+        "kubernetes_objects": {"type": "array"}, HASH_FIELD: _SHA, "bringup": _BOOL,
         "rollout": {"type": "object", "additionalProperties": False,
                     "required": ["layer_order", "canary", "waves", "waves_withheld", "wave_size", "gates",
                                  "rollback", "stages"],

@@ -18,6 +18,7 @@ from ..model.upgrade import SMOKE_LAYERS
 class Stage:
     name: str
     kind: str  # image | prepare | control-plane | canary | rollback-drill | wave | boot-default | driver-pool
+    #            | deliver | nodes | admit
     hosts: list[str] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
     gates: list[str] = field(default_factory=list)
@@ -26,12 +27,15 @@ class Stage:
     boot: dict = field(default_factory=dict)  # artefacts: to (the new build), back (rollback), groups (defaults)
     # GPU Operator driver pool of a Kubernetes canary: pool (its NVIDIADriver) and canary (`<pool>.canary`)
     driver: dict = field(default_factory=dict)
+    # delivery steps (plan/delivery.py) of a `deliver` stage: rendered files onto the hosts that use them
+    delivery: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "nodes": len(self.hosts),
                 "hosts": hostlist.fold(self.hosts) if self.hosts else "", "switches": self.switches,
                 "steps": self.steps, "gates": self.gates, "provisioning": self.provisioning, "boot": self.boot,
-                **({"driver": self.driver} if self.driver else {})}
+                **({"driver": self.driver} if self.driver else {}),
+                **({"delivery": self.delivery} if self.delivery else {})}
 
 
 def choose_canary(definition: Definition, affected_groups: list[str], group: str | None = None,

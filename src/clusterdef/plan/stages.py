@@ -367,9 +367,10 @@ def driver_pool_stages(s: Scope, k8s: KubernetesCanaries) -> list[Stage]:
 
 
 def control_plane_steps(s: Scope, t: Transition | None, gpu_operator: tuple[str, str], has_k8s: bool,
-                        canary: Canary, k8s: KubernetesCanaries | None = None) -> list[str]:
+                        canary: Canary, k8s: KubernetesCanaries | None = None, delivered: bool = False) -> list[str]:
     """slurmdbd/slurmctld hop by hop, the API server minor by minor, the GPU Operator, the live and
-    restart changes, and the canary's own daemons when it is upgraded in place."""
+    restart changes, and the canary's own daemons when it is upgraded in place. `delivered`: the plan has a
+    delivery stage, which carries the live changes (their files and the reconfigure or reload)."""
     steps: list[str] = []
     if t:
         for i, hop in enumerate(t.slurm):
@@ -386,7 +387,7 @@ def control_plane_steps(s: Scope, t: Transition | None, gpu_operator: tuple[str,
         steps.append(f"NVIDIADriver {pool}: driver {frm} -> {to} (`pulumi up` of the new tree, after its canary "
                      f"passed): the GPU Operator upgrades the rest of pool {pool}, maxParallelUpgrades at a time")
     steps += [f"{c.disruption}: {c.dotted}" + (f" ({len(c.hosts)} nodes)" if c.hosts else "")
-              for c in s.changes if c.disruption in (LIVE, RESTART)]
+              for c in s.changes if c.disruption == RESTART or (c.disruption == LIVE and not delivered)]
     if steps and canary.hosts and not s.reimaged(canary.group):
         for lc in s.layer_changes:
             if lc["component"] not in ("slurm", "kubernetes"):

@@ -10,6 +10,8 @@ Layout (all under `images/<image>/`):
     mkosi.extra/usr/lib/clusterdef/  the probe, the first-boot baseline script and the versions it expects
     mkosi.extra/<health check path>  nodecheck, where slurm.conf's HealthCheckProgram points (Slurm images)
     mkosi.extra/etc/systemd/system/  its unit, pulled in by multi-user.target
+    mkosi.extra/etc/default/slurmd   (Slurm images) configless slurmd: --conf-server the controllers, and the
+                                     unit's drop-in (render/slurm/configless.py)
     build.sh                         mkosi build, then the PXE artefacts <artefact>.vmlinuz/.initrd
     sign.sh, verify/init, verify/minisign.pub   (images.<name>.signing) <artefact>.SHA256SUMS, its minisign
                                      signature and <artefact>.verify.initrd, the initrd that checks both at boot
@@ -348,6 +350,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
         nodecheck = _nodecheck(resolved, name)
         if nodecheck is not None:
             tree[extra + nodecheck[0].lstrip("/")] = nodecheck[1]
+        for path, text in _configless(resolved, name).items():
+            tree[extra + path.lstrip("/")] = text
         ctx["probe_path"] = probe.INSTALLED
         tree[extra + SCRIPT] = _env.get_template("firstboot/firstboot-baseline.sh").render(ctx)
         tree[extra + f"etc/systemd/system/{UNIT}"] = _env.get_template("firstboot/unit.j2").render(ctx)
@@ -395,6 +399,16 @@ def baseline_components(resolved: Resolved, image_name: str) -> list[tuple[str, 
         out.append(("slurm", c.slurm))
     out += [(k, getattr(c, k)) for k in ("doca", "mft") if k in want and getattr(c, k)]
     return out
+
+
+def _configless(resolved: Resolved, image_name: str) -> dict[str, str]:
+    """A Slurm image's slurmd options: fetch the configuration from the controllers (render/slurm/configless.py)."""
+    from ..slurm import slurm_groups
+    from ..slurm.configless import node_files
+
+    if not any(g.image == image_name for g in slurm_groups(resolved).values()):
+        return {}
+    return node_files(resolved)
 
 
 def _nodecheck(resolved: Resolved, image_name: str) -> tuple[str, str] | None:

@@ -132,6 +132,8 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
         "SelectType": "select/cons_tres",
         "SelectTypeParameters": "CR_Core_Memory",
         "SchedulerType": "sched/backfill",
+        # configless: slurmd fetch the files from slurmctld (configless.py); one copy, pushed by `scontrol reconfigure`
+        "SlurmctldParameters": "enable_configless",
     }
     if has_gpus:
         params["GresTypes"] = "gpu"

@@ -1,0 +1,70 @@
+"""What a delivery step sends to playbooks/deliver.yml: per host, the files delivery.json gives it (the new
+tree's copy under the apply snapshot is the source, so Ansible never templates a rendered file) and the
+actions those files trigger, in delivery.json's action order. Host patterns are read by Ansible's own
+inventory code against the rendered inventory, so `slurm_controllers[0]` or `cp_slurm:&prov_stateful`
+mean here exactly what they mean to ansible-playbook."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import ApplyError
+
+DELIVERY = "delivery.json"
+
+
+class Hosts:
+    """Host patterns of the rendered inventory, in inventory order."""
+
+    def __init__(self, inventory: Path):
+        from ansible.inventory.manager import InventoryManager
+        from ansible.parsing.dataloader import DataLoader
+
+        self._inv = InventoryManager(loader=DataLoader(), sources=[str(inventory)])
+
+    def __call__(self, pattern: str) -> list[str]:
+        if not pattern:
+            return []
+        return [h.name for h in self._inv.get_hosts(pattern=pattern)]
+
+
+def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts) -> dict:
+    """Extra vars of deliver.yml for `files` (rel paths of the new tree, all `via: deliver`)."""
+    doc = json.loads(tree[DELIVERY])
+    entries, order = doc["files"], doc["action_order"]
+    per_host: dict[str, list[dict]] = {}
+    actions: dict[str, dict[str, dict]] = {}
+    once_done: dict[str, str] = {}
+    problems = []
+    for rel in files:
+        e = entries.get(rel)
+        if e is None or e["via"] != "deliver":
+            problems.append(f"{rel} is not delivered by deliver.yml in the new tree's {DELIVERY}")
+            continue
+        targets = hosts(e["hosts"])
+        if not targets:
+            problems.append(f"{rel}: no host of the rendered inventory matches {e['hosts']!r}")
+            continue
+        check = [arg for arg in e["check"]["argv"]] if e.get("check") else []
+        for h in targets:
+            per_host.setdefault(h, []).append({"rel": rel, "path": e["path"], "owner": e["owner"], "group": e["group"],
+                                               "mode": e["mode"], "check": check})
+        a = e.get("action")
+        if not a:
+            continue
+        runs_on = [h for h in targets if not a["on"] or h in set(hosts(a["on"]))]
+        if a["once"]:
+            runs_on = [once_done.setdefault(a["name"], runs_on[0])] if runs_on else []
+        for h in runs_on:
+            slot = actions.setdefault(h, {}).setdefault(a["name"], {
+                "name": a["name"], "argv": a["argv"], "unit": a["unit"], "inactive": a["inactive"], "triggers": []})
+            slot["triggers"].append(rel)
+    if problems:
+        raise ApplyError(problems, "render the new tree with this clusterdef and plan again")
+    missing = [h for h in actions if h not in per_host]
+    if missing:  # an action runs where none of its files land: deliver.yml would never see them change
+        raise ApplyError([f"actions on {', '.join(missing)} have no file there"], "fix delivery.yaml's `on`")
+    return {"deliver_tree": str(tree_dir), "deliver_files": per_host,
+            "deliver_actions": {h: sorted(a.values(), key=lambda x: order.index(x["name"])) for h, a in actions.items()},
+            "clusterdef_deliver_hosts": ",".join(per_host)}

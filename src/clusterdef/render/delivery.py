@@ -1,0 +1,134 @@
+"""The delivery map (`delivery.json`): for every rendered file, the hosts that consume it, where it
+goes, the check its consumer runs on it before it is installed and the action that makes it take
+effect. The rules are data (delivery.yaml beside this module); this module matches them against the
+rendered tree. A file no rule covers is an error at render time: a renderer that adds a file adds
+its delivery too.
+
+Read by plan (each changed file becomes a delivery step of its rule's stage, with the action's
+disruption) and by apply (playbooks/deliver.yml installs the `deliver` files through roles/deliver)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+from ruamel.yaml import YAML
+
+from ..resolve import Resolved
+
+FILE = "delivery.json"
+FORMAT = 1
+VIAS = ("deliver", "role", "image", "boot", "pulumi", "control", "review")
+STAGES = ("config", "image", "boot-default", "nodes")
+BOOT_ROOT = "/srv/http"  # the boot server's HTTP root (playbooks/boot-pointer.yml: clusterdef_boot_root)
+
+
+class Undelivered(Exception):
+    """Rendered files that no delivery rule covers (a renderer added a file without its delivery)."""
+
+    def __init__(self, paths: list[str]):
+        super().__init__(", ".join(paths))
+        self.paths = paths
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: re.Pattern
+    spec: dict
+
+
+def _regex(glob: str) -> re.Pattern:
+    """`{name}` one segment (captured), `**` the rest of the path (captured as `rest`), `*` within a segment."""
+    out, i = [], 0
+    while i < len(glob):
+        if glob.startswith("**", i):
+            out.append("(?P<rest>.+)")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "{":
+            end = glob.index("}", i)
+            out.append(f"(?P<{glob[i + 1:end]}>[^/]+?)")
+            i = end + 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+@cache
+def rules() -> tuple[dict, dict, tuple[Rule, ...]]:
+    """(checks, actions, rules) from delivery.yaml."""
+    doc = YAML(typ="safe", pure=True).load(files("clusterdef.render").joinpath("delivery.yaml").read_text())
+    return doc["checks"], doc["actions"], tuple(Rule(_regex(r["files"]), r) for r in doc["rules"])
+
+
+def context(resolved: Resolved) -> dict[str, str]:
+    """Values the rules' `{...}` fields may name besides a pattern's captures."""
+    s = resolved.definition.slurm
+    accounts = "slurmdbd" if s and s.accounting.storage == "slurmdbd" and s.accounting.host else "slurm_controllers[0]"
+    return {"boot_root": BOOT_ROOT, "accounts_host": accounts,
+            "health_check": s.health_check.program if s else "/usr/sbin/clusterdef-nodecheck"}
+
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], text)
+
+
+def entry(rel: str, values: dict[str, str]) -> dict | None:
+    """The delivery of one rendered file, or None when no rule covers it."""
+    checks, actions, all_rules = rules()
+    for rule in all_rules:
+        m = rule.pattern.match(rel)
+        if not m:
+            continue
+        r, v = rule.spec, {**values, **{k: x for k, x in m.groupdict().items() if x is not None}}
+        out: dict = {"via": r["via"]}
+        if r.get("role"):
+            out["role"] = r["role"]
+        if r["via"] != "review":
+            out["hosts"] = _fill(r.get("hosts", ""), v)
+        if r.get("path"):
+            out.update(path=_fill(r["path"], v), owner=r.get("owner", "root"), group=r.get("group", "root"),
+                       mode=r.get("mode", "0644"))
+        if r.get("stage"):
+            out["stage"] = r["stage"]
+        if r.get("check"):
+            c = checks[r["check"]]
+            out["check"] = {"name": r["check"], "argv": list(c["argv"]), "what": c["what"]}
+        if r.get("action"):
+            a = actions[r["action"]]
+            out["action"] = {"name": r["action"], "argv": [list(x) for x in a["argv"]], "once": bool(a.get("once")),
+                             "on": a.get("on", ""), "unit": a.get("unit", ""), "inactive": a.get("inactive", ""),
+                             "disruption": a["disruption"],
+                             "what": a["what"]}
+        if r.get("why"):
+            out["why"] = r["why"]
+        return out
+    return None
+
+
+def delivery_map(resolved: Resolved, tree: dict[str, str]) -> dict:
+    """Every file of `tree` (and delivery.json itself) with its delivery; Undelivered when a file has none."""
+    values = context(resolved)
+    out: dict[str, dict] = {}
+    missing = []
+    for rel in sorted([*tree, FILE]):
+        e = entry(rel, values)
+        if e is None:
+            missing.append(rel)
+        else:
+            out[rel] = e
+    if missing:
+        raise Undelivered(missing)
+    _, actions, _ = rules()
+    return {"format": FORMAT, "cluster": resolved.definition.cluster.name, "action_order": list(actions),
+            "files": out}
+
+
+def render(resolved: Resolved, tree: dict[str, str]) -> str:
+    return json.dumps(delivery_map(resolved, tree), indent=1, sort_keys=True) + "\n"
