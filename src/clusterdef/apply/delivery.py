@@ -24,7 +24,11 @@ class Hosts:
         self._inv = InventoryManager(loader=DataLoader(), sources=[str(inventory)])
 
     def __call__(self, pattern: str) -> list[str]:
-        if not pattern:
+        """The hosts of `pattern`; none when it names a group or host the inventory lacks (checked here, so
+        Ansible never prints its own warning)."""
+        from ..render.delivery import unplaced
+
+        if not pattern or unplaced(pattern, set(self._inv.groups) | set(self._inv.hosts)):
             return []
         return [h.name for h in self._inv.get_hosts(pattern=pattern)]
 
@@ -41,6 +45,8 @@ def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts
         e = entries.get(rel)
         if e is None or e["via"] != "deliver":
             problems.append(f"{rel} is not delivered by deliver.yml in the new tree's {DELIVERY}")
+            continue
+        if e.get("unplaced"):  # the plan names it as not delivered; nothing to run
             continue
         targets = hosts(e["hosts"])
         if not targets:
@@ -65,6 +71,8 @@ def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts
     missing = [h for h in actions if h not in per_host]
     if missing:  # an action runs where none of its files land: deliver.yml would never see them change
         raise ApplyError([f"actions on {', '.join(missing)} have no file there"], "fix delivery.yaml's `on`")
+    if not per_host:
+        return {}
     return {"deliver_tree": str(tree_dir), "deliver_files": per_host,
             "deliver_actions": {h: sorted(a.values(), key=lambda x: order.index(x["name"])) for h, a in actions.items()},
             "clusterdef_deliver_hosts": ",".join(per_host)}

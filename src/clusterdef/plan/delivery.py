@@ -83,7 +83,10 @@ def steps(old_tree: dict[str, str], new_tree: dict[str, str], rels: list[str] | 
         playbook = PLAYBOOKS.get(e["via"]) or ROLE_PLAYBOOKS.get(e.get("role", ""), "") if e["via"] != "pulumi" else ""
         key = (e.get("stage", "config"), e["via"], playbook)
         st = grouped.setdefault(key, {"stage": key[0], "via": e["via"], "playbook": playbook, "files": [],
-                                      "removed": [], "hosts": [], "actions": {}, "restarts": {}})
+                                      "removed": [], "unplaced": {}, "hosts": [], "actions": {}, "restarts": {}})
+        if e.get("unplaced"):  # no host takes it: named in the plan, not run
+            st["unplaced"][rel] = e["unplaced"]
+            continue
         (st["files"] if rel in new_map else st["removed"]).append(rel)
         for part in (e.get("hosts") or "").split(":"):
             if part and part not in st["hosts"]:
@@ -106,16 +109,22 @@ def steps(old_tree: dict[str, str], new_tree: dict[str, str], rels: list[str] | 
 
 def describe(step: dict) -> str:
     """One line of a stage's steps for a delivery step."""
-    what = {"deliver": "install", "role": "install", "pulumi": "apply"}[step["via"]]
-    files_ = ", ".join(step["files"][:6]) + (f" and {len(step['files']) - 6} more" if len(step["files"]) > 6 else "")
-    where = f" on {step['hosts']}" if step["hosts"] else ""
-    by = {"deliver": "deliver.yml: consumer's check, then in place",
-          "role": f"{step['playbook'] or 'the role'}", "pulumi": "`pulumi up` of infra/"}[step["via"]]
-    line = f"{what} {files_}{where} ({by})" if step["files"] else ""
+    parts = []
+    if step["files"]:
+        what = {"deliver": "install", "role": "install", "pulumi": "apply"}[step["via"]]
+        more = f" and {len(step['files']) - 6} more" if len(step["files"]) > 6 else ""
+        where = f" on {step['hosts']}" if step["hosts"] else ""
+        by = {"deliver": "deliver.yml: consumer's check, then in place", "role": step["playbook"] or "the role",
+              "pulumi": "`pulumi up` of infra/"}[step["via"]]
+        parts.append(f"{what} {', '.join(step['files'][:6])}{more}{where} ({by})")
     if step["removed"]:
-        line += ("; " if line else "") + "no longer rendered (left in place, review): " + ", ".join(step["removed"])
+        parts.append("no longer rendered (left in place, review): " + ", ".join(step["removed"]))
+    for why in sorted(set(step["unplaced"].values())):
+        parts.append(f"NOT DELIVERED ({why}): " + ", ".join(r for r, w in step["unplaced"].items() if w == why))
     effects = [f"{a['name']} ({a['disruption']}: {a['what']})" for a in step["actions"]]
     for daemons, keys in step["restarts"].items():
         effects.append(f"restart {daemons} ({RESTART}: {', '.join(keys)} changed; scontrol reconfigure does "
                        "not apply them; running jobs keep running)")
-    return line + ("; then " + "; ".join(effects) if effects else "; nothing to restart or reload")
+    if step["files"]:
+        parts[0] += "; then " + "; ".join(effects) if effects else "; nothing to restart or reload"
+    return "; ".join(parts)

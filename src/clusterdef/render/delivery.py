@@ -112,17 +112,45 @@ def entry(rel: str, values: dict[str, str]) -> dict | None:
     return None
 
 
+# Who declares the hosts of an inventory group a rule names, for the hint when it has none.
+DECLARE = {"boot_server": "a node group with services [boot-server]",
+           "subnet_managers": "a node group with services [subnet-manager]",
+           "prometheus": "a node group with services [prometheus]",
+           "kube_control_plane": "a node group with services [kube-control-plane]",
+           "slurm_controllers": "slurm.controllers", "slurmdbd": "slurm.accounting.host",
+           "backup": "a backup section", "tenant_storage_admin": "a filesystem with tenants' quotas"}
+
+
+def inventory_groups(hosts_yml: str) -> set[str]:
+    """The group names of a rendered ansible/inventory/hosts.yml (every mapping key that is a plain name)."""
+    return set(re.findall(r"^\s*([A-Za-z0-9_]+):\s*$", hosts_yml, re.M))
+
+
+def unplaced(pattern: str, groups: set[str]) -> str:
+    """Why `pattern` names no host of the inventory ('' when every group it names exists)."""
+    for part in re.split(r"[:,]", pattern):
+        name = re.sub(r"\[[-\d:]*\]$", "", part.lstrip("&!"))
+        if name and name not in groups:
+            return f"the inventory has no {name} group: declare {DECLARE.get(name, 'its hosts')}"
+    return ""
+
+
 def delivery_map(resolved: Resolved, tree: dict[str, str]) -> dict:
-    """Every file of `tree` (and delivery.json itself) with its delivery; Undelivered when a file has none."""
+    """Every file of `tree` (and delivery.json itself) with its delivery; Undelivered when a file has none.
+    With the ansible target rendered, a file whose hosts the inventory lacks says so (`unplaced`)."""
     values = context(resolved)
+    inv = tree.get("ansible/inventory/hosts.yml")
+    groups = inventory_groups(inv) if inv is not None else None
     out: dict[str, dict] = {}
     missing = []
     for rel in sorted([*tree, FILE]):
         e = entry(rel, values)
         if e is None:
             missing.append(rel)
-        else:
-            out[rel] = e
+            continue
+        if groups is not None and e.get("hosts") and (why := unplaced(e["hosts"], groups)):
+            e["unplaced"] = why
+        out[rel] = e
     if missing:
         raise Undelivered(missing)
     _, actions, _ = rules()

@@ -1,0 +1,186 @@
+"""The delivery map (delivery.json): every rendered file of every example names the hosts that use it, where it
+goes, the check its consumer runs and the action that makes it take effect; a file without a rule is an error
+at render time. The map agrees with what the roles install (their group_vars), its host patterns are groups of
+the rendered inventory, and its checks are the consumers' own, run here on the rendered files where the consumer
+is installed (dnsmasq, promtool, visudo, Slurm's parser)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from clusterdef.build import build_tree
+from clusterdef.errors import DefinitionError
+from clusterdef.render import delivery
+from clusterdef.render.ansible.render import ROOT as ANSIBLE
+from clusterdef.validate.pipeline import validate_file
+from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
+
+EXAMPLES = sorted(CLUSTERS.glob("*.yaml"))
+
+
+def _tree(path: Path) -> dict[str, str]:
+    result = validate_file(path, MATRICES, TODAY)
+    assert result.ok, [f.message for f in result.errors]
+    return build_tree(result)[0]
+
+
+@pytest.fixture(scope="module", params=EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def tree(request) -> dict[str, str]:
+    return _tree(request.param)
+
+
+def _map(tree: dict[str, str]) -> dict[str, dict]:
+    return json.loads(tree[delivery.FILE])["files"]
+
+
+def test_every_rendered_file_has_a_delivery(tree):
+    files = _map(tree)
+    assert sorted(files) == sorted(tree)
+    for rel, e in files.items():
+        assert e["via"] in delivery.VIAS, rel
+        if e["via"] in ("deliver", "role", "boot"):
+            assert e["path"].startswith("/") and e["mode"] in ("0644", "0600", "0640", "0750", "0755", "0440"), rel
+            assert e["hosts"], rel
+        if e["via"] in ("review", "control"):
+            assert "path" not in e and e.get("why"), rel
+
+
+def test_a_file_no_rule_covers_is_a_render_error(monkeypatch):
+    from clusterdef.render import TARGETS
+
+    real = TARGETS["versions"]
+    monkeypatch.setitem(TARGETS, "versions", lambda r: {**real(r), "versions/extra.txt": "x\n"})
+    result = validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY)
+    with pytest.raises(DefinitionError) as exc:
+        build_tree(result)
+    f = exc.value.findings[0]
+    assert f.code == "render-undelivered" and "versions/extra.txt" in f.message and "delivery.yaml" in f.hint
+
+
+def test_a_partial_render_maps_only_its_files():
+    result = validate_file(CLUSTERS / "lab.yaml", MATRICES, TODAY)
+    tree, _ = build_tree(result, ["slurm"])
+    files = _map(tree)
+    assert set(files) == set(tree) and "slurm/slurm.conf" in files
+    assert "unplaced" not in files["slurm/slurm.conf"]  # no inventory rendered: nothing to say about hosts
+
+
+def test_slurm_is_configless(tree):
+    conf = tree.get("slurm/slurm.conf")
+    if conf is None:
+        pytest.skip("no Slurm")
+    assert "SlurmctldParameters=enable_configless\n" in conf
+    files = _map(tree)
+    assert files["slurm/slurm.conf"]["hosts"] == "slurm_controllers:slurmdbd"
+    assert files["slurm/slurm.conf"]["action"]["name"] == "slurm-reconfigure"
+    for rel in ("slurm/gres.conf", "slurm/cgroup.conf"):
+        assert files[rel]["hosts"] == "slurm_controllers" and files[rel]["path"] == "/etc/" + rel
+    # every Slurm image and the stateful Slurm nodes' role fetch it from the controllers
+    defaults = [t for rel, t in tree.items() if rel.endswith("mkosi.extra/etc/default/slurmd")]
+    controllers = json.loads(tree["definition.resolved.json"])["definition"]["slurm"]["controllers"]
+    want = "--conf-server " + ",".join(f"{c}:6817" for c in controllers)
+    assert defaults and all(want in t for t in defaults)
+    cp = YAML(typ="safe").load(tree[f"{ANSIBLE}/group_vars/cp_slurm.yml"].replace("!unsafe ", ""))
+    assert {f["dest"] for f in cp["slurm_node_files"]} == {"/etc/default/slurmd",
+                                                            "/etc/systemd/system/slurmd.service.d/"
+                                                            "clusterdef-configless.conf"}
+
+
+def _role_dests(tree: dict[str, str]) -> dict[str, set[str]]:
+    """group_vars file -> every `dest` a role installs from it."""
+    out: dict[str, set[str]] = {}
+
+    def walk(node, acc):
+        if isinstance(node, dict):
+            if "dest" in node:
+                acc.add(node["dest"])
+            for v in node.values():
+                walk(v, acc)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, acc)
+
+    for rel, text in tree.items():
+        if rel.startswith(f"{ANSIBLE}/group_vars/"):
+            acc: set[str] = set()
+            walk(YAML(typ="safe").load(text.replace("!unsafe ", "")), acc)
+            out[rel] = acc
+    return out
+
+
+def test_files_a_role_carries_are_where_the_role_puts_them(tree):
+    """For backup, tenant isolation and identity, delivery.json's path is a `dest` in the group_vars of the
+    hosts it names: the map and the role agree on where each file lands."""
+    dests = _role_dests(tree)
+    every = set().union(*dests.values())
+    checked = 0
+    for rel, e in _map(tree).items():
+        if e["via"] == "role" and e["role"] in ("backup", "tenant_isolation", "identity"):
+            assert e["path"] in every, f"{rel}: {e['path']} is installed by no role's group_vars"
+            checked += 1
+    if any(r.startswith(("backup/", "storage/", "identity/sssd")) for r in tree):
+        assert checked
+
+
+def test_hosts_are_groups_of_the_rendered_inventory(tree):
+    groups = delivery.inventory_groups(tree[f"{ANSIBLE}/inventory/hosts.yml"])
+    for rel, e in _map(tree).items():
+        if not e.get("hosts"):
+            continue
+        why = delivery.unplaced(e["hosts"], groups)
+        assert e.get("unplaced", "") == why, rel
+        if why:  # named in the plan as not delivered, with what to declare
+            assert "declare" in why
+
+
+def _check_argv(e: dict, path: Path) -> list[str]:
+    return [a.replace("{file}", str(path)) for a in e["check"]["argv"]]
+
+
+@pytest.mark.parametrize("rel,tool", [("pxe/dnsmasq.conf", "dnsmasq"), ("observability/rules/gpu.yml", "promtool"),
+                                      ("identity/sudoers.d/clusterdef-admins", "visudo")])
+def test_the_consumers_check_accepts_the_rendered_file_and_refuses_a_broken_one(rel, tool, tmp_path):
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed (scripts/install-test-deps installs it)")
+    tree = _tree(CLUSTERS / "lab.yaml")
+    e = _map(tree)[rel]
+    good = tmp_path / "good"
+    good.write_text(tree[rel])
+    ok = subprocess.run(_check_argv(e, good), capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = tmp_path / "bad"
+    bad.write_text(tree[rel] + {"dnsmasq": "dhcp-range=nonsense\n", "promtool": "  - alert: [\n",
+                                "visudo": "%% ALL=(ALL\n"}[tool])
+    refused = subprocess.run(_check_argv(e, bad), capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0
+
+
+def test_slurm_conf_check_is_slurms_own_parser(tmp_path):
+    """The check scontrol runs reads the whole file: an unknown key is refused, a known one passes."""
+    if shutil.which("scontrol") is None:
+        pytest.skip("scontrol is not installed")
+    e = _map(_tree(CLUSTERS / "lab.yaml"))["slurm/slurm.conf"]
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\nSlurmctldHost=localhost\nSlurmctldParameters=enable_configless\n"
+                    "NodeName=n[1-2] CPUs=2\nPartitionName=p Nodes=n[1-2]\n")
+    assert subprocess.run(_check_argv(e, conf), capture_output=True, timeout=60).returncode == 0
+    conf.write_text(conf.read_text() + "NotASlurmKey=1\n")
+    out = subprocess.run(_check_argv(e, conf), capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "NotASlurmKey" in out.stderr
+
+
+def test_a_definition_without_service_hosts_says_what_is_not_delivered(lab, tmp_path):
+    """Files whose consumers the definition does not place are marked, with what to declare."""
+    for g in [g for g, n in lab["nodes"].items() if n.get("services")]:
+        del lab["nodes"][g]
+    tree = _tree(dump_yaml(lab, tmp_path / "lab.yaml"))
+    files = _map(tree)
+    assert "boot_server" in files["pxe/dnsmasq.conf"]["unplaced"]
+    assert "services [prometheus]" in files["observability/rules/gpu.yml"]["unplaced"]
+    assert "unplaced" not in files["slurm/slurm.conf"]
