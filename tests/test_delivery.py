@@ -144,6 +144,7 @@ def _check_argv(e: dict, path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("rel,tool", [("pxe/dnsmasq.conf", "dnsmasq"), ("observability/rules/gpu.yml", "promtool"),
+                                      ("observability/prometheus.yml", "promtool"),
                                       ("identity/sudoers.d/clusterdef-admins", "visudo")])
 def test_the_consumers_check_accepts_the_rendered_file_and_refuses_a_broken_one(rel, tool, tmp_path):
     if shutil.which(tool) is None:
@@ -155,8 +156,9 @@ def test_the_consumers_check_accepts_the_rendered_file_and_refuses_a_broken_one(
     ok = subprocess.run(_check_argv(e, good), capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     bad = tmp_path / "bad"
-    bad.write_text(tree[rel] + {"dnsmasq": "dhcp-range=nonsense\n", "promtool": "  - alert: [\n",
-                                "visudo": "%% ALL=(ALL\n"}[tool])
+    broken = {"dnsmasq": "dhcp-range=nonsense\n", "visudo": "%% ALL=(ALL\n",
+              "promtool": "  - alert: [\n" if "rules" in rel else "scrape_configs: 5\n"}
+    bad.write_text(tree[rel] + broken[tool])
     refused = subprocess.run(_check_argv(e, bad), capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0
 
@@ -184,3 +186,24 @@ def test_a_definition_without_service_hosts_says_what_is_not_delivered(lab, tmp_
     assert "boot_server" in files["pxe/dnsmasq.conf"]["unplaced"]
     assert "services [prometheus]" in files["observability/rules/gpu.yml"]["unplaced"]
     assert "unplaced" not in files["slurm/slurm.conf"]
+
+
+def test_prometheus_loads_exactly_the_rule_files_and_target_lists_delivered(tree):
+    """prometheus.yml's rule_files glob and file_sd paths match where the map puts the rule and target files,
+    so every delivered alert rule is loaded and every target list scraped."""
+    import fnmatch
+
+    files = _map(tree)
+    cfg = YAML(typ="safe").load(tree["observability/prometheus.yml"])
+    rules = [e["path"] for rel, e in files.items() if rel.startswith("observability/rules/")]
+    assert rules and all(any(fnmatch.fnmatch(p, g) for g in cfg["rule_files"]) for p in rules)
+    scraped = {f for job in cfg["scrape_configs"] for sd in job["file_sd_configs"] for f in sd["files"]}
+    assert scraped == {e["path"] for rel, e in files.items() if rel.startswith("observability/targets/")}
+    assert files["observability/prometheus.yml"]["path"] == "/etc/prometheus/prometheus.yml"
+
+
+def test_alertmanagers_reach_prometheus_yml(lab, tmp_path):
+    lab.setdefault("observability", {})["alertmanagers"] = ["am1.lab.example", "am2.lab.example"]
+    cfg = YAML(typ="safe").load(_tree(dump_yaml(lab, tmp_path / "lab.yaml"))["observability/prometheus.yml"])
+    assert cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == ["am1.lab.example:9093",
+                                                                                  "am2.lab.example:9093"]

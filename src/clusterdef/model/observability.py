@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from .base import Model, Name
+from .types import Fqdn
 
 
 class GpuThresholds(Model):
@@ -27,5 +28,8 @@ class Observability(Model):
     job_failure_percent: int = Field(default=20, ge=1, le=95)
     """Share of a partition's finished jobs that failed, above which it alerts."""
     filesystem_free_percent: int = Field(default=10, ge=1, le=50)
+    alertmanagers: tuple[Fqdn, ...] = Field(default=(), max_length=8)
+    """Alertmanager hosts (port 9093) the Prometheus of the `prometheus` service hosts sends alerts to
+    (observability/prometheus.yml); none: the alerts fire in Prometheus and are shown there only."""
     fabric_transmit_wait_per_s: int = Field(default=1_000_000, ge=1, le=10**12)
     """IB/RoCE port_transmit_wait ticks per second above which a port is congested (pause storm)."""

@@ -118,6 +118,27 @@ def kubernetes_objects(resolved: Resolved) -> list[dict]:
     return objs
 
 
+# Where the delivery map puts the rule files and target lists on the prometheus hosts (render/delivery.yaml).
+RULES_DIR = "/etc/prometheus/rules/clusterdef"
+TARGETS_DIR = "/etc/prometheus/file_sd/clusterdef"
+ALERTMANAGER_PORT = 9093
+
+
+def prometheus_config(resolved: Resolved) -> dict:
+    """prometheus.yml: the rule files and one scrape job per target list, as delivered; without it Prometheus
+    would load none of the rules (Debian's default configuration names no rule file)."""
+    o = resolved.definition.observability
+    cfg: dict = {"global": {"scrape_interval": "30s", "evaluation_interval": "30s",
+                            "external_labels": {"cluster": resolved.definition.cluster.name}},
+                 "rule_files": [f"{RULES_DIR}/*.yml"],
+                 "scrape_configs": [{"job_name": name, "file_sd_configs": [{"files": [f"{TARGETS_DIR}/{name}.yml"]}]}
+                                    for name in _targets(resolved)]}
+    if o.alertmanagers:
+        cfg["alerting"] = {"alertmanagers": [{"static_configs": [
+            {"targets": [f"{h}:{ALERTMANAGER_PORT}" for h in o.alertmanagers]}]}]}
+    return cfg
+
+
 def render(resolved: Resolved) -> dict[str, str]:
     d = resolved.definition
     made = f"clusterdef: cluster {d.cluster.name}, validated set {resolved.set.name}"
@@ -127,6 +148,8 @@ def render(resolved: Resolved) -> dict[str, str]:
     for name, entries in _targets(resolved).items():
         out[f"{ROOT}/targets/{name}.yml"] = dump(
             entries, f"{made}\nfile_sd_configs targets for {name} (port {PORTS[name]}), Slurm side")
+    out[f"{ROOT}/prometheus.yml"] = dump(prometheus_config(resolved), f"{made}\nPrometheus configuration of the "
+                                         "prometheus service hosts (promtool check config)")
     if any(hw.gpu for hw in d.hardware.values()):
         out[f"{ROOT}/dcgm/{CSV_KEY}"] = counters_csv(resolved)
     objs = kubernetes_objects(resolved)
