@@ -33,8 +33,10 @@ class Hosts:
         return [h.name for h in self._inv.get_hosts(pattern=pattern)]
 
 
-def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts) -> dict:
-    """Extra vars of deliver.yml for `files` (rel paths of the new tree, all `via: deliver`)."""
+def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts,
+            remove_accounts: list[str] | None = None) -> dict:
+    """Extra vars of deliver.yml for `files` (rel paths of the new tree, all `via: deliver`); `remove_accounts`
+    go on the host that loads the accounts, after the load."""
     doc = json.loads(tree[DELIVERY])
     entries, order = doc["files"], doc["action_order"]
     per_host: dict[str, list[dict]] = {}
@@ -73,6 +75,13 @@ def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts
         raise ApplyError([f"actions on {', '.join(missing)} have no file there"], "fix delivery.yaml's `on`")
     if not per_host:
         return {}
-    return {"deliver_tree": str(tree_dir), "deliver_files": per_host,
+    removals: dict[str, list[str]] = {}
+    if remove_accounts:
+        where = [h for h, acts in actions.items() if "slurm-accounts" in acts]
+        if not where:
+            raise ApplyError([f"accounts {', '.join(remove_accounts)} are to be removed but no host loads the "
+                              "accounts in this step"])
+        removals[where[0]] = list(remove_accounts)
+    return {"deliver_tree": str(tree_dir), "deliver_files": per_host, "deliver_remove_accounts": removals,
             "deliver_actions": {h: sorted(a.values(), key=lambda x: order.index(x["name"])) for h, a in actions.items()},
             "clusterdef_deliver_hosts": ",".join(per_host)}

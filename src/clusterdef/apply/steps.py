@@ -158,7 +158,8 @@ def _delivery_steps(stage: dict, playbooks: Path, deliveries: "Deliveries | None
                 problems.append(f"stage {stage['name']!r} delivers files and needs the new tree's delivery.json")
                 continue
             try:
-                out.append(Step(stage["name"], "deliver", "deliver", pb, vars=deliveries.deliver(d["files"])))
+                out.append(Step(stage["name"], "deliver", "deliver", pb,
+                                vars=deliveries.deliver(d["files"], d.get("remove_accounts"))))
             except ApplyError as exc:
                 problems.extend(exc.reasons)
         else:  # a role's playbook installs them from the rendered group_vars
@@ -270,10 +271,10 @@ class Deliveries:
             inv.write_text(hosts_yml, encoding="utf-8")
             self.hosts = Hosts(inv)
 
-    def deliver(self, files: list[str]) -> dict:
+    def deliver(self, files: list[str], remove_accounts: list[str] | None = None) -> dict:
         from .delivery import payload
 
-        return payload(self.tree, Path(self.TREE), files, self.hosts)
+        return payload(self.tree, Path(self.TREE), files, self.hosts, remove_accounts)
 
 
 def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: Set[str] = frozenset(),

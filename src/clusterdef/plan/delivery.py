@@ -65,6 +65,14 @@ def slurm_restarts(old: str, new: str) -> dict[str, list[str]]:
     return out
 
 
+_ACCOUNT = re.compile(r"^Account - '([^']+)'", re.M)
+
+
+def accounts(accounts_cfg: str) -> set[str]:
+    """The accounts an accounts.cfg (sacctmgr load format) creates."""
+    return set(_ACCOUNT.findall(accounts_cfg))
+
+
 def _map(tree: dict[str, str]) -> dict[str, dict]:
     return json.loads(tree[FILE])["files"] if FILE in tree else {}
 
@@ -83,7 +91,8 @@ def steps(old_tree: dict[str, str], new_tree: dict[str, str], rels: list[str] | 
         playbook = PLAYBOOKS.get(e["via"]) or ROLE_PLAYBOOKS.get(e.get("role", ""), "") if e["via"] != "pulumi" else ""
         key = (e.get("stage", "config"), e["via"], playbook)
         st = grouped.setdefault(key, {"stage": key[0], "via": e["via"], "playbook": playbook, "files": [],
-                                      "removed": [], "unplaced": {}, "hosts": [], "actions": {}, "restarts": {}})
+                                      "removed": [], "unplaced": {}, "hosts": [], "actions": {}, "restarts": {},
+                                      "remove_accounts": []})
         if e.get("unplaced"):  # no host takes it: named in the plan, not run
             st["unplaced"][rel] = e["unplaced"]
             continue
@@ -96,6 +105,8 @@ def steps(old_tree: dict[str, str], new_tree: dict[str, str], rels: list[str] | 
             st["actions"][a["name"]] = {"name": a["name"], "disruption": CLASSES[a["disruption"]], "what": a["what"]}
         if rel == "slurm/slurm.conf" and rel in old_tree and rel in new_tree:
             st["restarts"] = slurm_restarts(old_tree[rel], new_tree[rel])
+        if rel == "slurm/accounts.cfg":  # sacctmgr load only adds and modifies: a removal is its own explicit step
+            st["remove_accounts"] = sorted(accounts(old_tree.get(rel, "")) - accounts(new_tree.get(rel, "")))
     out = []
     for st in grouped.values():
         actions = list(st["actions"].values())
@@ -125,6 +136,9 @@ def describe(step: dict) -> str:
     for daemons, keys in step["restarts"].items():
         effects.append(f"restart {daemons} ({RESTART}: {', '.join(keys)} changed; scontrol reconfigure does "
                        "not apply them; running jobs keep running)")
+    if step["remove_accounts"]:
+        effects.append(f"remove Slurm account(s) {', '.join(step['remove_accounts'])} and their users "
+                       "(refused, with nothing removed, while any of them has running or pending jobs)")
     if step["files"]:
         parts[0] += "; then " + "; ".join(effects) if effects else "; nothing to restart or reload"
     return "; ".join(parts)
