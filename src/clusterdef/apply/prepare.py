@@ -150,7 +150,7 @@ def _steps(doc: dict, old: Side | None, new: Side, playbooks: Path, skip: Set[st
     d = new.definition
     pools = DriverPools(new) if any(st.get("driver") for st in doc["rollout"]["stages"]) else None
     deliveries = Deliveries(new, inventory["inventory/hosts.yml"]) if any(
-        st.get("kind") == "deliver" for st in doc["rollout"]["stages"]) else None
+        st.get("delivery") for st in doc["rollout"]["stages"]) else None
     steps = steps_for_plan(doc, waves, Path(playbooks), skip, boot, smoke=bool(d.upgrade.smoke_tests), pools=pools,
                            deliveries=deliveries)
     per_node = {name: hw.gpu.count if hw.gpu else 0 for name, hw in d.hardware.items()}

@@ -146,7 +146,7 @@ def _delivery_steps(stage: dict, playbooks: Path, deliveries: "Deliveries | None
         if not d["files"]:  # only removals: nothing to install (the plan names them for review)
             continue
         if d["via"] == "pulumi":
-            out.append(Step(stage["name"], "deliver", "pulumi", None, skipped="Kubernetes objects: `pulumi up` of "
+            out.append(Step(stage["name"], stage["kind"], "pulumi", None, skipped="Kubernetes objects: `pulumi up` of "
                             "infra/ (the CI job that previews and applies them), not ansible"))
             continue
         pb = _playbook(playbooks, d["playbook"])
@@ -158,12 +158,12 @@ def _delivery_steps(stage: dict, playbooks: Path, deliveries: "Deliveries | None
                 problems.append(f"stage {stage['name']!r} delivers files and needs the new tree's delivery.json")
                 continue
             try:
-                out.append(Step(stage["name"], "deliver", "deliver", pb,
+                out.append(Step(stage["name"], stage["kind"], "deliver", pb,
                                 vars=deliveries.deliver(d["files"], d.get("remove_accounts"))))
             except ApplyError as exc:
                 problems.extend(exc.reasons)
         else:  # a role's playbook installs them from the rendered group_vars
-            out.append(Step(stage["name"], "deliver", f"deliver {d['playbook'].removesuffix('.yml')}", pb))
+            out.append(Step(stage["name"], stage["kind"], f"deliver {d['playbook'].removesuffix('.yml')}", pb))
     return out
 
 
@@ -388,6 +388,7 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                 pb = need(_playbook(playbooks, "nodes.yml"), "nodes.yml", name)
                 hosts = list(hostlist.names(stage["hosts"])) if stage.get("hosts") else []
                 steps.append(Step(name, kind, "nodes", pb, hosts=hosts, returns=True))
+                steps += _delivery_steps(stage, playbooks, deliveries, problems)  # then the files roles put there
             elif kind in ("canary", "wave"):
                 per_wave(stage, ("upgrade", upgrade, "upgrade.yml"), ("gates", gates, " or ".join(GATES)))
             elif kind == "rollback-drill":

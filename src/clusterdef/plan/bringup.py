@@ -10,8 +10,8 @@ by `clusterdef apply` like any change:
                                 files (backup, storage admin), the Kubernetes objects (`pulumi up`, CI)
 4. boot defaults                the iPXE entry script and every group's default boot on the boot server
 5. nodes                        nodes power on and boot (stateless: their image over PXE; stateful: installed and
-                                brought to the set's layers), Slurm nodes' configless slurmd, then admission
-6. deliver node files           the files roles put on the nodes (identity, mounts, networkd), once they are up
+                                brought to the set's layers), Slurm nodes' configless slurmd, then admission; then
+                                the files roles put on the nodes (identity, mounts, networkd)
 
 The document has the plan file's shape: the `from` side is empty (no definition, no tree) and `bringup` is true,
 so apply checks it the same way (hashes, re-derived plan, forgery) and has no rollback point to snapshot."""
@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 
 from .. import __version__, hostlist
+from .delivery import describe as delivery_describe
 from .delivery import steps as delivery_steps
 from .diff import tree_hash
 from .images import image_diff
@@ -83,9 +84,9 @@ def make_bringup(new) -> dict:
         steps.append(f"node group(s) {', '.join(stateful)} installed: the set's layers (firmware compared, driver, "
                      "CUDA, NCCL, toolkit), Slurm nodes their configless slurmd")
     steps.append("every node admitted against the set (node_admission: resumed or uncordoned only when on-matrix)")
-    stages.append(Stage("nodes", "nodes", hosts, steps))
-    if node_files:
-        stages.append(delivery_stage("deliver node files", node_files))
+    # the files roles put on the nodes (identity, mounts, networkd) once they are up: part of the nodes stage
+    steps += [delivery_describe(s) for s in node_files]
+    stages.append(Stage("nodes", "nodes", hosts, steps, delivery=node_files))
     doc = {
         "plan_format": 1, "clusterdef": __version__, "cluster": d.cluster.name, "bringup": True,
         "from": dict(EMPTY), "to": _side_doc(new, vs),

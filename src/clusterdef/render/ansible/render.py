@@ -210,6 +210,12 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             # The text of slurm/slurmdbd.conf.j2: StoragePass is `{{ <vault variable> }}`, which Ansible resolves
             # on the slurmdbd host when the role writes the file (no_log, 0600, owner slurm).
             out["slurmdbd"] = {"slurm_control_plane_slurmdbd_conf": slurmdbd.slurmdbd_conf(resolved)}
+            a = d.slurm.accounting if d.slurm else None
+            ref = d.secrets.refs.get("slurmdbd_storage_pass", "")
+            if a is not None and a.storage_host == "localhost" and ref:
+                # the accounting database on the accounting host itself: the role creates it and its user
+                out["slurmdbd"]["slurm_control_plane_database"] = {"name": a.storage_loc, "user": a.storage_user,
+                                                                   "password_var": ref}
     if d.backup:  # the jobs of every backup host; each host installs its own (roles/backup)
         out["backup"] = {"backup_jobs": backup.install(resolved)}
     # roles/tenant_isolation: each group's mount units and VLAN files, each filesystem's quota and expiry
