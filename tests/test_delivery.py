@@ -207,3 +207,28 @@ def test_alertmanagers_reach_prometheus_yml(lab, tmp_path):
     cfg = YAML(typ="safe").load(_tree(dump_yaml(lab, tmp_path / "lab.yaml"))["observability/prometheus.yml"])
     assert cfg["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == ["am1.lab.example:9093",
                                                                                   "am2.lab.example:9093"]
+
+
+def test_host_patterns_mean_what_they_mean_to_ansible(tree):
+    """apply's reading of each host pattern of the map equals ansible-core's own InventoryManager's."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    from clusterdef.apply.delivery import Hosts
+
+    import tempfile
+
+    text = tree[f"{ANSIBLE}/inventory/hosts.yml"]
+    with tempfile.TemporaryDirectory() as tmp:
+        inv = Path(tmp) / "hosts.yml"
+        inv.write_text(text)
+        real = InventoryManager(loader=DataLoader(), sources=[str(inv)])
+        ours = Hosts(text)
+        patterns = {e["hosts"] for e in _map(tree).values() if e.get("hosts") and not e.get("unplaced")}
+        patterns |= {"slurm_controllers[0]", "cp_slurm:!prov_stateless", "nodes:&cp_slurm"}
+        assert patterns
+        for p in sorted(patterns):
+            want = [h.name for h in real.get_hosts(pattern=p)]
+            assert sorted(ours(p)) == sorted(want), p
+            if p.endswith("[0]"):
+                assert ours(p) == want, p

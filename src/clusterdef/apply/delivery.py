@@ -1,12 +1,12 @@
 """What a delivery step sends to playbooks/deliver.yml: per host, the files delivery.json gives it (the new
 tree's copy under the apply snapshot is the source, so Ansible never templates a rendered file) and the
-actions those files trigger, in delivery.json's action order. Host patterns are read by Ansible's own
-inventory code against the rendered inventory, so `slurm_controllers[0]` or `cp_slurm:&prov_stateful`
-mean here exactly what they mean to ansible-playbook."""
+actions those files trigger, in delivery.json's action order. Host patterns are read against the rendered
+inventory the way ansible-playbook reads them (Hosts); the tests compare the two on every pattern of the map."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from . import ApplyError
@@ -15,22 +15,55 @@ DELIVERY = "delivery.json"
 
 
 class Hosts:
-    """Host patterns of the rendered inventory, in inventory order."""
+    """Host patterns over the rendered inventory, as ansible-playbook reads them for the patterns delivery.yaml
+    uses: `a:b` (union), `a:&b` (intersection), `a:!b` (difference), `a[0]` (the first host), a group's hosts
+    through its children, host ranges `gpu[001:004]`. Hosts keep inventory order."""
 
-    def __init__(self, inventory: Path):
-        from ansible.inventory.manager import InventoryManager
-        from ansible.parsing.dataloader import DataLoader
+    def __init__(self, hosts_yml: str):
+        from ruamel.yaml import YAML
 
-        self._inv = InventoryManager(loader=DataLoader(), sources=[str(inventory)])
+        from .steps import expand_pattern
+
+        data = YAML(typ="safe", pure=True).load(hosts_yml) or {}
+        self.groups: dict[str, list[str]] = {}
+        self.order: dict[str, int] = {}
+
+        def walk(name: str, node: dict) -> list[str]:
+            node = node or {}
+            hosts = [h for p in (node.get("hosts") or {}) for h in expand_pattern(str(p))]
+            for child, sub in (node.get("children") or {}).items():
+                hosts += walk(child, sub)
+            hosts = list(dict.fromkeys(hosts))
+            self.groups[name] = list(dict.fromkeys(self.groups.get(name, []) + hosts))
+            for h in hosts:
+                self.order.setdefault(h, len(self.order))
+            return hosts
+
+        walk("all", data.get("all") or {})
+
+    def _one(self, term: str) -> list[str]:
+        m = re.fullmatch(r"(.+?)\[(\d+)\]", term)
+        name, index = (m.group(1), int(m.group(2))) if m else (term, None)
+        hosts = self.groups.get(name, [name] if name in self.order else [])
+        return hosts[index:index + 1] if index is not None else hosts
 
     def __call__(self, pattern: str) -> list[str]:
-        """The hosts of `pattern`; none when it names a group or host the inventory lacks (checked here, so
-        Ansible never prints its own warning)."""
+        """The hosts of `pattern`; none when it names a group or host the inventory lacks."""
         from ..render.delivery import unplaced
 
-        if not pattern or unplaced(pattern, set(self._inv.groups) | set(self._inv.hosts)):
+        if not pattern or unplaced(pattern, set(self.groups) | set(self.order)):
             return []
-        return [h.name for h in self._inv.get_hosts(pattern=pattern)]
+        out: list[str] = []
+        for term in pattern.split(":"):
+            if term.startswith("&"):
+                keep = set(self._one(term[1:]))
+                out = [h for h in out if h in keep]
+            elif term.startswith("!"):
+                drop = set(self._one(term[1:]))
+                out = [h for h in out if h not in drop]
+            else:
+                out += [h for h in self._one(term) if h not in out]
+        return sorted(out, key=self.order.__getitem__)
 
 
 def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts,

@@ -261,15 +261,10 @@ class Deliveries:
     TREE = "{{ clusterdef_tree_dir }}"  # session.start: the snapshot's to/tree
 
     def __init__(self, new: Side, hosts_yml: str):
-        import tempfile
-
         from .delivery import Hosts
 
         self.tree = new.tree
-        with tempfile.TemporaryDirectory(prefix="clusterdef-inventory-") as tmp:
-            inv = Path(tmp) / "hosts.yml"
-            inv.write_text(hosts_yml, encoding="utf-8")
-            self.hosts = Hosts(inv)
+        self.hosts = Hosts(hosts_yml)
 
     def deliver(self, files: list[str], remove_accounts: list[str] | None = None) -> dict:
         from .delivery import payload

@@ -439,6 +439,8 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         stages += [boot] if boot else []
         stages += stages_mod.driver_pool_stages(scope, k8s)
 
+    if any(st.kind in ("canary", "wave") for st in stages):  # the waves install the set's health check node by node
+        dsteps = [st for st in dsteps if st["playbook"] != "nodecheck.yml"]
     stages = _with_delivery(stages, dsteps)
     files = tree_diff(old.tree, new.tree)
     doc = {
