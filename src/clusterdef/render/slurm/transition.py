@@ -158,6 +158,11 @@ def _plugins_lacking(oldest: str, resolved: Resolved, value: str) -> list[tuple[
     return out
 
 
+def _releases(majors: list[str]) -> str:
+    """["22.05", "23.02"] -> "Slurm 22.05 and 23.02"."""
+    return "Slurm " + (", ".join(majors[:-1]) + " and " + majors[-1] if len(majors) > 1 else majors[0])
+
+
 def _why_key(oldest: str, resolved: Resolved, file: str, name: str, value: str, instead: str | None) -> str:
     old, new = _span(oldest, resolved)
     record = name.split("=", 1)[0].lower() if " " in name else None
@@ -168,10 +173,10 @@ def _why_key(oldest: str, resolved: Resolved, file: str, name: str, value: str, 
                     f"{r.older_key}={r.older_plugin}, which every Slurm from {old} to {new} reads")
     lacking = _majors_lacking(oldest, resolved, file, record, key)
     if lacking:
-        return f"not a {file} key in Slurm {', '.join(lacking)}"
+        return f"not a {file} key in {_releases(lacking)}"
     plugins = _plugins_lacking(oldest, resolved, value)
     if plugins:
-        return "; ".join(f"Slurm {', '.join(m)} has no plugin {p}" for p, m in plugins)
+        return "; ".join(f"{_releases(m)} {'have' if len(m) > 1 else 'has'} no plugin {p}" for p, m in plugins)
     if instead is not None:
         return f"Slurm {old} gets {instead!r} until the last wave"
     return f"left out while Slurm {old} runs"  # pragma: no cover - every difference above has a reason
