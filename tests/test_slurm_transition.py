@@ -65,7 +65,10 @@ def _pairs_in_windows() -> list[tuple[str, str]]:
     return out
 
 
-PAIRS = _pairs_in_windows()
+# A stepped upgrade (plan/transition.py slurm_path) keeps one transition file from the oldest major to
+# the newest, through the intermediate hops: it must be parsed by every major in between.
+STEPPED = [("22.05.11", "26.05.3"), ("24.05.8", "26.05.3")]
+PAIRS = _pairs_in_windows() + STEPPED
 
 
 def _parsed_by_all(old: str, new: str, rel: str, text: str) -> list[str]:
@@ -280,12 +283,14 @@ def test_slurmd_22_05_refuses_the_final_file_and_registers_with_the_transition(m
     config = _config(ctl)
     assert config["JobContainerType"] == "job_container/tmpfs" and "Contain" in config["PrologFlags"].split(","), config
     assert config["SLURM_VERSION"].startswith("22.05")
+
+    def idle() -> bool:
+        rec = next(iter(ctl.records(f"node={node}")), {})
+        return rec.get("State", "").startswith("IDLE")
+
+    assert not idle()  # no slurmd has registered yet
     slurmd = fake_gpu_slurmds(build, ctl.env, ctl.work.host, [node], gpus)
     try:
-        def idle() -> bool:
-            rec = next(iter(ctl.records(f"node={node}")), {})
-            return rec.get("State", "").startswith("IDLE")
-
         wait_for(idle, 60, f"{node} IDLE on the transition file", slurmd, ctl.work.host / f"slurmd-{node}.log")
         rec = ctl.records(f"node={node}")[0]
         assert rec["Gres"] == f"gpu:h100:{gpus}" and rec["Version"].startswith("22.05"), rec
