@@ -322,3 +322,14 @@ def test_slurmctld_24_11_and_26_05_run_one_transition_file(matrix, daemons):
         else:  # 26.05 takes the older key as NamespaceType, and says so
             assert config["NamespaceType"] == "job_container/tmpfs" and "JobContainerType" not in config, config
             assert "JobContainerType has been replaced with NamespaceType" in ctl.log(), ctl.log()[-2000:]
+
+
+def test_filtered_drops_what_an_older_major_does_not_parse():
+    """Line by line: a top-level key or plugin it lacks drops the line, a record's unknown key only that key;
+    values keep slurm.conf's quoting."""
+    kw = keywords.common("22.05", "25.11")
+    text = ('ClusterName=lab\nNamespaceType=namespace/linux\nTopologyPlugin=topology/block\n'
+            'PartitionName=p Nodes=n Foo=bar AllowAccounts="a b" State=UP\n# NamespaceType=kept as a comment\n')
+    assert tr.filtered(kw, "slurm.conf", text) == (
+        'ClusterName=lab\nPartitionName=p Nodes=n AllowAccounts="a b" State=UP\n# NamespaceType=kept as a comment\n')
+    assert tr.filtered(kw, "cgroup.conf", "CgroupSlice=x\nConstrainCores=yes\n") == "ConstrainCores=yes\n"

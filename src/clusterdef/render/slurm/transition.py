@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ...knowledge import slurm as keywords
 from ...quoting import line as comment_text
+from ...quoting import slurm
 from ...resolve import Resolved
 from . import daemon_files, set_keywords, slurm_groups
 
@@ -105,7 +106,7 @@ def _line_ok(kw: keywords.Keywords, file: str, kv: list[tuple[str, str]]) -> lis
     return [kv[0]] + [(k, v) for k, v in kv[1:] if k.lower() in known]
 
 
-def _filtered(kw: keywords.Keywords, file: str, text: str) -> str:
+def filtered(kw: keywords.Keywords, file: str, text: str) -> str:
     """`text` with what `kw` does not parse left out (passthrough keys, a plugin it lacks)."""
     out = []
     for ln in text.splitlines(keepends=True):
@@ -114,12 +115,8 @@ def _filtered(kw: keywords.Keywords, file: str, text: str) -> str:
         if kept == kv:
             out.append(ln)
         elif kept:
-            out.append(" ".join(f"{k}={_requote(v)}" for k, v in kept) + "\n")
+            out.append(" ".join(f"{k}={slurm(v)}" for k, v in kept) + "\n")
     return "".join(out)
-
-
-def _requote(v: str) -> str:
-    return f'"{v}"' if " " in v or v == "" else v
 
 
 def _common(oldest: str, resolved: Resolved) -> keywords.Keywords:
@@ -138,7 +135,7 @@ def _bare(files: dict[str, str]) -> dict[str, str]:
 def _transition_bodies(resolved: Resolved, oldest: str) -> dict[str, str]:
     kw = _common(oldest, resolved)
     rendered = _bare(daemon_files(resolved, kw))
-    return {rel: _filtered(kw, rel.rsplit("/", 1)[1], text) for rel, text in rendered.items()}
+    return {rel: filtered(kw, rel.rsplit("/", 1)[1], text) for rel, text in rendered.items()}
 
 
 def _majors_lacking(oldest: str, resolved: Resolved, file: str, record: str | None, key: str) -> list[str]:
