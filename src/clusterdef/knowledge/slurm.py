@@ -2,15 +2,18 @@
 
 Keyword lists per major (package data copied from SchedMD/slurm tags, see
 slurm_keywords/README.md): which keys slurm.conf, cgroup.conf, gres.conf and topology.conf
-accept in a given Slurm major. A major without its own list uses the nearest older one.
+accept in a given Slurm major, and which plugins it has. A major without its own list uses the
+nearest older one. `common` is what every major in a range accepts (a rolling upgrade's
+transition file); `renamed` the settings a newer major renamed (slurm_keywords/renamed.yaml).
 StateSaveLocation as the rendered slurm.conf has it (`live_state_dir`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
+from ruamel.yaml import YAML
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -32,6 +35,8 @@ class Keywords:
     """topology plugin (tree, block, ring) -> keys."""
     spelled: dict[str, str]
     """lower-cased slurm.conf parameter -> its documented spelling."""
+    plugins: frozenset[str] = frozenset()
+    """Plugins of the release as slurm.conf names them (`topology/block`), from src/plugins/<type>/<name>."""
 
     def supports_topology(self, plugin: str) -> bool:
         return plugin in self.topology
@@ -82,7 +87,80 @@ def for_major(major: str) -> Keywords | None:
         gres=frozenset(k.lower() for k in _lines(folder, "gres.conf.keywords.txt")),
         topology={k: frozenset(v) for k, v in topology.items()},
         spelled={p.lower(): p for p in params},
+        plugins=frozenset(_lines(folder, "plugins.txt")),
     )
+
+
+def releases_between(old: str, new: str) -> tuple[str, ...]:
+    """The lists in force from Slurm `old` to `new`, both included (oldest first)."""
+    lo, hi = release_for(old), release_for(new)
+    if lo is None or hi is None:
+        return ()
+    return tuple(v for v in available() if _key(lo) <= _key(v) <= _key(hi))
+
+
+@lru_cache(maxsize=32)
+def common(old: str, new: str) -> Keywords | None:
+    """What every Slurm from `old` to `new` accepts: the file daemons of all those majors parse."""
+    lists = [kw for v in releases_between(old, new) if (kw := for_major(v)) is not None]
+    if not lists:
+        return None
+
+    def meet(attr: str) -> frozenset[str]:
+        return frozenset.intersection(*(getattr(kw, attr) for kw in lists))
+
+    plugins = set(lists[0].plugins)
+    for kw in lists[1:]:
+        plugins = {p for p in plugins if reads_plugin(kw, p)}
+    topology = {p: frozenset.intersection(*(kw.topology[p] for kw in lists))
+                for p in lists[0].topology if all(p in kw.topology for kw in lists)}
+    return replace(lists[0], parameters=meet("parameters"), node=meet("node"), partition=meet("partition"),
+                   nodeset=meet("nodeset"), cgroup=meet("cgroup"), gres=meet("gres"), topology=topology,
+                   plugins=frozenset(plugins))
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """A setting a newer major renamed (slurm_keywords/renamed.yaml)."""
+
+    since: str
+    key: str
+    plugin: str
+    file: str
+    older_key: str
+    older_plugin: str
+    older_file: str
+    newer_reads_older: bool
+    older_plugin_prefix: str
+    newer_plugin_prefix: str
+    source: str
+
+
+@lru_cache(maxsize=1)
+def renamed() -> tuple[Renamed, ...]:
+    data = YAML(typ="safe").load(_root().joinpath("renamed.yaml").read_text(encoding="utf-8"))
+    return tuple(Renamed(since=str(r["since"]), key=r["key"], plugin=r["plugin"], file=r["file"],
+                         older_key=r["older_key"], older_plugin=r["older_plugin"], older_file=r["older_file"],
+                         newer_reads_older=bool(r["newer_reads_older"]), older_plugin_prefix=r["older_plugin_prefix"],
+                         newer_plugin_prefix=r["newer_plugin_prefix"], source=" ".join(str(r["source"]).split()))
+                 for r in data["renamed"])
+
+
+def reads_plugin(kw: Keywords, plugin: str) -> bool:
+    """A release loads `plugin`: it has it, or reads it under the newer name of a renamed plugin type."""
+    if plugin in kw.plugins or plugin.endswith("/none"):
+        return True
+    for r in renamed():
+        if (r.newer_reads_older and _key(kw.version)[:2] >= _key(r.since)[:2]
+                and plugin.startswith(r.older_plugin_prefix)):
+            return r.newer_plugin_prefix + plugin[len(r.older_plugin_prefix):] in kw.plugins
+    return False
+
+
+def plugin_types() -> frozenset[str]:
+    """Every plugin type of any release (`topology`, `job_container`, ...): a value `type/name` of one
+    of them is a plugin name."""
+    return frozenset(p.split("/")[0] for v in available() if (kw := for_major(v)) for p in kw.plugins)
 
 
 def majors_with_parameter(key: str) -> list[str]:

@@ -34,7 +34,8 @@ from .images import builds_of, identity_findings, image_diff
 from .rollout import Stage, baseline_mismatch, gates, rollback_target
 from ..render.kubernetes.gpu_operator import pool_drivers
 from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, NONE, ORDER, REFLASH, RELOAD, RESTART,
-                         SEVERITY, Problem, transition)
+                         SEVERITY, Problem, slurm_transition, transition)
+from ..resolve import resolve
 
 PLAN_FORMAT = 1
 # Lifecycle findings about the set a cluster runs today do not stop planning the way off it.
@@ -376,6 +377,15 @@ def _side_doc(side: Side, vs) -> dict:
             "tree_sha256": tree_hash(side.tree)}
 
 
+def _slurm_transition_doc(new: Side, matrix: Matrix, old_set, has_slurm: bool) -> dict:
+    """{"slurm_transition": ...} when the Slurm major changes (plan/transition.py), else {}."""
+    if not has_slurm:
+        return {}
+    resolved = resolve(new.definition, matrix, Path(new.result.file).resolve().parent)
+    doc = slurm_transition(resolved, old_set.components.slurm)
+    return {"slurm_transition": doc} if doc else {}
+
+
 def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     """The plan document: refusals and warnings, the set change layer by layer with the transition's
     checks, the definition changes, image builds, disruption, the rollout stages and the file diffs.
@@ -458,6 +468,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
             "layers": [{k: v for k, v in lc.items() if not k.startswith("_")} for lc in layer_changes],
         },
         "compatibility": t.to_json() if t else None,
+        **_slurm_transition_doc(new, matrix, old_set, has_slurm),
         "changes": [c.to_json() for c in changes],
         "images": image_changes,
         "disruption": _disruption_summary(layer_changes, changes),

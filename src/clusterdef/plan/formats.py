@@ -82,6 +82,8 @@ def to_markdown(doc: dict) -> str:
         out += [f"- ✅ {c}" for c in comp["checks"]]
         out += [f"- ❌ {p['message']}" for p in comp["refusals"]]
         out += [f"- ⚠️ {p['message']}" for p in comp["warnings"]]
+        if doc.get("slurm_transition"):
+            out.append(f"- ⏳ {escape_md(slurm_transition_line(doc['slurm_transition']))}")
         out.append("")
 
     if doc.get("images"):
@@ -261,6 +263,14 @@ def escape_md(text: str) -> str:
     return text.replace("<", "&lt;")
 
 
+def slurm_transition_line(st: dict) -> str:
+    """One line: which Slurm settings arrive after the last wave (plan/transition.py slurm_transition)."""
+    held = [h["key"] for h in st["held_back"]]
+    head = (f"Slurm {st['from']} -> {st['to']}: until the last wave the Slurm files in force are transition "
+            f"files that Slurm {st['from']} parses; ")
+    return head + (f"arriving after the last wave: {', '.join(held)}" if held else "nothing is held back")
+
+
 def to_text(doc: dict) -> str:
     """Rich markup for the console."""
     f, t = doc["from"], doc["to"]
@@ -285,6 +295,8 @@ def to_text(doc: dict) -> str:
     comp = doc.get("compatibility")
     if comp:
         out += [f"  [green]ok[/] {e(c)}" for c in comp["checks"]]
+    if doc.get("slurm_transition"):
+        out.append(f"  [cyan]transition[/] {e(slurm_transition_line(doc['slurm_transition']))}")
     for ic in doc.get("images", []):
         frm = ic["from"]["artefact"] if ic["from"] else "(new)"
         out.append(f"[bold]image[/] {e(ic['image'])}: {e(frm)} -> {e(ic['to']['artefact'])}")

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from ..matrix.compat import Compat, minor, ver
 from ..matrix.model import ValidatedSet
+from ..render.slurm import transition as slurm_files
+from ..resolve import Resolved
 
 # Rollout order: one layer of change at a time.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -201,3 +203,18 @@ def transition(compat: Compat, old: ValidatedSet, new: ValidatedSet, has_slurm: 
         t.checks.append(f"driver {nc.driver} also runs the old CUDA {oc.cuda} between the driver and "
                         "CUDA layers")
     return t
+
+
+def slurm_transition(resolved: Resolved, old_version: str) -> dict | None:
+    """When the Slurm major changes: the files in force until the last wave (every daemon from
+    `old_version` to the set's Slurm parses them) and what they hold back, with the reason; the
+    final files bring those after the last wave. None unless the major goes up, or without Slurm."""
+    new_version = resolved.set.components.slurm
+    if ver(_major(new_version)) <= ver(_major(old_version)):  # the same major, or a downgrade (refused)
+        return None
+    files = slurm_files.transition_files(resolved, old_version)
+    if not files:
+        return None
+    return {"from": old_version, "to": new_version,
+            "held_back": [h.to_json() for h in slurm_files.held_back(resolved, old_version)],
+            "files": files}

@@ -515,29 +515,41 @@ def nodecheck(resolved: Resolved) -> str:
         xid_harmless=Quoted("|".join(harmless)), reason_max=REASON_MAX)
 
 
-def render(resolved: Resolved) -> dict[str, str]:
+def daemon_files(resolved: Resolved, kw: keywords.Keywords) -> dict[str, str]:
+    """The files slurmctld and slurmd read (slurm.conf and the files beside it), for the Slurm that
+    `kw` describes: the set's major, or what every major of a rolling upgrade accepts (transition.py)."""
     d = resolved.definition
-    if d.slurm is None or not slurm_groups(resolved):
-        return {}
-    kw = keywords.for_major(resolved.set.slurm_major)
-    if kw is None:
-        raise ValueError(f"no Slurm keyword list for Slurm {resolved.set.slurm_major}")
     tree = {
         "slurm/slurm.conf": slurm_conf(resolved, kw),
         "slurm/cgroup.conf": cgroup_conf(resolved, kw),
-        "slurm/qos.sh": qos_script(resolved),
-        "slurm/accounts.cfg": accounts_cfg(resolved),
     }
     if any(d.hardware[g.hardware].gpu for g in slurm_groups(resolved).values()):
         tree["slurm/gres.conf"] = gres_conf(resolved)
     topo = topology_conf(resolved, kw)
     if topo is not None:
         tree["slurm/topology.conf"] = topo
-    if d.slurm.health_check.enabled:
-        tree["slurm/nodecheck"] = nodecheck(resolved)
     if {"JobContainerType", "NamespaceType"} & set(tenancy_params(resolved, kw)):
         name, text = job_namespace_conf(resolved, kw)
         tree[name] = text
+    return tree
+
+
+def set_keywords(resolved: Resolved) -> keywords.Keywords:
+    kw = keywords.for_major(resolved.set.slurm_major)
+    if kw is None:
+        raise ValueError(f"no Slurm keyword list for Slurm {resolved.set.slurm_major}")
+    return kw
+
+
+def render(resolved: Resolved) -> dict[str, str]:
+    d = resolved.definition
+    if d.slurm is None or not slurm_groups(resolved):
+        return {}
+    tree = daemon_files(resolved, set_keywords(resolved))
+    tree["slurm/qos.sh"] = qos_script(resolved)
+    tree["slurm/accounts.cfg"] = accounts_cfg(resolved)
+    if d.slurm.health_check.enabled:
+        tree["slurm/nodecheck"] = nodecheck(resolved)
     from .slurmdbd import render as slurmdbd_files  # local: slurmdbd.py imports _header from here
     tree.update(slurmdbd_files(resolved))
     return dict(sorted(tree.items()))
