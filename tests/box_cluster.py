@@ -144,8 +144,8 @@ class BoxCluster:
         return ["--label", f"{LABEL}={os.getpid()}", "--label", f"{LABEL}.network={self.network}"]
 
     def _clear_stale(self) -> None:
-        """Containers and networks of a previous run that was killed (its process is gone): removed. A
-        container with one of our names that the box did not make, or a live run's, is left alone: fail."""
+        """Containers and networks of a previous run that was killed (the process that made them is gone):
+        removed. A container with one of our names that the box did not make, or a live process's: fail."""
         for name in self.hosts:
             r = self._podman("container", "inspect", "--format", "{{json .Config.Labels}}", name, check=False)
             if r.returncode != 0:
@@ -154,7 +154,7 @@ class BoxCluster:
             owner = labels.get(LABEL, "")
             if not owner.isdigit():
                 raise BoxError(f"a container named {name} exists that the box did not make: remove it yourself")
-            if int(owner) != os.getpid() and _alive(int(owner)):
+            if _alive(int(owner)):
                 raise BoxError(f"container {name} belongs to a box that is still running (pid {owner}, network "
                                f"{labels.get(LABEL + '.network')}): wait for it or stop it")
             self._podman("rm", "-f", "-t", "0", name, check=False)
@@ -163,7 +163,7 @@ class BoxCluster:
             owner = labels.get(LABEL, "")
             if not net.get("name", "").startswith(self.prefix) or not owner.isdigit():
                 continue
-            if int(owner) == os.getpid() or not _alive(int(owner)):
+            if not _alive(int(owner)):   # a live process's box (this one's too) is never touched
                 users = self._podman("ps", "-aq", "--filter", f"network={net['name']}").stdout.split()
                 if users:
                     self._podman("rm", "-f", "-t", "0", *users, check=False)

@@ -5,11 +5,13 @@ their own host, slurmctld configless, slurmd on six compute hosts with fake GPUs
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 
 import pytest
 
-from box_cluster import BoxError, running_box, wait_for
+from box_cluster import IMAGE, LABEL, PREFIX, BoxCluster, BoxError, running_box, wait_for
 
 pytestmark = [pytest.mark.box, pytest.mark.slow]
 
@@ -76,12 +78,11 @@ def box(box_ready):
 
 
 def test_every_host_answers_ansible_through_the_podman_connection(box):
-    ping = box.ansible("all", "ansible.builtin.ping")
-    assert {h: r.get("ping") for h, r in ping.items()} == {h: "pong" for h in box.hosts}, ping
-    # Each inventory name lands in its own container (its own hostname, its own fake GPUs).
-    probe = box.ansible("compute", "ansible.builtin.shell", "echo $(hostname) $(ls /dev | grep -c '^nvidia[0-9]')",
-                        groups={"compute": COMPUTE})
-    assert {h: r["stdout"] for h, r in probe.items()} == {h: f"{h} {GPUS}" for h in COMPUTE}, probe
+    # A module (Python in the container) on every inventory name, each landing in its own container: its own
+    # hostname and fake GPUs. ansible-runner, as `clusterdef apply` runs Ansible.
+    probe = box.ansible("all", "ansible.builtin.shell", "echo $(hostname) $(ls /dev | grep -c '^nvidia[0-9]')")
+    assert {h: (r["_event"], r["stdout"]) for h, r in probe.items()} == {
+        h: ("runner_on_ok", f"{h} {GPUS if h in COMPUTE else 0}") for h in box.hosts}, probe
 
 
 def bring_up_slurm(box) -> dict[str, float]:
@@ -166,3 +167,32 @@ def test_a_real_slurm_spans_the_containers(box):
     with pytest.raises(BoxError, match="refused at submit"):
         box.wait_job(refused)
     print(f"\nbox slurm: {', '.join(f'{k} {v:.1f} s' for k, v in took.items())}")
+
+
+def test_a_killed_runs_leftovers_are_cleared_and_a_failed_start_leaves_nothing(box_ready):
+    """Beside the module's box (another name, another subnet): leftovers of a run whose process is gone are
+    removed before a start; a start that fails still takes its network and containers down."""
+    hosts = [{"name": "boxprobe01", "ip": "10.20.1.10"}]
+    podman = BoxCluster(hosts, subnet="10.20.1.0/24")._podman
+    gone = subprocess.Popen(["true"])
+    gone.wait()   # a pid that no longer runs: the killed run's
+    stale = f"{PREFIX}-{gone.pid}-stale"
+    labels = ["--label", f"{LABEL}={gone.pid}", "--label", f"{LABEL}.network={stale}"]
+    podman("network", "create", "--internal", "--subnet", "10.20.1.0/24", *labels, stale)
+    podman("run", "-d", "--name", "boxprobe01", "--network", stale, "--ip", "10.20.1.10", *labels, IMAGE, "sleep", "infinity")
+    try:
+        with running_box(hosts, subnet="10.20.1.0/24", network=f"{PREFIX}-{os.getpid()}-probe") as b:
+            assert b.exec("boxprobe01", ["hostname"], check=True).stdout.strip() == "boxprobe01"
+            assert podman("network", "exists", stale, check=False).returncode != 0   # cleared before the start
+        assert podman("network", "exists", b.network, check=False).returncode != 0
+        assert podman("container", "exists", "boxprobe01", check=False).returncode != 0
+
+        with pytest.raises(BoxError, match="no-such-tag"):
+            with running_box(hosts, subnet="10.20.1.0/24", network=f"{PREFIX}-{os.getpid()}-failing",
+                             image="localhost/clusterdef-box:no-such-tag"):
+                pass
+        assert podman("network", "exists", f"{PREFIX}-{os.getpid()}-failing", check=False).returncode != 0
+        assert podman("container", "exists", "boxprobe01", check=False).returncode != 0
+    finally:
+        podman("rm", "-f", "-t", "0", "boxprobe01", check=False)
+        podman("network", "rm", "-f", stale, check=False)
