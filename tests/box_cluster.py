@@ -78,14 +78,25 @@ class Job:
     submit: subprocess.CompletedProcess | None = field(default=None, repr=False)
 
 
-def _alive(pid: int) -> bool:
+def _start_time(pid: int) -> str | None:
+    """The process's start time (clock ticks since boot, /proc/PID/stat field 22), None when it is gone."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_token(pid: int | None = None) -> str:
+    """`PID-STARTTIME` of a process (this one by default): the value of LABEL on what the box makes, so a
+    reused pid does not make a killed run's leftovers look alive."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}-{_start_time(pid) or 0}"
+
+
+def _alive(token: str) -> bool:
+    pid, _, start = token.partition("-")
+    return pid.isdigit() and _start_time(int(pid)) == start
 
 
 def wait_for(what: str, probe: Callable[[], object], timeout: float, interval: float = 0.25,
@@ -141,7 +152,7 @@ class BoxCluster:
         return r
 
     def _labels(self) -> list[str]:
-        return ["--label", f"{LABEL}={os.getpid()}", "--label", f"{LABEL}.network={self.network}"]
+        return ["--label", f"{LABEL}={owner_token()}", "--label", f"{LABEL}.network={self.network}"]
 
     def _clear_stale(self) -> None:
         """Containers and networks of a previous run that was killed (the process that made them is gone):
@@ -152,18 +163,18 @@ class BoxCluster:
                 continue
             labels = json.loads(r.stdout or "null") or {}
             owner = labels.get(LABEL, "")
-            if not owner.isdigit():
+            if not owner:
                 raise BoxError(f"a container named {name} exists that the box did not make: remove it yourself")
-            if _alive(int(owner)):
+            if _alive(owner):
                 raise BoxError(f"container {name} belongs to a box that is still running (pid {owner}, network "
                                f"{labels.get(LABEL + '.network')}): wait for it or stop it")
             self._podman("rm", "-f", "-t", "0", name, check=False)
         for net in json.loads(self._podman("network", "ls", "--format", "json").stdout or "[]"):
             labels = net.get("labels") or {}
             owner = labels.get(LABEL, "")
-            if not net.get("name", "").startswith(self.prefix) or not owner.isdigit():
+            if not net.get("name", "").startswith(self.prefix) or not owner:
                 continue
-            if not _alive(int(owner)):   # a live process's box (this one's too) is never touched
+            if not _alive(owner):   # a live process's box (this one's too) is never touched
                 users = self._podman("ps", "-aq", "--filter", f"network={net['name']}").stdout.split()
                 if users:
                     self._podman("rm", "-f", "-t", "0", *users, check=False)
@@ -196,6 +207,11 @@ class BoxCluster:
 
     def _system_state(self, host: str) -> str | None:
         r = self._podman("exec", host, "systemctl", "is-system-running", check=False, timeout=30)
+        if r.returncode != 0 and self._podman("container", "inspect", "--format", "{{.State.Running}}", host,
+                                              check=False).stdout.strip() != "true":
+            logs = self._podman("logs", "--tail", "30", host, check=False)
+            raise BoxError(f"container {host} is not running (its /sbin/init ended); podman logs:\n"
+                           f"{logs.stdout}{logs.stderr}")
         state = r.stdout.strip()
         return state if state in ("running", "degraded") else None
 
@@ -274,17 +290,17 @@ class BoxCluster:
         """The same local groups and users (same gid and uid, home directories) on every host: tenant users
         standing in for the directory. Numbers follow sorted names; a user's primary group is the first
         group listing them. Returns {user: uid}."""
-        gids = {g: first_gid + i for i, g in enumerate(sorted(groups))}
         names = sorted({u for members in groups.values() for u in members})
+        for name in (*groups, *names):
+            if not re.fullmatch(r"[a-z_][a-z0-9_-]*", name):
+                raise ValueError(f"not a user or group name: {name!r}")
+        gids = {g: first_gid + i for i, g in enumerate(sorted(groups))}
         uids = {u: first_uid + i for i, u in enumerate(names)}
         lines = [f"getent group {g} >/dev/null || groupadd -g {gid} {g}" for g, gid in gids.items()]
         for u in names:
             member_of = [g for g in groups if u in groups[g]]
             lines.append(f"getent passwd {u} >/dev/null || useradd -m -s /bin/bash -u {uids[u]} -g {member_of[0]} "
                          f"-G {','.join(member_of)} {u}")
-        for name in (*gids, *names):
-            if not re.fullmatch(r"[a-z_][a-z0-9_-]*", name):
-                raise ValueError(f"not a user or group name: {name!r}")
         for host in self.hosts:
             self.sh(host, "\n".join(lines), check=True)
         return uids
@@ -327,9 +343,9 @@ class BoxCluster:
         return {k: v for k, v in env.items() if v}
 
     def inventory(self, groups: dict[str, list[str]] | None = None) -> str:
-        """An INI inventory of every host (and `groups`), with the podman connection set per host."""
-        lines = [f"{h} ansible_connection=containers.podman.podman ansible_python_interpreter=/usr/bin/python3"
-                 for h in self.hosts]
+        """An INI inventory of every host (and `groups`): bare names, as clusterdef's rendered inventory has them;
+        the connection comes from `ansible_env` (ANSIBLE_TRANSPORT)."""
+        lines = list(self.hosts)
         for group, members in (groups or {}).items():
             lines += ["", f"[{group}]", *members]
         return "\n".join(lines) + "\n"
@@ -431,20 +447,22 @@ class BoxCluster:
                            f"{job.refused if isinstance(job, Job) else ''}")
         want = {state} if isinstance(state, str) else set(state)
 
+        seen: dict[str, str] = {}
+
         def probe():
             rec = self.job(job_id, on=on)
+            seen.clear()
+            seen.update(rec)
             got = rec.get("JobState", "")
             if got in want and (reason is None or rec.get("Reason") == reason):
                 return rec
             if got in TERMINAL and got not in want:
                 raise BoxError(f"job {job_id} ended {got} (reason {rec.get('Reason')}), expected {sorted(want)}: "
-                               f"{rec}\n{self.diagnostics([self.client], ['slurmctld'])}")
-            probe.last = rec
+                               f"{rec}\n{self.diagnostics([on or self.client], ['slurmctld'])}")
             return None
 
-        probe.last = {}
         return wait_for(f"job {job_id} in {sorted(want)}{' with reason ' + reason if reason else ''}", probe, timeout,
-                        diagnostics=lambda: f"job: {probe.last}\n{self.diagnostics([self.client], ['slurmctld'])}")
+                        diagnostics=lambda: f"job: {seen}\n{self.diagnostics([on or self.client], ['slurmctld'])}")
 
 
 @contextmanager

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from box_cluster import IMAGE, LABEL, PREFIX, BoxCluster, BoxError, running_box, wait_for
+from box_cluster import IMAGE, LABEL, PREFIX, BoxCluster, BoxError, owner_token, running_box, wait_for
 
 pytestmark = [pytest.mark.box, pytest.mark.slow]
 
@@ -177,7 +177,7 @@ def test_a_killed_runs_leftovers_are_cleared_and_a_failed_start_leaves_nothing(b
     gone = subprocess.Popen(["true"])
     gone.wait()   # a pid that no longer runs: the killed run's
     stale = f"{PREFIX}-{gone.pid}-stale"
-    labels = ["--label", f"{LABEL}={gone.pid}", "--label", f"{LABEL}.network={stale}"]
+    labels = ["--label", f"{LABEL}={owner_token(gone.pid)}", "--label", f"{LABEL}.network={stale}"]
     podman("network", "create", "--internal", "--subnet", "10.20.1.0/24", *labels, stale)
     podman("run", "-d", "--name", "boxprobe01", "--network", stale, "--ip", "10.20.1.10", *labels, IMAGE, "sleep", "infinity")
     try:
