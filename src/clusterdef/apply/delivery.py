@@ -25,21 +25,35 @@ class Hosts:
         from .steps import expand_pattern
 
         data = YAML(typ="safe", pure=True).load(hosts_yml) or {}
-        self.groups: dict[str, list[str]] = {}
+        direct: dict[str, list[str]] = {}    # a group's own hosts, over every place it appears
+        children: dict[str, list[str]] = {}  # and its child groups
         self.order: dict[str, int] = {}
 
-        def walk(name: str, node: dict) -> list[str]:
+        def collect(name: str, node) -> None:
             node = node or {}
-            hosts = [h for p in (node.get("hosts") or {}) for h in expand_pattern(str(p))]
+            for p in node.get("hosts") or {}:
+                for h in expand_pattern(str(p)):
+                    direct.setdefault(name, []).append(h)
+                    self.order.setdefault(h, len(self.order))
             for child, sub in (node.get("children") or {}).items():
-                hosts += walk(child, sub)
-            hosts = list(dict.fromkeys(hosts))
-            self.groups[name] = list(dict.fromkeys(self.groups.get(name, []) + hosts))
-            for h in hosts:
-                self.order.setdefault(h, len(self.order))
-            return hosts
+                children.setdefault(name, []).append(child)
+                collect(child, sub)
+            direct.setdefault(name, [])
 
-        walk("all", data.get("all") or {})
+        collect("all", data.get("all") or {})
+        self.groups: dict[str, list[str]] = {}
+
+        def resolve(name: str, seen: frozenset = frozenset()) -> list[str]:
+            if name not in self.groups:
+                hosts = list(direct.get(name, []))
+                for child in children.get(name, []):
+                    if child not in seen:
+                        hosts += resolve(child, seen | {name})
+                self.groups[name] = sorted(dict.fromkeys(hosts), key=self.order.__getitem__)
+            return self.groups[name]
+
+        for name in direct:
+            resolve(name)
 
     def _one(self, term: str) -> list[str]:
         m = re.fullmatch(r"(.+?)\[(\d+)\]", term)
@@ -67,11 +81,16 @@ class Hosts:
 
 
 def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts,
-            remove_accounts: list[str] | None = None) -> dict:
+            remove_accounts: list[str] | None = None, other: tuple[dict[str, dict], str] | None = None) -> dict:
     """Extra vars of deliver.yml for `files` (rel paths of the new tree, all `via: deliver`); `remove_accounts`
-    go on the host that loads the accounts, after the load."""
+    go on the host that loads the accounts, after the load. `other`: (entries, folder) of files that are not
+    the new tree's (the Slurm transition files), taken from that folder instead."""
     doc = json.loads(tree[DELIVERY])
-    entries, order = doc["files"], doc["action_order"]
+    entries, order = dict(doc["files"]), doc["action_order"]
+    src: dict[str, str] = {}
+    if other is not None:
+        entries.update(other[0])
+        src = {rel: f"{other[1]}/{rel}" for rel in other[0]}
     per_host: dict[str, list[dict]] = {}
     actions: dict[str, dict[str, dict]] = {}
     once_done: dict[str, str] = {}
@@ -90,7 +109,8 @@ def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts
         check = [arg for arg in e["check"]["argv"]] if e.get("check") else []
         for h in targets:
             per_host.setdefault(h, []).append({"rel": rel, "path": e["path"], "owner": e["owner"], "group": e["group"],
-                                               "mode": e["mode"], "check": check})
+                                               "mode": e["mode"], "check": check,
+                                               "src": src.get(rel, f"{tree_dir}/{rel}")})
         a = e.get("action")
         if not a:
             continue

@@ -98,6 +98,7 @@ def start(opts: Options, to: Optional[Path], from_: Optional[Path], base: Option
           today: date) -> Session:
     """Prepare the plan (ApplyError: refused, nothing run), write the rendered inventory and the
     rollback point (both definitions and rendered trees) beside the plan file, before anything runs."""
+    from ..writer import write_file_atomic
     from . import snapshot
 
     prep = prepare(opts.plan_file, to, from_, base, matrices, today, opts.playbooks, set(opts.skip))
@@ -111,6 +112,10 @@ def start(opts: Options, to: Optional[Path], from_: Optional[Path], base: Option
               "extravars": opts.extra, "secret_env": opts.secret_env, "vault_ids": opts.vault_ids,
               "forks": opts.forks}
     # the new rendered tree as the snapshot holds it: what deliver.yml copies onto the hosts
+    transition = Path(snap["dir"]) / "transition"  # the Slurm files in force while older slurmd run
+    for rel, text in (doc.get("slurm_transition") or {}).get("files", {}).items():
+        write_file_atomic(transition / rel, text)
     extra = {**opts.extra, "clusterdef_snapshot_dir": snap["facts_dir"],
-             "clusterdef_tree_dir": str(Path(snap["dir"]) / "to" / "tree")}
+             "clusterdef_tree_dir": str(Path(snap["dir"]) / "to" / "tree"),
+             "clusterdef_transition_dir": str(transition)}
     return Session(opts, prep, record_path, pdd, inventory, header, extra)

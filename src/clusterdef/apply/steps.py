@@ -159,7 +159,8 @@ def _delivery_steps(stage: dict, playbooks: Path, deliveries: "Deliveries | None
                 continue
             try:
                 out.append(Step(stage["name"], stage["kind"], "deliver", pb,
-                                vars=deliveries.deliver(d["files"], d.get("remove_accounts"))))
+                                vars=deliveries.transition(d["files"]) if d.get("transition") else
+                                deliveries.deliver(d["files"], d.get("remove_accounts"))))
             except ApplyError as exc:
                 problems.extend(exc.reasons)
         else:  # a role's playbook installs them from the rendered group_vars
@@ -259,10 +260,12 @@ class Deliveries:
     (apply/delivery.py) from the new tree, read on the control machine from the apply snapshot."""
 
     TREE = "{{ clusterdef_tree_dir }}"  # session.start: the snapshot's to/tree
+    TRANSITION = "{{ clusterdef_transition_dir }}"  # session.start: the Slurm transition files of the plan
 
     def __init__(self, new: Side, hosts_yml: str):
         from .delivery import Hosts
 
+        self.new = new
         self.tree = new.tree
         self.hosts = Hosts(hosts_yml)
 
@@ -270,6 +273,17 @@ class Deliveries:
         from .delivery import payload
 
         return payload(self.tree, Path(self.TREE), files, self.hosts, remove_accounts)
+
+    def transition(self, files: list[str]) -> dict:
+        """The Slurm transition files (the plan's slurm_transition), delivered as their final namesakes are."""
+        from ..render import delivery
+        from ..resolve import resolve
+        from .delivery import payload
+
+        d = self.new.definition
+        values = delivery.context(resolve(d, self.new.matrix, Path(self.new.result.file).resolve().parent))
+        entries = {rel: e for rel in files if (e := delivery.entry(rel, values)) is not None}
+        return payload(self.tree, Path(self.TREE), files, self.hosts, other=(entries, self.TRANSITION))
 
 
 def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip: Set[str] = frozenset(),

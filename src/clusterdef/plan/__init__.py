@@ -361,15 +361,37 @@ def delivery_stage(name: str, dsteps: list[dict]) -> Stage:
     return Stage(name, "deliver", steps=[delivery_mod.describe(s) for s in dsteps], delivery=dsteps)
 
 
-def _with_delivery(stages: list[Stage], dsteps: list[dict]) -> list[Stage]:
-    """The delivery of the changed files as a stage of its own: right after the control plane moved (the
-    files are the new release's), else after prepare (a configuration change alone)."""
+def _with_delivery(stages: list[Stage], dsteps: list[dict], transition: dict | None, canary_only: bool
+                   ) -> tuple[list[Stage], list[Problem]]:
+    """Where the changed files are delivered, as stages of their own:
+    - a configuration change alone: after the control plane stage, else after prepare;
+    - a rollout (canary, waves): after its last node stage, when every node runs the new set; while the Slurm
+      major moves, the transition files (every running slurmd parses them) right after the control plane, and
+      the final ones after the last wave;
+    - a canary-only plan: withheld with the waves (the candidate's files would reach nodes it does not run on)."""
+    warnings: list[Problem] = []
+    cp = next((i + 1 for i, s in enumerate(stages) if s.kind == "control-plane"), None)
+    out = list(stages)
+    if transition and cp is not None:
+        out.insert(cp, delivery_stage("deliver the transition configuration",
+                                      [delivery_mod.transition_step(transition)]))
     if not dsteps:
-        return stages
-    at = next((i + 1 for i, s in enumerate(stages) if s.kind == "control-plane"), None)
-    if at is None:
-        at = next((i + 1 for i, s in enumerate(stages) if s.kind == "prepare"), 0)
-    return [*stages[:at], delivery_stage("deliver configuration", dsteps), *stages[at:]]
+        return out, warnings
+    nodes = [i for i, s in enumerate(out) if s.kind in ("canary", "rollback-drill", "wave", "boot-default",
+                                                         "driver-pool")]
+    if canary_only:
+        warnings.append(Problem("delivery-withheld", "the changed files are not delivered by a canary-only plan: "
+                                f"{', '.join(f for st in dsteps for f in st['files'][:3])}...",
+                                "plan again once the target set is validated: its waves deliver them"))
+        return out, warnings
+    if nodes:
+        at = nodes[-1] + 1
+    elif cp is not None:
+        at = cp + (1 if transition else 0)
+    else:
+        at = next((i + 1 for i, s in enumerate(out) if s.kind == "prepare"), 0)
+    out.insert(at, delivery_stage("deliver configuration", dsteps))
+    return out, warnings
 
 
 def _side_doc(side: Side, vs) -> dict:
@@ -451,7 +473,9 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
 
     if any(st.kind in ("canary", "wave") for st in stages):  # the waves install the set's health check node by node
         dsteps = [st for st in dsteps if st["playbook"] != "nodecheck.yml"]
-    stages = _with_delivery(stages, dsteps)
+    slurm_doc = _slurm_transition_doc(new, matrix, old_set, has_slurm)
+    stages, delivery_warnings = _with_delivery(stages, dsteps, slurm_doc.get("slurm_transition"), canary_only)
+    warnings += delivery_warnings
     files = tree_diff(old.tree, new.tree)
     doc = {
         "plan_format": PLAN_FORMAT,
@@ -468,7 +492,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
             "layers": [{k: v for k, v in lc.items() if not k.startswith("_")} for lc in layer_changes],
         },
         "compatibility": t.to_json() if t else None,
-        **_slurm_transition_doc(new, matrix, old_set, has_slurm),
+        **slurm_doc,
         "changes": [c.to_json() for c in changes],
         "images": image_changes,
         "disruption": _disruption_summary(layer_changes, changes),

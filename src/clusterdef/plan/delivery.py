@@ -142,3 +142,16 @@ def describe(step: dict) -> str:
     if step["files"]:
         parts[0] += "; then " + "; ".join(effects) if effects else "; nothing to restart or reload"
     return "; ".join(parts)
+
+
+def transition_step(transition: dict) -> dict:
+    """The delivery step of the Slurm transition files (plan/transition.py): onto the controllers (and the
+    accounting host's slurm.conf) right after slurmctld moved, then `scontrol reconfigure`; the held-back keys
+    arrive with the final files after the last wave."""
+    held = sorted({h["key"] for h in transition["held_back"]})
+    return {"stage": "config", "via": "deliver", "playbook": PLAYBOOKS["deliver"], "transition": True,
+            "files": sorted(transition["files"]), "removed": [], "unplaced": {}, "hosts": "slurm_controllers:slurmdbd",
+            "actions": [{"name": "slurm-reconfigure", "disruption": LIVE,
+                         "what": "slurmctld reads the transition files, which every running slurmd parses"
+                                 + (f" (held back until the last wave: {', '.join(held)})" if held else "")}],
+            "restarts": {}, "remove_accounts": [], "disruption": LIVE}

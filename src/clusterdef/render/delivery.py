@@ -129,7 +129,9 @@ def inventory_groups(hosts_yml: str) -> set[str]:
 def unplaced(pattern: str, groups: set[str]) -> str:
     """Why `pattern` names no host of the inventory ('' when every group it names exists)."""
     for part in re.split(r"[:,]", pattern):
-        name = re.sub(r"\[[-\d:]*\]$", "", part.lstrip("&!"))
+        if part.startswith("!"):  # excluding a group the inventory lacks excludes nothing
+            continue
+        name = re.sub(r"\[[-\d:]*\]$", "", part.lstrip("&"))
         if name and name not in groups:
             return f"the inventory has no {name} group: declare {DECLARE.get(name, 'its hosts')}"
     return ""
