@@ -62,10 +62,12 @@ class Host:
     name: str
     ip: str
     gpus: int = 0
+    caps: tuple[str, ...] = ()  # extra capabilities (SYS_ADMIN: Slurm's per-job mount namespaces)
 
     @classmethod
     def of(cls, h: Host | dict) -> Host:
-        return h if isinstance(h, Host) else cls(name=h["name"], ip=h["ip"], gpus=int(h.get("gpus", 0)))
+        return h if isinstance(h, Host) else cls(name=h["name"], ip=h["ip"], gpus=int(h.get("gpus", 0)),
+                                                 caps=tuple(h.get("caps", ())))
 
 
 @dataclass
@@ -191,7 +193,8 @@ class BoxCluster:
         for h in self.hosts.values():
             self._podman("run", "-d", "--name", h.name, "--hostname", h.name, "--network", self.network, "--ip", h.ip,
                          *hosts_args, "--dns", "127.0.0.1", *self._labels(),
-                         *(["--cap-add", "MKNOD"] if h.gpus else []), self.image, "/sbin/init")
+                         *(["--cap-add", "MKNOD"] if h.gpus else []),
+                         *(a for c in h.caps for a in ("--cap-add", c)), self.image, "/sbin/init")
         self.timings["run"] = time.monotonic() - t0
         for h in self.hosts.values():
             state = wait_for(f"systemd on {h.name} to reach running or degraded", lambda h=h: self._system_state(h.name),

@@ -50,3 +50,32 @@ def driver_pool_canary(lab: dict) -> dict:
     d["kubernetes"]["gpu_operator"]["driver_pools"] = {
         "canary": {"node_groups": ["canary"], "matrix": "2026.11-r595-candidate"}}
     return d
+
+
+def box(lab: dict, matrix: str) -> dict:
+    """The lab's Slurm side as the box (tests/test_box_bringup.py) can carry it, on the site set `matrix` that
+    pins the containers' Slurm release. Left out: the Kubernetes side (no API server in a container), the
+    backup and the filesystems (restic, btrfs and the scratch mounts need what a container has not), the
+    subnet manager (no HCA). Passed through: the process tracking, task and accounting plugins that need no
+    cgroups, and config_overrides (the containers have two CPUs, not the lab's 224). Off: the health check
+    (nodecheck needs a GPU driver)."""
+    d = copy.deepcopy(lab)
+    d["cluster"]["matrix"] = matrix
+    d.pop("kubernetes", None)
+    d.pop("backup", None)
+    d.pop("filesystems", None)
+    d["nodes"] = {g: n for g, n in d["nodes"].items() if n["control_plane"] != "kubernetes"}
+    d["nodes"]["mgmt"]["services"] = [s for s in d["nodes"]["mgmt"]["services"] if s != "subnet-manager"]
+    for t in d["tenants"].values():
+        t.pop("kubernetes", None)
+        t.pop("storage", None)
+        if t["isolation"].get("level") == "dedicated":  # no filesystem, no InfiniBand in the box
+            t["isolation"].pop("storage", None)
+            t["isolation"].pop("network", None)
+    d["identity"].pop("oidc", None)
+    d["upgrade"].pop("smoke_tests", None)
+    s = d["slurm"]
+    s["health_check"] = {"enabled": False}
+    s["passthrough"] = {"ProctrackType": "proctrack/linuxproc", "TaskPlugin": "task/none",
+                        "JobAcctGatherType": "jobacct_gather/none", "SlurmdParameters": "config_overrides"}
+    return d

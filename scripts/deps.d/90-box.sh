@@ -27,9 +27,9 @@ if [ "${CLUSTERDEF_BOX:-1}" != "0" ]; then
   # systemd and what Ansible needs, the Slurm daemons and clients, munge, MariaDB, dnsmasq (the boot server),
   # pam_slurm_adopt and sudo (roles install them), procps/iproute2 for the tests' probes.
   box_packages=systemd,systemd-sysv,dbus,python3,python3-apt,iproute2,procps,slurmctld,slurmd,slurm-client,slurmdbd
-  box_packages+=,munge,mariadb-server,dnsmasq,libpam-slurm-adopt,sudo
+  box_packages+=,munge,mariadb-server,dnsmasq,ipxe,busybox,prometheus,libpam-slurm-adopt,sudo
   # Services the postinst scripts enable; the roles (or the tests) start what each host runs.
-  box_disabled="slurmctld slurmd slurmdbd mariadb dnsmasq"
+  box_disabled="slurmctld slurmd slurmdbd mariadb dnsmasq prometheus"
   # Debian's slurmd.service has ConditionPathExists=/etc/slurm/slurm.conf; a configless node has none and
   # systemd would skip slurmd silently.
   box_dropin=$'[Unit]\nConditionPathExists=\n'

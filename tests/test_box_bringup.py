@@ -1,0 +1,253 @@
+"""The lab brought up on a cluster of containers through `clusterdef plan --to` (the bring-up plan) and
+`clusterdef apply`, then changed on day 2 through plan and apply, checked with the real clients (issue 26).
+
+The definition is the lab's Slurm side (tests/lab_variants.py `box`): its controller, accounting host and
+management host (boot server, Prometheus) and six GPU nodes, on a site set that pins the Slurm release the
+containers carry (Debian trixie's 24.11.5). What the containers cannot be is said here and in docs/box.md:
+- they do not PXE-boot: the `nodes` stage is skipped and each compute container "boots" its group's image by
+  taking the image's configless slurmd files (images/<image>/mkosi.extra/etc/default/slurmd and the unit
+  drop-in, as rendered) and starting slurmd, which is what the booted image does;
+- they have no cgroups and no GPU driver: the definition passes proctrack/linuxproc, task/none and
+  jobacct_gather/none through slurm.passthrough and turns the health check off (nodecheck needs a GPU driver);
+  compute containers get CAP_SYS_ADMIN so the dedicated tenant's per-job /tmp (job_container) works.
+Everything else is the real roles and playbooks run by apply through the podman connection."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from box_cluster import image_versions, running_box, wait_for
+from conftest import CLUSTERS, MATRICES, ROOT, dump_yaml
+from lab_variants import box as box_variant
+
+pytestmark = [pytest.mark.box, pytest.mark.slow]
+
+SET = "2026.07-r580-box"
+VAULT_PASSWORD = "box-vault"          # a throwaway vault inside the test's own folder
+DB_PASSWORD = "box-db-password"      # MariaDB inside a container on an internal network, gone with it
+USERS = {"vision-users": ["alice"], "nlp-users": ["bob"], "secure-users": ["carol"], "media-users": ["dave"],
+         "hpc-admins": ["hpcadm"]}
+
+
+def _site_matrices(tmp: Path, slurm: str) -> Path:
+    """The project's sets plus the site's own: 2026.07-r580 on the Slurm release the box carries."""
+    out = tmp / "matrices"
+    shutil.copytree(MATRICES, out)
+    doc = YAML(typ="safe").load((MATRICES / "sets" / "2026.07-r580.yaml").read_text())
+    doc["name"], doc["components"]["slurm"] = SET, slurm
+    doc["summary"] = f"2026.07-r580 with the Slurm release of the box's containers ({slurm})"
+    dump_yaml(doc, out / "sets" / f"{SET}.yaml")
+    return out
+
+
+def _playbooks(tmp: Path) -> tuple[Path, Path]:
+    """A cluster repository's playbooks folder: the project's playbooks and roles, plus the site's vault."""
+    from ansible.parsing.vault import VaultLib, VaultSecret
+
+    root = tmp / "site"
+    (root / "playbooks" / "group_vars" / "all").mkdir(parents=True)
+    for pb in (ROOT / "playbooks").glob("*.yml"):
+        (root / "playbooks" / pb.name).symlink_to(pb)
+    (root / "roles").symlink_to(ROOT / "roles")
+    secrets = f"vault_slurmdbd_pass: {DB_PASSWORD}\nvault_ldap_bind_password: unused-in-the-box\n"
+    (root / "playbooks" / "group_vars" / "all" / "vault.yml").write_bytes(
+        VaultLib([("box", VaultSecret(VAULT_PASSWORD.encode()))]).encrypt(secrets, vault_id="box"))
+    pw = tmp / "vault-pass"
+    pw.write_text(VAULT_PASSWORD + "\n")
+    return root / "playbooks", pw
+
+
+def _cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clusterdef", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def _render(defn: Path, matrices: Path, out: Path) -> dict[str, str]:
+    r = _cli("render", str(defn), "--matrices", str(matrices), "-o", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    return {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()}
+
+
+def _apply(box, plan: Path, defn: Path, matrices: Path, playbooks: Path, vault: Path, *more: str):
+    env = {**box.ansible_env(), "ANSIBLE_FORKS": "10"}
+    r = _cli("apply", str(plan), "--to", str(defn), "--matrices", str(matrices), "--playbooks", str(playbooks),
+             "--vault-id", f"box@{vault}", *more, env=env, timeout=1200)
+    return r
+
+
+def _hosts(tree: dict[str, str]) -> list[dict]:
+    """The box's hosts from the rendered inventory table (name, provisioning address, GPUs)."""
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(tree["inventory/nodes.csv"])))
+    gpus = {name: hw["gpu"]["count"] if hw.get("gpu") else 0
+            for name, hw in json.loads(tree["definition.resolved.json"])["definition"]["hardware"].items()}
+    # compute hosts may make mount namespaces: Slurm's per-job /tmp (job_container/tmpfs) of the dedicated tenant
+    return [{"name": r["node"], "ip": r["address"], "gpus": gpus[r["hardware"]],
+             "caps": ("SYS_ADMIN",) if gpus[r["hardware"]] else ()} for r in rows]
+
+
+def _boot(box, tree: dict[str, str], definition: dict) -> None:
+    """Each Slurm node "boots" its group's image: the image's configless slurmd files, then slurmd."""
+    from clusterdef import hostlist
+
+    for gname, g in definition["nodes"].items():
+        if g.get("control_plane") != "slurm":
+            continue
+        extra = f"images/{g['image']}/mkosi.extra"
+        files = {rel[len(extra):]: text for rel, text in tree.items() if rel.startswith(extra + "/etc/default/slurmd")
+                 or rel.startswith(extra + "/etc/systemd/system/slurmd.service.d/")}
+        assert "/etc/default/slurmd" in files, f"image {g['image']} carries no configless slurmd"
+        for host in hostlist.names(g["hosts"]):
+            for path, text in files.items():
+                box.put(host, path, text)
+            box.exec(host, ["systemctl", "daemon-reload"], check=True)
+            box.exec(host, ["systemctl", "enable", "--now", "slurmd"], check=True)
+
+
+@pytest.fixture(scope="module")
+def lab_box(box_ready, tmp_path_factory, lab_data):
+    tmp = tmp_path_factory.mktemp("bringup")
+    slurm = image_versions()["slurmctld"].split("-")[0]
+    matrices = _site_matrices(tmp, slurm)
+    playbooks, vault = _playbooks(tmp)
+    data = box_variant(copy.deepcopy(lab_data), SET)
+    defn = dump_yaml(data, tmp / "lab.yaml")
+    tree = _render(defn, matrices, tmp / "out")
+    with running_box(_hosts(tree), client="slurmctl01") as box:
+        box.users(USERS)
+        yield {"box": box, "tmp": tmp, "matrices": matrices, "playbooks": playbooks, "vault": vault, "defn": defn,
+               "data": data, "tree": tree}
+
+
+@pytest.fixture(scope="module")
+def brought_up(lab_box):
+    """`plan --to` and `apply` of the bring-up plan (the `nodes` stage stands in: see the module docstring)."""
+    b, t = lab_box["box"], time.monotonic()
+    plan = lab_box["tmp"] / "bringup.json"
+    r = _cli("plan", "--to", str(lab_box["defn"]), "--matrices", str(lab_box["matrices"]), "--plan-file", str(plan))
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(plan.read_text())
+    assert doc["bringup"] and [s["kind"] for s in doc["rollout"]["stages"]] == [
+        "image", "control-plane", "deliver", "boot-default", "nodes"]
+    r = _apply(b, plan, lab_box["defn"], lab_box["matrices"], lab_box["playbooks"], lab_box["vault"],
+               "--skip-stage", "nodes")
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:] + b.diagnostics(["slurmctl01", "slurmdbd01", "mgmt01"])
+    _boot(b, lab_box["tree"], lab_box["data"])
+    nodes = [h for h, spec in b.hosts.items() if spec.gpus]
+    wait_for("every node idle", lambda: all(
+        st.startswith("idle") for p in b.sinfo().values() for st in p["nodes"].values()), 60,
+        diagnostics=lambda: b.diagnostics(nodes[:2], ["slurmd"]))
+    b.timings["bringup"] = time.monotonic() - t
+    return {**lab_box, "plan": doc, "apply": r.stdout}
+
+
+def test_bringup_puts_every_rendered_file_where_its_consumer_reads_it(brought_up):
+    b, tree = brought_up["box"], brought_up["tree"]
+    files = json.loads(tree["delivery.json"])["files"]
+    delivered = {rel: e for rel, e in files.items() if e["via"] == "deliver" and not e.get("unplaced")}
+    assert {"slurm/slurm.conf", "slurm/gres.conf", "slurm/accounts.cfg", "pxe/dnsmasq.conf",
+            "observability/prometheus.yml"} <= set(delivered)
+    from clusterdef.apply.delivery import Hosts
+
+    hosts = Hosts(tree["ansible/inventory/hosts.yml"])
+    for rel, e in delivered.items():
+        for h in hosts(e["hosts"]):
+            b.assert_file(h, e["path"], tree[rel], owner=e["owner"], group=e["group"], mode=int(e["mode"], 8))
+    # every configless slurmd runs with the controller's copy of slurm.conf and gres.conf
+    for node in ("gpu001", "sgpu02"):
+        b.assert_file(node, "/run/slurm/conf/slurm.conf", tree["slurm/slurm.conf"])
+        b.assert_file(node, "/run/slurm/conf/gres.conf", tree["slurm/gres.conf"])
+    # the boot server serves the iPXE chain and starts dnsmasq with the delivered configuration
+    b.assert_file("mgmt01", "/srv/http/ipxe/boot.ipxe", tree["pxe/ipxe/boot.ipxe"])
+    b.wait_active("mgmt01", "dnsmasq")
+    assert b.exec("mgmt01", ["busybox", "wget", "-q", "-O", "-", "http://127.0.0.1/ipxe/boot.ipxe"],
+                  check=True).stdout == tree["pxe/ipxe/boot.ipxe"]
+    # Prometheus runs the delivered configuration and has loaded every rendered alert rule
+    b.wait_active("mgmt01", "prometheus")
+    rules = wait_for("Prometheus rules loaded", lambda: _prometheus_alerts(b), 60)
+    want = {r["alert"] for rel, text in tree.items() if rel.startswith("observability/rules/")
+            for g in YAML(typ="safe").load(text)["groups"] for r in g["rules"] if "alert" in r}
+    assert want and want <= rules
+
+
+def _prometheus_alerts(b) -> set[str]:
+    r = b.exec("mgmt01", ["busybox", "wget", "-q", "-O", "-", "http://127.0.0.1:9090/api/v1/rules"])
+    if r.returncode != 0:
+        return set()
+    data = json.loads(r.stdout)["data"]["groups"]
+    return {rule["name"] for g in data for rule in g["rules"] if rule["type"] == "alerting"}
+
+
+def test_partitions_and_associations_are_the_definitions(brought_up):
+    b, data = brought_up["box"], brought_up["data"]
+    parts = b.sinfo()
+    assert set(parts) == set(data["slurm"]["partitions"])
+    assert set(parts["secure"]["nodes"]) == {"sgpu01", "sgpu02"} and parts["train"]["default"]
+    assoc = b.assoc()
+    accounts = {a["Account"] for a in assoc if not a["User"]}
+    assert {t["slurm"]["account"] for t in data["tenants"].values() if "slurm" in t} <= accounts
+    users = {(a["User"], a["Account"]) for a in assoc if a["User"]}
+    assert {("alice", "vision"), ("bob", "nlp"), ("carol", "secure")} <= users
+    accounts_cfg = brought_up["tree"]["slurm/accounts.cfg"]
+    for a in assoc:
+        if a["Account"] == "secure" and not a["User"]:
+            assert "gres/gpu=16" in a["GrpTRES"] and "GrpTRES=gres/gpu=16" in accounts_cfg
+
+
+def test_each_tenant_runs_where_it_may_and_is_refused_elsewhere(brought_up):
+    b = brought_up["box"]
+    ok = [b.submit("alice", "train", account="vision", gres="gpu:2"), b.submit("bob", "debug", account="nlp"),
+          b.submit("carol", "secure", account="secure", gres="gpu:8")]
+    for job in ok:
+        rec = b.wait_job(job, "COMPLETED", timeout=90)
+        assert rec["JobState"] == "COMPLETED"
+    refused = b.submit("alice", "secure", account="vision")
+    assert refused.id is None and "partition" in refused.refused.lower()
+    stranger = b.submit("alice", "train", account="nlp")
+    assert stranger.id is None and "account" in stranger.refused.lower()
+
+
+def test_day2_change_reaches_the_cluster_and_keeps_running_jobs(brought_up):
+    """A new partition, a changed QOS limit and a new tenant through plan and apply, while a job runs."""
+    b, tmp = brought_up["box"], brought_up["tmp"]
+    running = b.submit("alice", "train", account="vision", gres="gpu:1", command="sleep 600", time_limit="30")
+    b.wait_job(running, "RUNNING", timeout=60)
+    data = copy.deepcopy(brought_up["data"])
+    data["slurm"]["partitions"]["long"] = {"node_groups": ["train"], "max_time": "7-00:00:00"}
+    data["slurm"]["qos"]["normal"]["max_tres_per_user"] = {"gres/gpu": 24}
+    data["tenants"]["media"] = {"quota": {"reserved_gpus": 8, "burst_gpus": 0}, "isolation": {"level": "shared"},
+                                "slurm": {"account": "media", "qos": ["normal"]}}
+    data["identity"]["tenant_groups"]["media"] = ["media-users"]
+    new = dump_yaml(data, tmp / "lab-day2.yaml")
+    old = tmp / "lab-day1.yaml"
+    shutil.copyfile(brought_up["defn"], old)
+    plan = tmp / "day2.json"
+    r = _cli("plan", "--from", str(old), "--to", str(new), "--matrices", str(brought_up["matrices"]),
+             "--plan-file", str(plan))
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(plan.read_text())
+    assert [s["kind"] for s in doc["rollout"]["stages"]] == ["prepare", "deliver"]
+    r = _apply(b, plan, new, brought_up["matrices"], brought_up["playbooks"], brought_up["vault"], "--from", str(old))
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
+    tree = _render(new, brought_up["matrices"], tmp / "out-day2")
+    b.assert_file("slurmctl01", "/etc/slurm/slurm.conf", tree["slurm/slurm.conf"])
+    wait_for("partition long", lambda: "long" in b.sinfo(), 30)
+    qos = {q["Name"]: q for q in b.qos()}
+    assert "gres/gpu=24" in qos["normal"]["MaxTRESPerUser"]
+    users = {(a["User"], a["Account"]) for a in b.assoc() if a["User"]}
+    assert ("dave", "media") in users
+    rec = b.job(running.id)
+    assert rec["JobState"] == "RUNNING" and rec.get("Restarts", "0") == "0", rec
+    b.wait_job(b.submit("dave", "long", account="media", gres="gpu:1"), "COMPLETED", timeout=90)
+    b.slurm(["scancel", running.id])
