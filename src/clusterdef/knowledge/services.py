@@ -82,3 +82,37 @@ def checked_components(services) -> tuple[str, ...]:
 def quorum_limit(members: int) -> int:
     """The most etcd members that may be down at once without losing quorum: (n-1)//2."""
     return (members - 1) // 2
+
+
+def _members(definition, service: str) -> set[str]:
+    return set(service_hosts(definition).get(service, ()))
+
+
+def wave_ok(definition, wave) -> bool:
+    """A rollout wave keeps the services up: never service hosts together with GPU nodes, never two Slurm
+    controllers, never the slurmdbd host with a controller, never more etcd members than quorum spares
+    ((n-1)//2 of n; one at a time where n is 1 or 2, which lose quorum on any restart)."""
+    wave = set(wave)
+    hosts = host_services(definition)
+    service = wave & set(hosts)
+    if service and service != wave:
+        return False
+    ctl = wave & _members(definition, "slurmctld")
+    dbd = wave & _members(definition, "slurmdbd")
+    etcd = _members(definition, "etcd")
+    return (len(ctl) <= 1 and not (ctl and dbd - ctl) and not (dbd and ctl - dbd)
+            and len(wave & etcd) <= max(1, quorum_limit(len(etcd))))
+
+
+def service_waves(definition, hosts, size: int) -> list[list[str]]:
+    """Service hosts (in the given order) packed into waves of at most `size` that wave_ok accepts: each
+    host joins the first wave it fits in, else opens a new one."""
+    out: list[list[str]] = []
+    for h in hosts:
+        for wave in out:
+            if len(wave) < size and wave_ok(definition, [*wave, h]):
+                wave.append(h)
+                break
+        else:
+            out.append([h])
+    return out

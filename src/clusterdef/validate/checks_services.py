@@ -68,7 +68,8 @@ def service_groups(ctx: Context) -> Iterable[Finding]:
                              f"add a `kubernetes` section, e.g. `kubernetes: {{}}`, or drop {s} from `services`"))
             if s in g.services[:i]:
                 yield error("service-duplicate", ("nodes", gname, "services", i),
-                            f"node group `{gname}` lists {s} twice", f"`services: [{', '.join(dict.fromkeys(g.services))}]`")
+                            f"node group `{gname}` lists {s} twice",
+                            f"`services: [{', '.join(dict.fromkeys(g.services))}]`")
 
 
 @check("service-images")
@@ -82,7 +83,8 @@ def service_images(ctx: Context) -> Iterable[Finding]:
         gpu = [n for n, o in d.nodes.items() if o.image == g.image and not is_service_group(o)]
         if gpu:
             yield error("image-service-shared", ("nodes", gname, "image"),
-                        f"service group `{gname}` boots image `{g.image}`, which GPU group(s) {', '.join(gpu)} boot too: "
+                        f"service group `{gname}` boots image `{g.image}`, which GPU group(s) {', '.join(gpu)} "
+                        "boot too: "
                         "the image would carry the whole NVIDIA stack on the service hosts (or none on the GPU nodes)",
                         "give the service hosts their own image, e.g. `image: mgmt` under `images:`")
 
@@ -146,3 +148,25 @@ def etcd_quorum(ctx: Context) -> Iterable[Finding]:
                       f"{len(members)} etcd members: an even count tolerates no more failures than "
                       f"{len(members) - 1} would ({(len(members) - 1) // 2}) and one more vote is needed for quorum",
                       "run an odd number of etcd members, e.g. 3 or 5 hosts in the group with `services: [etcd]`")
+
+
+@check("service-groups-not-gpu-pools")
+def service_groups_not_gpu_pools(ctx: Context) -> Iterable[Finding]:
+    """A service group is in no Kueue flavor, GPU Operator driver pool nor tenant's owned nodes: it has no GPUs."""
+    d = ctx.definition
+    refs: list[tuple[tuple, str, str]] = []
+    if d.kubernetes is not None:
+        k = d.kubernetes
+        refs += [(("kubernetes", "kueue", "flavors", f, "node_groups", i), g, f"Kueue flavor `{f}`")
+                 for f, fl in k.kueue.flavors.items() for i, g in enumerate(fl.node_groups)]
+        refs += [(("kubernetes", "gpu_operator", "driver_pools", p, "node_groups", i), g, f"driver pool `{p}`")
+                 for p, pool in k.gpu_operator.driver_pools.items() for i, g in enumerate(pool.node_groups)]
+    refs += [(("tenants", t, "isolation", "node_groups", i), g, f"tenant `{t}`'s owned nodes")
+             for t, ten in d.tenants.items() for i, g in enumerate(ten.isolation.node_groups)]
+    example = next((n for n, g in d.nodes.items() if not is_service_group(g)), "<a GPU group>")
+    for path, gname, what in refs:
+        g = d.nodes.get(gname)
+        if g is not None and g.services:
+            yield error("service-group-gpu-pool", path,
+                        f"{what} names `{gname}`, a group of service hosts ({', '.join(g.services)}): it has no GPUs "
+                        "to offer", f"name GPU node groups only, e.g. `node_groups: [{example}]`")
