@@ -15,7 +15,7 @@ from .. import hostlist
 
 @cache
 def table() -> dict[str, dict]:
-    """service -> {group, packages, component?, section?, checks?, mofed?}."""
+    """service -> {group, packages, with?, component?, section?, checks?, mofed?}."""
     return YAML(typ="safe").load(files(__package__).joinpath("services.yaml").read_text(encoding="utf-8"))
 
 
@@ -59,7 +59,8 @@ def image_services(definition, image_name: str) -> tuple[str, ...] | None:
 def image_packages(services) -> list[str]:
     """The distribution packages the services need that no set component pins."""
     t = table()
-    return list(dict.fromkeys(p for s in services if not t[s].get("component") for p in t[s]["packages"]))
+    return list(dict.fromkeys([*(p for s in services if not t[s].get("component") for p in t[s]["packages"]),
+                               *(p for s in services for p in t[s].get("with", ()))]))
 
 
 def component_packages(services) -> dict[str, list[str]]:
