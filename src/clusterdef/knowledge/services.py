@@ -63,15 +63,16 @@ def image_packages(services) -> list[str]:
                                *(p for s in services for p in t[s].get("with", ()))]))
 
 
-def component_packages(services) -> dict[str, list[str]]:
-    """set component -> the packages of the services it pins (slurm: slurmctld..., kubernetes: kubelet...)."""
+def component_packages(services, named: dict | None = None) -> dict[str, list[str]]:
+    """set component -> the packages of the services it pins (slurm: slurmctld..., kubernetes: kubelet...);
+    `named`: a package source's own names per service (package-sources.yaml `services`), else services.yaml's."""
     t = table()
     out: dict[str, list[str]] = {}
     for s in services:
         c = t[s].get("component")
         if c:
             out.setdefault(c, [])
-            out[c].extend(p for p in t[s]["packages"] if p not in out[c])
+            out[c].extend(p for p in (named or {}).get(s, t[s]["packages"]) if p not in out[c])
     return out
 
 

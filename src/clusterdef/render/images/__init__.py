@@ -153,9 +153,10 @@ def set_packages(resolved: Resolved, image_name: str) -> dict[str, sources.Choic
         out[comp] = choice
     services = image_services(d, image_name)
     if services is not None:  # a service image: its daemons' packages, at the same pin (docs/services.md)
-        for comp, pkgs in component_packages(services).items():
-            if comp in out:
-                out[comp] = replace(out[comp], packages=tuple(pkgs))
+        for comp in component_packages(services):
+            if comp in out:  # the source's own package names (slurm-smd-slurmctld from a site build)
+                named = out[comp].source.components[comp].services
+                out[comp] = replace(out[comp], packages=tuple(component_packages(services, named)[comp]))
     return out
 
 
