@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
+from typing import TYPE_CHECKING
 
 from ruamel.yaml import YAML
 
 from .. import hostlist
+
+if TYPE_CHECKING:
+    from ..model.nodes import NodeGroup
 
 
 @cache
@@ -24,11 +28,11 @@ def is_service_group(group) -> bool:
     return bool(group.services) or group.control_plane == "none"
 
 
-def service_groups(definition) -> dict[str, object]:
+def service_groups(definition) -> dict[str, NodeGroup]:
     return {n: g for n, g in definition.nodes.items() if is_service_group(g)}
 
 
-def gpu_groups(definition) -> dict[str, object]:
+def gpu_groups(definition) -> dict[str, NodeGroup]:
     """The node groups that are Slurm or Kubernetes workers (every group that is not a service group)."""
     return {n: g for n, g in definition.nodes.items() if not is_service_group(g)}
 
