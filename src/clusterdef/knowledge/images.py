@@ -58,7 +58,7 @@ def service_components(services) -> dict[str, str]:
     out: dict[str, str] = {}
     for s in services:
         if t[s].get("component"):
-            out.setdefault(t[s]["component"], f"service {s} runs at the set's release ({', '.join(t[s]['packages'])})")
+            out.setdefault(t[s]["component"], f"service {s} runs the set's {t[s]['component'].capitalize()} release")
         if t[s].get("mofed"):
             out.setdefault("doca", f"service {s}: OpenSM drives the host's HCA (DOCA-OFED)")
             out.setdefault("mft", f"service {s}: MFT reads and flashes the HCA's firmware")
