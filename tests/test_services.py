@@ -204,3 +204,22 @@ def lab_resolved():
     assert result.ok
     return resolve(result.definition, result.matrix, CLUSTERS)
 
+
+
+def test_service_hosts_are_in_no_slurm_node_line_partition_gres_or_topology(lab_resolved):
+    """control_plane none: never a Slurm node. slurm.conf names them only as SlurmctldHost and
+    AccountingStorageHost; a Kubernetes control-plane node is in no Kueue flavor or GPU Operator pool."""
+    from clusterdef.render import kubernetes as k8s
+    from clusterdef.render import slurm
+
+    tree = slurm.render(lab_resolved)
+    service = ("slurmctl01", "slurmdbd01", "mgmt01", "k8sctl01")
+    conf = tree["slurm/slurm.conf"]
+    named = [line for line in conf.splitlines() if any(h in line for h in service)]
+    assert named == ["SlurmctldHost=slurmctl01", "AccountingStorageHost=slurmdbd01"]
+    for rel in ("slurm/gres.conf", "slurm/topology.conf"):
+        assert not any(h in tree[rel] for h in service), rel
+    kube = k8s.render(lab_resolved)
+    for rel, text in kube.items():
+        if rel != "kubernetes/nodes/labels-taints.yaml":
+            assert "k8sctl" not in text and "mgmt01" not in text, rel
