@@ -445,7 +445,7 @@ def wave_stages(s: Scope, wave_hosts: list) -> list[Stage]:
 def service_wave(s: Scope, name: str, hosts: list[str], running: dict[str, tuple[str, ...]]) -> Stage:
     """A wave of service hosts (docs/services.md): no jobs to drain and no GPU gates; each service's own
     check passes before the next wave, and the other controllers and etcd members keep it up meanwhile."""
-    d, g = s.d, s.stage_group(hosts)
+    d = s.d
     services = list(dict.fromkeys(x for h in hosts for x in running[h]))
     t = service_table()
     members = service_hosts(d)
@@ -453,8 +453,11 @@ def service_wave(s: Scope, name: str, hosts: list[str], running: dict[str, tuple
     steps = [f"take {hostlist.fold(hosts)} out of service ({', '.join(services)}): never two Slurm controllers, "
              "the slurmdbd host with a controller, nor an etcd majority in one wave"
              + (f"; down for this wave (no other host runs it): {', '.join(down)}" if down else "")]
-    if s.reimaged(g):
-        build = s.new_builds[d.nodes[g].image]
+    groups = {s.group_of[h] for h in hosts}  # a service wave may hold hosts of several service groups
+    modes = {d.nodes[x].provisioning for x in groups}
+    images = {d.nodes[x].image for x in groups}
+    if all(s.reimaged(x) for x in groups) and len(images) == 1:
+        build = s.new_builds[images.pop()]
         steps += [*s.layer_steps(set(hosts), include_daemons=True, image_layers=True),
                   *boot_steps(hosts, build, "only this wave's hosts")]
         boot = {"to": build.artefact}
@@ -463,7 +466,7 @@ def service_wave(s: Scope, name: str, hosts: list[str], running: dict[str, tuple
         boot = {}
     steps.append("return the services; halt the rollout here if any gate fails")
     return Stage(name, "wave", hosts, steps, [f"{x}: {t[x]['gate']}" for x in services], [],
-                 s.provisioning(g), boot)
+                 modes.pop() if len(modes) == 1 else "", boot)
 
 
 def boot_default_stage(s: Scope) -> Stage | None:
