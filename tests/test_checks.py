@@ -186,6 +186,7 @@ CASES = [
     ("service-host-unlisted", set_(["slurm", "controllers"], ["gpu001"]), ("nodes", "ctl", "services", 0), Severity.ERROR),
     ("service-group-gpu-pool", set_(["kubernetes", "kueue", "flavors", "h100", "node_groups"], ["infer", "k8sctl"]),
      ("kubernetes", "kueue", "flavors", "h100", "node_groups", 1), Severity.ERROR),
+    ("service-group-gpu-pool", set_(["upgrade", "canary", "node_group"], "ctl"), ("upgrade", "canary", "node_group"), Severity.ERROR),
     ("etcd-even-members", chain(set_(["nodes", "k8sctl", "hosts"], "k8sctl[01-02]"),
                                 set_(["nodes", "k8sctl", "addressing", "mac", "macs"], ["52:54:00:20:00:06", "52:54:00:20:00:07"])),
      ("nodes", "k8sctl", "services", 1), Severity.WARNING),

@@ -152,7 +152,8 @@ def etcd_quorum(ctx: Context) -> Iterable[Finding]:
 
 @check("service-groups-not-gpu-pools")
 def service_groups_not_gpu_pools(ctx: Context) -> Iterable[Finding]:
-    """A service group is in no Kueue flavor, GPU Operator driver pool nor tenant's owned nodes: it has no GPUs."""
+    """A service group is in no Kueue flavor, GPU Operator driver pool, tenant's owned nodes nor the upgrade canary:
+    it has no GPUs."""
     d = ctx.definition
     refs: list[tuple[tuple, str, str]] = []
     if d.kubernetes is not None:
@@ -163,10 +164,13 @@ def service_groups_not_gpu_pools(ctx: Context) -> Iterable[Finding]:
                  for p, pool in k.gpu_operator.driver_pools.items() for i, g in enumerate(pool.node_groups)]
     refs += [(("tenants", t, "isolation", "node_groups", i), g, f"tenant `{t}`'s owned nodes")
              for t, ten in d.tenants.items() for i, g in enumerate(ten.isolation.node_groups)]
+    if d.upgrade.canary.node_group:  # the canary runs a multi-node GPU collective
+        refs.append((("upgrade", "canary", "node_group"), d.upgrade.canary.node_group, "the upgrade canary"))
     example = next((n for n, g in d.nodes.items() if not is_service_group(g)), "<a GPU group>")
     for path, gname, what in refs:
         g = d.nodes.get(gname)
         if g is not None and g.services:
             yield error("service-group-gpu-pool", path,
                         f"{what} names `{gname}`, a group of service hosts ({', '.join(g.services)}): it has no GPUs "
-                        "to offer", f"name GPU node groups only, e.g. `node_groups: [{example}]`")
+                        "to offer", f"name GPU node groups only, e.g. `node_group: {example}`"
+                        if path[-1] == "node_group" else f"name GPU node groups only, e.g. `node_groups: [{example}]`")
