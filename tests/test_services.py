@@ -223,3 +223,23 @@ def test_service_hosts_are_in_no_slurm_node_line_partition_gres_or_topology(lab_
     for rel, text in kube.items():
         if rel != "kubernetes/nodes/labels-taints.yaml":
             assert "k8sctl" not in text and "mgmt01" not in text, rel
+
+
+def test_hints_name_what_the_definition_has(lab, matrix, tmp_path):
+    """The hint of a service group on GPU hardware names the definition's GPU-less type, and the one of an
+    image shared with GPU groups names an image no GPU group boots; without them, how to add one."""
+    from test_checks import run
+
+    lab["nodes"]["ctl"]["hardware"] = "hgx-h100"
+    lab["nodes"]["acct"]["image"] = "gpu-node"
+    hints = {f.code: f.hint for f in run(lab, matrix, tmp_path).findings}
+    assert hints["service-on-gpu-hardware"].startswith("give the group a hardware type without `gpu`: "
+                                                       "`hardware: mgmt-server`")
+    assert hints["image-service-shared"] == "give the service hosts their own image: `image: mgmt`"
+    for g in ("acct", "mgmt", "k8sctl"):
+        lab["nodes"][g].update(hardware="hgx-h100", image="gpu-node")
+    lab["nodes"]["ctl"]["image"] = "gpu-node"
+    del lab["hardware"]["mgmt-server"], lab["images"]["mgmt"]
+    hints = {f.code: f.hint for f in run(lab, matrix, tmp_path).findings}
+    assert "`mgmt-server: {platform: mgmt-server, cpu: {sockets: 1" in hints["service-on-gpu-hardware"]
+    assert "a copy of `gpu-node` under `images:`" in hints["image-service-shared"]

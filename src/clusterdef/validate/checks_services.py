@@ -28,14 +28,17 @@ def service_groups(ctx: Context) -> Iterable[Finding]:
     """Each service group: GPU-less, its services' sections present, the right control plane."""
     d = ctx.definition
     t = table()
+    cpu_only = next((n for n, h in d.hardware.items() if h.gpu is None), None)
+    use = (f"give the group a hardware type without `gpu`: `hardware: {cpu_only}`" if cpu_only else
+           "add a hardware type without `gpu` under `hardware:`, e.g. `mgmt-server: {platform: mgmt-server, "
+           "cpu: {sockets: 1, cores_per_socket: 16, threads_per_core: 2}, memory_gib: 128}`, and use it")
     for gname, g in d.nodes.items():
         hw = d.hardware.get(g.hardware)
         if g.services and hw is not None and hw.gpu is not None:
             yield error("service-on-gpu-hardware", ("nodes", gname, "services"),
                         f"node group `{gname}` runs services ({', '.join(g.services)}) on hardware `{g.hardware}`, "
                         f"which has {hw.gpu.count} GPU(s): a service host carries no GPU stack",
-                        "give the group a hardware type without `gpu`, e.g. `hardware: mgmt-server`, or drop "
-                        "`services` to make it a GPU group")
+                        use + ", or drop `services` to make it a GPU group")
         if g.control_plane == "none" and not g.services:
             yield error("service-none-without-services", ("nodes", gname, "control_plane"),
                         f"node group `{gname}` has control_plane none but no services: it would run nothing",
@@ -77,6 +80,8 @@ def service_images(ctx: Context) -> Iterable[Finding]:
     """An image is for service hosts or for GPU nodes, never both: a service image carries no NVIDIA stack,
     a GPU image carries it all."""
     d = ctx.definition
+    on_gpu = {o.image for o in d.nodes.values() if not is_service_group(o)}
+    own = next((i for i in d.images if i not in on_gpu), None)  # an image no GPU group boots
     for gname, g in d.nodes.items():
         if not is_service_group(g):
             continue
@@ -86,7 +91,9 @@ def service_images(ctx: Context) -> Iterable[Finding]:
                         f"service group `{gname}` boots image `{g.image}`, which GPU group(s) {', '.join(gpu)} "
                         "boot too: "
                         "the image would carry the whole NVIDIA stack on the service hosts (or none on the GPU nodes)",
-                        "give the service hosts their own image, e.g. `image: mgmt` under `images:`")
+                        f"give the service hosts their own image: `image: {own}`" if own else
+                        f"give the service hosts their own image: a copy of `{g.image}` under `images:` with another "
+                        "name (its packages: only what the hosts need), and `image: <that name>`")
 
 
 @check("slurm-service-hosts")
