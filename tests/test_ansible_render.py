@@ -96,7 +96,9 @@ def test_lab_pins_and_groups(lab):
 
 
 def test_waves_align_to_leaf_switches(lab, estate):
-    assert waves(lab) == [["gpu001", "gpu003"], ["gpu002", "gpu004"], ["kgpu01", "kgpu02"], ["sgpu01", "sgpu02"]]
+    # service hosts last, apart from GPU nodes: slurmdbd never with the controller (docs/services.md)
+    assert waves(lab) == [["gpu001", "gpu003"], ["gpu002", "gpu004"], ["kgpu01", "kgpu02"], ["sgpu01", "sgpu02"],
+                          ["slurmctl01", "mgmt01"], ["slurmdbd01", "k8sctl01"]]
     w = waves(estate)
     assert len(w[0]) == 8  # canary
     assert all(len(x) <= estate.definition.upgrade.wave_size for x in w)

@@ -130,7 +130,9 @@ def rendered_inventory(example: str) -> str:
 def test_rendered_inventory_waves():
     waves = inventory_waves(rendered_inventory("lab"))
     assert waves == {"wave_000": ["gpu001", "gpu003"], "wave_001": ["gpu002", "gpu004"],
-                     "wave_002": ["kgpu01", "kgpu02"], "wave_003": ["sgpu01", "sgpu02"]}
+                     "wave_002": ["kgpu01", "kgpu02"], "wave_003": ["sgpu01", "sgpu02"],
+                     # service hosts (docs/services.md): apart from GPU nodes, slurmdbd apart from the controller
+                     "wave_004": ["mgmt01", "slurmctl01"], "wave_005": ["k8sctl01", "slurmdbd01"]}
     estate = inventory_waves(rendered_inventory("estate"))
     hosts = [h for hs in estate.values() for h in hs]
     assert len(estate) > 10 and len(hosts) == len(set(hosts)) and list(estate)[0] == "wave_000"
@@ -153,8 +155,10 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     assert ran[0] == ("image build and publish", "publish", "", "publish-image.yml")
     # before the first change: every node the rollout touches has its versions snapshotted
     assert ran[1] == ("prepare", "snapshot", "", "snapshot.yml")
-    assert sorted(steps[1].hosts) == ["gpu001", "gpu002", "gpu003", "gpu004", "kgpu01", "kgpu02", "sgpu01", "sgpu02"]
-    assert steps[1].limit == "wave_000,wave_001,wave_002,wave_003"
+    # ... the service hosts too: their image is rebuilt for the set (docs/services.md)
+    assert sorted(steps[1].hosts) == ["gpu001", "gpu002", "gpu003", "gpu004", "k8sctl01", "kgpu01", "kgpu02",
+                                      "mgmt01", "sgpu01", "sgpu02", "slurmctl01", "slurmdbd01"]
+    assert steps[1].limit == "wave_000,wave_001,wave_002,wave_003,wave_004,wave_005"
     assert ran[2] == ("prepare", "prepare", "", None) and steps[2].skipped
     # the canary group train is stateless: the control plane goes first (its image brings slurmd), then
     # reimage.yml points the canary at the new build and reboots it; nothing is installed in place;
@@ -173,7 +177,8 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     assert [(r[0], r[2], r[3]) for r in ran if r[1] == "upgrade"] == [
         ("canary", "wave_000", "reimage.yml"), ("kubernetes infer canary", "wave_002", "upgrade.yml"),
         ("wave 1", "wave_001", "reimage.yml"), ("wave 2", "wave_002", "upgrade.yml"),
-        ("wave 3", "wave_003", "upgrade.yml")]
+        ("wave 3", "wave_003", "upgrade.yml"), ("wave 4", "wave_004", "upgrade.yml"),
+        ("wave 5", "wave_005", "upgrade.yml")]
     assert [s.limit for s in steps if s.action == "upgrade" and s.wave == "wave_002"] == ["kgpu01", "kgpu02"]
     assert ran[-1] == ("boot defaults", "boot-default", "", "boot-pointer.yml")
     assert steps[5].limit == "wave_000" and steps[6].limit == "wave_000"  # they target all nodes: the wave
@@ -181,7 +186,7 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     # drill's nodes were already counted with the canary
     back = [(s.stage, s.action, s.gpus) for s in steps if s.returns]
     assert back == [("canary", "smoke", 16), ("kubernetes infer canary", "smoke", 8), ("wave 1", "smoke", 16),
-                    ("wave 2", "smoke", 8), ("wave 3", "smoke", 16)]
+                    ("wave 2", "smoke", 8), ("wave 3", "smoke", 16), ("wave 4", "smoke", 0), ("wave 5", "smoke", 0)]
     # the rollback step and the gates and smoke tests right after it hold the canary to the rollback set
     held_back = [(s.stage, s.action) for s in steps if s.extravars({})["clusterdef_rollback"]]
     assert held_back == [(drill, action) for drill in ("rollback drill", "kubernetes infer rollback drill")

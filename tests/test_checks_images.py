@@ -115,6 +115,9 @@ def test_the_hint_lists_every_site_source_or_none(lab, tmp_path):
     assert _found(result, "image-repository-unknown") == [(
         E, ("images", "gpu-node", "repositories", "slurm-site"),
         "image `gpu-node`: `slurm-site` is not a site source of matrices/compat/package-sources.yaml",
+        "site sources: none"), (  # the service hosts' image names it too (slurmctld, slurmdbd)
+        E, ("images", "mgmt", "repositories", "slurm-site"),
+        "image `mgmt`: `slurm-site` is not a site source of matrices/compat/package-sources.yaml",
         "site sources: none")]
     matrix = _matrices(tmp_path / "two", sources=("  - id: slurm-site\n", AA_SITE + "  - id: slurm-site\n"))
     lab["images"]["gpu-node"]["repositories"]["zz-ppa"] = "http://10.20.0.2/z/"
@@ -168,7 +171,14 @@ def test_a_component_the_set_does_not_pin(lab, tmp_path):
         (E, ("images", "gpu-node", "release"),
          "image `gpu-node`: hardware `hgx-h100` has ConnectX/BlueField HCAs (MFT: mlxfwmanager reads and flashes "
          "their firmware), but set 2026.07-r580 pins no mft version",
-         "use a set that pins mft, or boot this image on nodes that do not need it")]
+         "use a set that pins mft, or boot this image on nodes that do not need it"),
+        # the service hosts' image carries them for OpenSM (docs/services.md)
+        (E, ("images", "mgmt", "release"),
+         "image `mgmt`: service subnet-manager: OpenSM drives the host's HCA (DOCA-OFED), but set 2026.07-r580 "
+         "pins no doca version", "use a set that pins doca, or boot this image on nodes that do not need it"),
+        (E, ("images", "mgmt", "release"),
+         "image `mgmt`: service subnet-manager: MFT reads and flashes the HCA's firmware, but set 2026.07-r580 "
+         "pins no mft version", "use a set that pins mft, or boot this image on nodes that do not need it")]
 
 
 def test_a_declared_site_source_too_old_for_the_set(lab, tmp_path):
@@ -176,14 +186,18 @@ def test_a_declared_site_source_too_old_for_the_set(lab, tmp_path):
     matrix = _matrices(tmp_path, set_=('slurm: "25.11.7"', 'slurm: "23.02.8"'))
     message = ("image `gpu-node`: no package source provides slurm 23.02.8 (set 2026.07-r580) for ubuntu noble "
                "(amd64); a Slurm node group boots it (slurmd at the set's Slurm release)")
+    mgmt = (E, ("images", "mgmt", "release"),
+            "image `mgmt`: no package source provides slurm 23.02.8 (set 2026.07-r580) for ubuntu noble (amd64); "
+            "service slurmctld runs the set's Slurm release",
+            "ubuntu noble's archive carries 23.11.4; slurm-site provides 23.11 or later")
     assert _found(run(lab, matrix, tmp_path), "image-source-missing") == [(
         E, ("images", "gpu-node", "release"), message,
-        "ubuntu noble's archive carries 23.11.4; slurm-site provides 23.11 or later")]
+        "ubuntu noble's archive carries 23.11.4; slurm-site provides 23.11 or later"), mgmt]
     lab["images"]["gpu-node"]["repositories"] = {}
     assert _found(run(lab, matrix, tmp_path), "image-source-missing") == [(
         E, ("images", "gpu-node", "release"), message,
         "ubuntu noble's archive carries 23.11.4; a site repository `slurm-site` (declare "
-        "images.<name>.repositories.slurm-site: URL) would provide 23.11 or later")]
+        "images.<name>.repositories.slurm-site: URL) would provide 23.11 or later"), mgmt]
 
 
 def test_a_release_without_the_vendors_build(lab, matrix, tmp_path):

@@ -84,6 +84,7 @@ def _no_sets(tmp_path):
 
 def test_a_definition_without_kubernetes_has_none_of_its_findings(lab, matrix, tmp_path):
     del lab["kubernetes"]
+    del lab["nodes"]["k8sctl"]  # a Kubernetes control-plane node needs the section (service-needs-kubernetes)
     for t in lab["tenants"].values():
         t.pop("kubernetes", None)
     result = run(lab, matrix, tmp_path)
@@ -284,7 +285,7 @@ def test_a_pool_naming_an_unknown_group(lab, matrix, tmp_path):
     result = run(d, matrix, tmp_path)
     assert _found(result, "ref-node-group") == [(
         Severity.ERROR, POOLS + ("canary", "node_groups", 1),
-        "driver pool `canary` names unknown node group `ghost`", "node groups: train, infer, secure, canary")]
+        "driver pool `canary` names unknown node group `ghost`", "node groups: train, infer, secure, ctl, acct, mgmt, k8sctl, canary")]
     assert [f.code for f in result.findings] == ["ref-node-group"]
 
 

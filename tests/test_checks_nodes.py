@@ -139,6 +139,9 @@ def test_a_dynamic_range_from_the_first_to_the_last_host_address_overlaps_everyt
          f"addresses 10.20.0.31-10.20.0.32 are given to both {dyn} and node group `infer`", DUP_HINT),
         ("ip-duplicate", E, ("nodes", "secure", "addressing", "ipv4_start"),
          f"addresses 10.20.0.41-10.20.0.42 are given to both {dyn} and node group `secure`", DUP_HINT),
+        *[("ip-duplicate", E, ("nodes", g, "addressing", "ipv4_start"),
+           f"addresses 10.20.0.{i}-10.20.0.{i} are given to both {dyn} and node group `{g}`", DUP_HINT)
+          for g, i in (("ctl", 3), ("acct", 4), ("mgmt", 5), ("k8sctl", 6))],  # the service hosts
         ("ip-duplicate", E, ("network", "provisioning", "server"),
          f"addresses 10.20.0.2-10.20.0.2 are given to both {dyn} and the provisioning server", DUP_HINT)]
 

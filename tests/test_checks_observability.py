@@ -61,7 +61,7 @@ def test_thresholds_for_undefined_hardware_then_the_next_entry(lab, matrix, tmp_
     lab["observability"] = {"hardware": {"nope": {"power_w": 600}, "hgx-h100": {"temperature_c": 88}}}
     assert _thresholds(run(lab, matrix, tmp_path)) == [
         ("ref-hardware", Severity.ERROR, BASE + ("nope",),
-         "observability thresholds for hardware `nope`, which is not defined", "use one of: hgx-h100, cpu-box"),
+         "observability thresholds for hardware `nope`, which is not defined", "use one of: hgx-h100, mgmt-server, cpu-box"),
         _temperature(88)]
 
 

@@ -110,7 +110,7 @@ def test_a_flavors_node_groups_are_each_checked(lab, matrix, tmp_path):
     lab["kubernetes"]["kueue"]["flavors"]["h100"]["node_groups"] = ["infer", "zzz", "secure"]
     assert _found(run(lab, matrix, tmp_path), "ref-node-group", "flavor-not-kubernetes") == [
         ("ref-node-group", E, FLAVOR + (1,), "node group `zzz` is not defined",
-         "known node groups: infer, secure, train"),
+         "known node groups: acct, ctl, infer, k8sctl, mgmt, secure, train"),
         ("flavor-not-kubernetes", E, FLAVOR + (2,), "flavor `h100` uses node group `secure`, which Slurm owns",
          "only node groups with control_plane: kubernetes may back a Kueue flavor")]
 
@@ -125,7 +125,7 @@ def test_a_partitions_node_groups_are_each_checked(lab, matrix, tmp_path):
          "partition `debug` uses node group `infer`, which Kubernetes owns",
          "only node groups with control_plane: slurm may be in a partition"),
         ("ref-node-group", E, ("slurm", "partitions", "debug", "node_groups", 2), "node group `zzz` is not defined",
-         "known node groups: infer, secure, train")]
+         "known node groups: acct, ctl, infer, k8sctl, mgmt, secure, train")]
 
 
 def test_root_is_an_account_and_the_known_accounts_are_the_tenants(lab, matrix, tmp_path):
@@ -174,7 +174,7 @@ def test_each_smoke_test_node_group_is_checked(lab, matrix, tmp_path):
     lab["upgrade"]["smoke_tests"]["scratch-mounted"]["node_groups"] = ["train", "zzz"]
     assert _found(run(lab, matrix, tmp_path), "ref-node-group") == [
         ("ref-node-group", E, ("upgrade", "smoke_tests", "scratch-mounted", "node_groups", 1),
-         "node group `zzz` is not defined", "known node groups: infer, secure, train")]
+         "node group `zzz` is not defined", "known node groups: acct, ctl, infer, k8sctl, mgmt, secure, train")]
 
 
 def test_an_unknown_image_hardware_and_canary_group_far_from_any_name(lab, matrix, tmp_path):
@@ -183,10 +183,10 @@ def test_an_unknown_image_hardware_and_canary_group_far_from_any_name(lab, matri
     lab["upgrade"]["canary"]["node_group"] = "zzz"
     assert _found(run(lab, matrix, tmp_path), "ref-image", "ref-hardware", "ref-node-group") == [
         ("ref-hardware", E, ("nodes", "secure", "hardware"), "hardware type `zzz` is not defined",
-         "known hardware types: hgx-h100"),
-        ("ref-image", E, ("nodes", "secure", "image"), "image `zzz` is not defined", "known images: gpu-node"),
+         "known hardware types: hgx-h100, mgmt-server"),
+        ("ref-image", E, ("nodes", "secure", "image"), "image `zzz` is not defined", "known images: gpu-node, mgmt"),
         ("ref-node-group", E, ("upgrade", "canary", "node_group"), "node group `zzz` is not defined",
-         "known node groups: infer, secure, train")]
+         "known node groups: acct, ctl, infer, k8sctl, mgmt, secure, train")]
 
 
 # ---- sections

@@ -41,7 +41,7 @@ def test_unknown_groups_of_a_filesystem_and_a_tenant(lab, matrix, tmp_path):
     lab["filesystems"]["scratch"]["node_groups"] = ["train", "zzzq"]
     lab["tenants"]["secure"]["isolation"]["node_groups"] = ["secure", "qqq"]
     result = run(lab, matrix, tmp_path)
-    hint = "known node groups: infer, secure, train"
+    hint = "known node groups: acct, ctl, infer, k8sctl, mgmt, secure, train"
     assert _found(result, "ref-node-group") == [
         (E, ("filesystems", "scratch", "node_groups", 1), "node group `zzzq` is not defined", hint),
         (E, ("tenants", "secure", "isolation", "node_groups", 1), "node group `qqq` is not defined", hint)]

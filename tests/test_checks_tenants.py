@@ -61,7 +61,7 @@ def test_burst_at_and_over_the_gpus(lab, matrix, tmp_path):
 
 def test_burst_on_a_cluster_without_gpus(lab, matrix, tmp_path):
     for hw in lab["hardware"].values():
-        hw.pop("gpu")
+        hw.pop("gpu", None)
     for t in lab["tenants"]:
         _quota(lab, t, 0, 0)
     _quota(lab, "vision", 0, 8)

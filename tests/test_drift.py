@@ -41,11 +41,11 @@ def _write(tmp_path, facts) -> Path:
 def test_all_on_matrix(lab_result, tmp_path):
     vs, facts = _facts(lab_result)
     report = drift.compare(lab_result.definition, vs, [("x", f) for f in facts])
-    assert len(report.nodes) == 8 and not report.off_matrix and not report.missing
+    assert len(report.nodes) == 12 and not report.off_matrix and not report.missing
     r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(_write(tmp_path, facts)),
                             "--today", "2026-11-30"])
     assert r.exit_code == 0, r.output
-    assert "8 node(s) checked against 2026.07-r580: 0 off-matrix" in r.output
+    assert "12 node(s) checked against 2026.07-r580: 0 off-matrix" in r.output
 
 
 def test_injected_off_matrix_nodes(lab_result, tmp_path):
@@ -64,7 +64,7 @@ def test_injected_off_matrix_nodes(lab_result, tmp_path):
                             "--drain", str(drain), "--prometheus", str(prom), "--format", "json"])
     assert r.exit_code == 1, r.output
     doc = json.loads(r.stdout)
-    assert doc["off_matrix"] == 4 and doc["checked"] == 7 and doc["missing"] == "gpu001"
+    assert doc["off_matrix"] == 4 and doc["checked"] == 11 and doc["missing"] == "gpu001"
     off = {n["host"]: {m["component"]: (m["expected"], m["actual"]) for m in n["off"]} for n in doc["nodes"]}
     assert off == {"gpu002": {"driver": ("580.126.20", "580.95.05")},
                    "gpu003": {"driver": ("580.126.20", "580.95.05"), "firmware.cx7": ("28.47.2682", "28.46.1006")},
@@ -264,16 +264,26 @@ OFF = [(h, c, want, off) for h in ("gpu001", "kgpu01", "sgpu02") for c, want, of
     ("firmware.gpu_vbios", "96.00.68.00.01", "96.00.5E.00.01"),
     ("firmware.nvswitch", "96.10.38.00.01", "96.10.35.00.01"), ("firmware.cx7", "28.47.2682", "28.46.1006")]] + [
     ("gpu003", "slurm", "25.11.7", "25.11.6"), ("sgpu01", "slurm", "25.11.7", "24.11.1"),
-    ("kgpu02", "kubelet", "1.34.2", "v1.34.1")]
+    ("kgpu02", "kubelet", "1.34.2", "v1.34.1")] + [
+    # service hosts (docs/services.md): only what they run
+    ("slurmctl01", "slurm", "25.11.7", "25.05.0"), ("slurmdbd01", "slurm", "25.11.7", "24.11.1"),
+    ("k8sctl01", "kubelet", "1.34.2", "v1.33.4"), ("mgmt01", "kernel", "6.8.0-60-generic", "6.8.0-31-generic")]
+# What a lab service host reports: its kernel and what its services run, no GPU stack nor GPU firmware.
+SERVICE_FACTS = {"slurmctl01": {"slurm": "25.11.7"}, "slurmdbd01": {"slurm": "25.11.7"}, "mgmt01": {},
+                 "k8sctl01": {"kubelet": "v1.34.2"}}
 
 
 def _lab_fact(host: str) -> dict:
+    if host in SERVICE_FACTS:
+        return {"host": host, "collected_at": "2026-11-30T02:00:00Z",
+                "versions": {"kernel": "6.8.0-60-generic", **SERVICE_FACTS[host], "firmware": {}}}
     plane = {"kubelet": "v1.34.2"} if host.startswith("kgpu") else {"slurm": "25.11.7"}
     return {"host": host, "collected_at": "2026-11-30T02:00:00Z",
             "versions": {**LAB_SOFTWARE, **plane, "firmware": dict(LAB_FIRMWARE)}}
 
 
-LAB_HOSTS = ["gpu001", "gpu002", "gpu003", "gpu004", "kgpu01", "kgpu02", "sgpu01", "sgpu02"]
+LAB_HOSTS = ["gpu001", "gpu002", "gpu003", "gpu004", "kgpu01", "kgpu02", "sgpu01", "sgpu02",
+             "slurmctl01", "slurmdbd01", "mgmt01", "k8sctl01"]
 
 
 def test_hand_written_lab_facts_are_on_matrix(lab_result):
@@ -283,7 +293,8 @@ def test_hand_written_lab_facts_are_on_matrix(lab_result):
     assert report.off_matrix == [] and report.missing == [] and report.strangers == []
     assert {n.host: n.group for n in report.nodes} == {
         "gpu001": "train", "gpu002": "train", "gpu003": "train", "gpu004": "train",
-        "kgpu01": "infer", "kgpu02": "infer", "sgpu01": "secure", "sgpu02": "secure"}
+        "kgpu01": "infer", "kgpu02": "infer", "sgpu01": "secure", "sgpu02": "secure",
+        "slurmctl01": "ctl", "slurmdbd01": "acct", "mgmt01": "mgmt", "k8sctl01": "k8sctl"}
     # a kubelet reports a leading v, the set does not: the same version
     assert {n.host: n.control_plane for n in report.nodes}["kgpu01"] == "kubernetes"
 
@@ -379,7 +390,7 @@ def test_report_json_in_full(lab_result):
     facts.append({"host": "aa01", "versions": {}})
     doc = drift.compare(lab_result.definition, vs, [("x", f) for f in facts]).to_json()
     assert doc == {
-        "set": "2026.07-r580", "checked": 6, "off_matrix": 2, "missing": "gpu[002-003]", "missing_count": 2,
+        "set": "2026.07-r580", "checked": 10, "off_matrix": 2, "missing": "gpu[002-003]", "missing_count": 2,
         "unknown_hosts": ["aa01", "zz01"],
         "nodes": [
             {"host": "gpu001", "group": "train", "control_plane": "slurm", "collected_at": "2026-11-29T02:00:00Z",
@@ -494,3 +505,26 @@ def test_masking_keeps_upper_case_and_drain_reasons_are_cut_and_unquoted(lab_res
                                                               drift.Mismatch("firmware.b", "1", "2")])
     taint = drift.drain_lines(drift.DriftReport("s", [kube], [], []))[0].split()[4]
     assert taint == f"clusterdef.dev/off-matrix=fw-{'a' * 59}:NoSchedule"
+
+
+def test_service_hosts_are_checked_only_for_what_they_run(lab_result, tmp_path):
+    """A service host's facts carry no driver, CUDA or GPU firmware: not off-matrix. A controller on the wrong
+    Slurm release and a control-plane node on the wrong kubelet are reported, but never drained or tainted
+    like GPU nodes (they run no jobs)."""
+    vs = lab_result.matrix.sets["2026.07-r580"]
+    facts = [_lab_fact(h) for h in LAB_HOSTS]
+    report = drift.compare(lab_result.definition, vs, [("x", f) for f in facts])
+    assert report.off_matrix == [] and report.missing == []
+    exp = drift.expectations(lab_result.definition, vs)
+    assert exp["ctl"].versions == {"kernel": "6.8.0-60-generic", "slurm": "25.11.7"}
+    assert exp["k8sctl"].versions == {"kernel": "6.8.0-60-generic", "kubelet": "1.34.2"}
+    assert exp["mgmt"].versions == {"kernel": "6.8.0-60-generic"}
+    by_host = {f["host"]: f for f in facts}
+    by_host["slurmctl01"]["versions"]["slurm"] = "25.05.0"
+    by_host["k8sctl01"]["versions"]["kubelet"] = "v1.33.4"
+    by_host["gpu001"]["versions"]["driver"] = "580.95.05"
+    report = drift.compare(lab_result.definition, vs, [("x", f) for f in by_host.values()])
+    assert [n.host for n in report.off_matrix] == ["gpu001", "slurmctl01", "k8sctl01"]
+    lines = drift.drain_lines(report)
+    assert len(lines) == 1 and "gpu001" in lines[0]
+    assert not any("slurmctl01" in line or "k8sctl01" in line for line in lines)

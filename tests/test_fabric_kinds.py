@@ -93,17 +93,18 @@ def test_issue_block_sizes_with_three_blocks_is_refused(lab, tmp_path):
 
 
 def test_gb200_validates_strictly(tmp_path):
-    """clusters/gb200.yaml: no finding at all (its image is built for arm64, the Grace trays' CPUs);
-    `clusterdef validate --strict` exits 0. Without `architecture: arm64` each group is an image-arch
-    error (tests/bad/1723-image-arch.yaml)."""
+    """clusters/gb200.yaml: no finding but one (its image is built for arm64, the Grace trays' CPUs). Without
+    `architecture: arm64` each group is an image-arch error (tests/bad/1723-image-arch.yaml). The one: its
+    Slurm controller and accounting host are in no node group (service-hosts-outside, docs/services.md), a
+    warning, which `clusterdef validate --strict` turns into exit 1."""
     import subprocess
     import sys
 
     r = validate_file(CLUSTERS / "gb200.yaml", MATRICES, TODAY)
-    assert r.ok and not r.findings, [(f.code, f.message) for f in r.findings]
+    assert r.ok and [(f.code, f.path) for f in r.findings] == [("service-hosts-outside", ("slurm", "controllers", 0))]
     run = subprocess.run([sys.executable, "-m", "clusterdef", "validate", "--strict", str(CLUSTERS / "gb200.yaml")],
                          capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == 1 and "service-hosts-outside" in run.stdout + run.stderr, run.stdout + run.stderr
 
 
 # ------------------------------------------------------------------ several networks per node (attachments)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from clusterdef.build import build_tree
+from clusterdef.knowledge.services import image_services
 from clusterdef.render.images import BASELINE_DIR, SCRIPT, architectures, artefact, carried
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
@@ -42,6 +43,8 @@ def test_versions_come_from_the_set(example):
     name, tree, resolved = example
     c = resolved.set.components
     for image in resolved.definition.images:
+        if image_services(resolved.definition, image) is not None:
+            continue  # service images: test_service_image_carries_only_its_services
         pref = tree[f"images/{image}/mkosi.skeleton/etc/apt/preferences.d/clusterdef-nvidia.pref"]
         owned = "driver" in carried(resolved, image)  # not where the GPU Operator owns driver and toolkit
         assert (f"Pin: version {c.driver}-*" in pref) == owned
@@ -59,6 +62,39 @@ def test_versions_come_from_the_set(example):
         assert f"Output={artefact(resolved, image)}\n" in conf and f"ImageVersion={img.version}\n" in conf
         assert f"linux-image-{img.kernel}" in conf
         assert c.driver not in conf, "versions belong in the pin file, not the package list"
+
+
+def test_service_image_carries_only_its_services():
+    """docs/services.md: the lab's `mgmt` image (slurmctld, slurmdbd, boot server, subnet manager, Prometheus,
+    Kubernetes control plane, etcd) has no NVIDIA repository, pin, package or health check; Slurm and
+    Kubernetes are pinned from the set as on the GPU images, with the site build's package names; its first
+    boot compares only what the hosts run."""
+    tree, resolved = render_file(CLUSTERS / "lab.yaml")
+    c = resolved.set.components
+    root = "images/mgmt/"
+    mine = {p[len(root):]: t for p, t in tree.items() if p.startswith(root)}
+    assert not [p for p in mine if "nvidia" in p or "nodecheck" in p]
+    # the recipe (the probe and the first-boot script are the same generic scripts on every image)
+    text = "\n".join(t for p, t in mine.items() if p.startswith(("mkosi.conf", "mkosi.skeleton", "build.sh")))
+    for gpu in ("cuda", "libnccl2", "nvidia-driver", "nvidia-container-toolkit", "nvidia-fabricmanager",
+                "linux-headers"):
+        assert gpu not in text.replace("clusterdef", ""), gpu
+    pref = mine["mkosi.skeleton/etc/apt/preferences.d/clusterdef-set.pref"]
+    assert f"Package: slurm-smd-slurmctld slurm-smd-client slurm-smd-slurmdbd\nPin: version {c.slurm}-*\n" in pref
+    assert f"Package: kubelet kubeadm kubectl\nPin: version {c.kubernetes.lstrip('v')}-*\n" in pref
+    assert "slurm-smd-slurmd " not in pref, "a controller is not a Slurm node"
+    conf = mine["mkosi.conf"]
+    for p in ("dnsmasq", "ipxe", "opensm", "prometheus", "etcd-server", "munge", "mariadb-server"):
+        assert f"        {p}\n" in conf, p
+    # OpenSM drives the HCA: DOCA-OFED and MFT come with the subnet manager
+    assert "doca-ofed" in mine["mkosi.conf.d/60-set.conf"]
+    assert mine[f"mkosi.extra/{BASELINE_DIR}/components"].splitlines() == [
+        f"slurm={c.slurm}", f"kubelet={c.kubernetes.lstrip('v')}", f"doca={c.doca}", f"mft={c.mft}"]
+    # an image of slurmctld alone carries neither Kubernetes nor DOCA
+    assert carried(resolved, "gpu-node").keys() >= {"driver", "cuda", "nccl"}
+    from clusterdef.knowledge.images import service_components
+    assert service_components(("slurmctld",)).keys() == {"slurm"}
+    assert service_components(("etcd", "prometheus")) == {}
 
 
 def test_firmware_baseline_per_hardware_type(example):
@@ -93,8 +129,12 @@ def test_mkosi_summary_accepts_every_image(example, tmp_path):
         if img.architecture == "arm64" and img.distribution == "ubuntu":
             assert "Mirror: http://ports.ubuntu.com" in summary
         assert f"Image Version: {img.version}" in summary
-        assert "libnccl2" in summary, "drop-in 50-nvidia.conf not read"
+        services = image_services(resolved.definition, image)
+        assert ("libnccl2" in summary) == (services is None), "drop-in 50-nvidia.conf not read"
         assert "ipmitool" in summary and "mft" in summary, "drop-in 60-set.conf not read"
+        if services is not None:  # a service image: its daemons, no NVIDIA stack (docs/services.md)
+            assert "slurm-smd-slurmctld" in summary and "etcd-server" in summary and "cuda" not in summary
+            continue
         if "driver" in carried(resolved, image):
             assert "nvidia-container-toolkit" in summary and f"linux-headers-{img.kernel}" in summary
         else:

@@ -76,7 +76,10 @@ def test_a_stateless_rollback_needs_its_build_kept(tmp_path):
     new = lab_on(tmp_path, CURRENT, "new.yaml", keep=old)
     doc = make_plan(a, load_side(new, MATRICES, TODAY)).doc
     assert doc["rollout"]["stages"][0]["kind"] == "image"
-    [img] = doc["images"]
+    img, mgmt = doc["images"]  # the service hosts' image moves with the set too (docs/services.md)
+    assert mgmt["image"] == "mgmt" and mgmt["stateless_groups"] == []
+    assert {p["package"] for p in mgmt["pins"]} == {"doca-ofed", "mft", "kubeadm", "kubectl", "kubelet",
+                                                    "slurm-smd-client", "slurm-smd-slurmctld", "slurm-smd-slurmdbd"}
     assert img["from"]["version"] == "2025.10.1" and img["to"]["version"] == "2026.07.1"
     assert img["stateless_groups"] == ["train"]
     pins = {p["package"]: (p["from"], p["to"]) for p in img["pins"]}
@@ -86,7 +89,7 @@ def test_a_stateless_rollback_needs_its_build_kept(tmp_path):
     assert drill["steps"][0].startswith(f"point gpu[001,003] at build {img['from']['artefact']}")
     # the stateful waves keep the in-place layers, the stateless one points and reboots
     waves = [s for s in doc["rollout"]["stages"] if s["kind"] == "wave"]
-    assert [w["provisioning"] for w in waves] == ["stateless", "stateful", "stateful"]
+    assert [w["provisioning"] for w in waves] == ["stateless", "stateful", "stateful", "stateful", "stateful"]
     assert not any(step.startswith("layer driver") for step in waves[0]["steps"])
     assert any(step.startswith("layer driver") for step in waves[1]["steps"])
     assert json.loads(json.dumps(doc))["rollout"]["stages"][-1]["kind"] == "boot-default"
@@ -113,7 +116,7 @@ def test_published_builds_and_boot_pointers_render(tmp_path):
     for g in ("train", "infer", "secure"):
         assert f"clusterdef.set={OLD}" in tree[f"pxe/ipxe/images/{g}/{old_art}.ipxe"]
     assert [ln.split()[0] for ln in tree["pxe/published"].splitlines() if not ln.startswith("#")] == \
-        sorted(b.artefact for b in kept.values())
+        sorted(b.artefact for b in [*kept.values(), *builds(resolved, "mgmt").values()])
     pointer = tree["pxe/" + pointer_path("52:54:00:20:00:14")]
     assert pointer.rstrip().endswith(f"chain --replace --autofree http://10.20.0.2/ipxe/images/train/{old_art}.ipxe")
     assert [k for k in tree if k.startswith("pxe/ipxe/hosts/")] == ["pxe/ipxe/hosts/host-52-54-00-20-00-14.ipxe"]
@@ -134,7 +137,8 @@ def test_inventory_separates_the_provisioning_modes(tmp_path):
     tree = build_tree(result, ["ansible"])[0]
     inv = YAML(typ="safe").load(tree["ansible/inventory/hosts.yml"])["all"]["children"]
     assert list(inv["prov_stateless"]["children"]) == ["group_train"]
-    assert list(inv["prov_stateful"]["children"]) == ["group_infer", "group_secure"]
+    assert list(inv["prov_stateful"]["children"]) == ["group_infer", "group_secure", "group_ctl", "group_acct",
+                                                      "group_mgmt", "group_k8sctl"]
     top = {rel: [ln.split(":")[0] for ln in text.splitlines() if ln[:1].isalpha()]
            for rel, text in tree.items() if rel.startswith("ansible/group_vars/group_")}
     # the stateless group's own identity files (its sssd.conf) ride along; roles only where named

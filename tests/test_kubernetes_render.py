@@ -526,8 +526,9 @@ def test_topology_levels_are_node_labels(plans, examples):
         for fabric, t in p.nodes["topology"].items():
             assert [lv["nodeLabel"] for lv in topo[fabric]["spec"]["levels"]] == t["levels"]
             covered = hostlist.union(e["hosts"] for e in t["nodes"])
-            k8s_hosts = hostlist.union(g.hosts for g in d.nodes.values()
-                                       if g.control_plane == "kubernetes" and g.placement.fabric == fabric)
+            # worker groups only: a control-plane node (services) is in no Kueue topology
+            k8s_hosts = hostlist.union(g.hosts for g in d.groups_of("kubernetes").values()
+                                       if g.placement and g.placement.fabric == fabric)
             assert covered == k8s_hosts
             for e in t["nodes"]:
                 assert set(e["labels"]) | {common.L_HOSTNAME} == set(t["levels"])
@@ -608,6 +609,9 @@ LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 
 
+ROLE_CP = "node-role.kubernetes.io/control-plane"
+
+
 def test_node_labels_and_taints(plans, examples):
     for name, p in plans.items():
         d, vs = examples[name].definition, examples[name].set
@@ -619,6 +623,15 @@ def test_node_labels_and_taints(plans, examples):
             for k, v in labels.items():
                 assert LABEL_KEY.match(k) and LABEL_VALUE.match(v), (k, v)
             effects = {(t["key"], t["effect"]) for t in g["taints"]}
+            assert d.nodes[gname].control_plane != "none", "a host with no kubelet is not listed"
+            if "kube-control-plane" in d.nodes[gname].services:
+                # docs/services.md: kubeadm's control-plane role and taint, nothing of a GPU node
+                assert labels[ROLE_CP] == "" and effects == {(ROLE_CP, "NoSchedule")}
+                assert not {common.L_FLAVOR, common.L_DRIVER_POOL, common.L_GPU, common.L_TENANT} & set(labels)
+                assert g["kubelet_args"] == [
+                    "--node-labels=" + ",".join(f"{k}={v}" for k, v in labels.items() if k != ROLE_CP),
+                    f"--register-with-taints={ROLE_CP}:NoSchedule"]
+                continue
             if d.nodes[gname].control_plane == "slurm":
                 # Slurm's GPUs: no pod lands or stays, and the GPU Operator deploys nothing there.
                 assert {(common.L_CONTROL_PLANE, "NoSchedule"), (common.L_CONTROL_PLANE, "NoExecute")} <= effects
@@ -654,6 +667,7 @@ def test_no_kubernetes_section_renders_nothing(lab_data, tmp_path):
             t.pop("kubernetes", None)
             t["isolation"] = {"level": "shared"}
         d["nodes"]["infer"]["control_plane"] = "slurm"
+        del d["nodes"]["k8sctl"]  # a Kubernetes control-plane node needs the section
     assert k8s.render(variant(lab_data, tmp_path, mutate)) == {}
 
 

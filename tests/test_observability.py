@@ -374,6 +374,7 @@ def test_every_alert_has_severity_for_and_runbook(examples):
 def test_no_kubernetes_section_no_operator_objects(lab_data, tmp_path):
     r = variant(lab_data, tmp_path, lambda d: (d.pop("kubernetes"), [t.pop("kubernetes", None) for t in d["tenants"].values()],
                                                d["nodes"]["infer"].update(control_plane="slurm"),
+                                               d["nodes"].pop("k8sctl"),  # needs the kubernetes section
                                                d["tenants"]["nlp"].update(isolation={"level": "shared"})))
     tree = obs.render(r)
     assert not any(k.startswith("observability/kubernetes/") for k in tree)

@@ -88,7 +88,8 @@ def test_lab_old_to_current_content(tmp_path):
     layers = {lc["component"]: lc for lc in doc["set_change"]["layers"]}
     assert layers["driver"]["from"] == "580.95.05" and layers["driver"]["to"] == "580.126.20"
     assert layers["driver"]["disruption"] == "drain + reboot" and layers["driver"]["nodes"] == 8
-    assert layers["slurm"]["nodes"] == 6 and layers["kubernetes"]["nodes"] == 2
+    # kubelet moves on the GPU nodes and on the control-plane node k8sctl01 (docs/services.md)
+    assert layers["slurm"]["nodes"] == 6 and layers["kubernetes"]["nodes"] == 3
     assert layers["firmware.cx7"]["disruption"] == "reflash + power cycle"
     order = [lc["layer"] for lc in doc["set_change"]["layers"]]
     assert order == sorted(order, key=doc["rollout"]["layer_order"].index)
@@ -100,8 +101,9 @@ def test_lab_old_to_current_content(tmp_path):
     # the image is built and published first; the canary group (train) is stateless, so its image
     # brings the new slurmd and the control plane goes before it; the Kubernetes GPU group (infer, whose
     # driver the image carries) gets its own canary and drill after it; the group defaults move last
+    # the service hosts (their image is rebuilt for the set) come last, in waves of their own
     assert kinds == ["image", "prepare", "control-plane", "canary", "rollback-drill", "canary", "rollback-drill",
-                     "wave", "wave", "wave", "boot-default"]
+                     "wave", "wave", "wave", "wave", "wave", "boot-default"]
     assert {k: v for k, v in ro["rollback"].items() if k != "point"} == {"target": OLD, "exercised_on_canary": True}
     # the rollback point is the running definition and its rendered tree, as the plan's from side records them
     assert ro["rollback"]["point"] == {"file": doc["from"]["file"], "set": OLD,
@@ -112,8 +114,15 @@ def test_lab_old_to_current_content(tmp_path):
     assert cp.index("slurmdbd -> 25.11.7 (first; database conversion, dump taken in prepare)") < \
         cp.index("slurmctld -> 25.11.7")
     waves = [s for s in ro["stages"] if s["kind"] == "wave"]
-    assert [w["hosts"] for w in waves] == ["gpu[002,004]", "kgpu02", "sgpu[01-02]"]
-    assert all(w["steps"][0].startswith("drain ") for w in waves)
+    assert [w["hosts"] for w in waves] == ["gpu[002,004]", "kgpu02", "sgpu[01-02]", "mgmt01,slurmctl01",
+                                           "k8sctl01,slurmdbd01"]
+    assert all(w["steps"][0].startswith("drain ") for w in waves[:3])
+    # service hosts (docs/services.md): nothing to drain, their services' own checks, no GPU gate
+    for w in waves[3:]:
+        assert w["steps"][0].startswith("take ") and not any("NCCL" in g or "GPU" in g for g in w["gates"])
+    assert waves[3]["gates"][0] == "slurmctld: `scontrol ping` reports the controllers UP"
+    assert "down for this wave (no other host runs it): slurmctld" in waves[3]["steps"][0]
+    assert any(g.startswith("etcd: ") for g in waves[4]["gates"])
     assert any("NCCL all_reduce_perf" in g and "5%" in g for g in ro["gates"])
     assert any("Slurm job" in g for g in ro["gates"]) and any("GPU pod" in g for g in ro["gates"])
     paths = {f["path"] for f in doc["files"]}
@@ -175,8 +184,10 @@ def test_plan_classes_match_what_each_change_does(tmp_path):
     assert (layers["gpu_operator"]["disruption"], layers["gpu_operator"]["nodes"]) == ("daemon restart", 2)
     # each node once, at its worst (every lab GPU node reflashes): not once per driver, CUDA and NCCL
     assert doc["disruption"]["reflash + power cycle"]["nodes"] == 8
-    assert sum(v["nodes"] for v in doc["disruption"].values()) == 8
-    assert doc["disruption"]["drain + reboot"]["changes"] == 5  # driver, doca, cuda, nccl... still listed
+    # ... and the four service hosts reboot into their new image (no GPU layer reaches them)
+    assert doc["disruption"]["drain + reboot"]["nodes"] == 4
+    assert sum(v["nodes"] for v in doc["disruption"].values()) == 12
+    assert doc["disruption"]["drain + reboot"]["changes"] == 6  # driver, doca, cuda, nccl, both images listed
     waves = {s["hosts"]: s["steps"] for s in doc["rollout"]["stages"] if s["kind"] == "wave"}
     toolkit = {h: next(x for x in st if x.startswith("layer container-toolkit")) for h, st in waves.items()
                if any(x.startswith("layer container-toolkit") for x in st)}
@@ -255,7 +266,7 @@ def test_estate_waves_follow_topology(tmp_path):
 
 def test_candidate_is_canary_only_and_steps_kubernetes(tmp_path):
     doc = plan_between(tmp_path, "lab", CURRENT, CANDIDATE, allow_candidate=True).doc
-    assert doc["canary_only"] and doc["rollout"]["waves_withheld"] == 3
+    assert doc["canary_only"] and doc["rollout"]["waves_withheld"] == 5  # 3 of GPU nodes, 2 of service hosts
     assert not [s for s in doc["rollout"]["stages"] if s["kind"] == "wave"]
     # the stateless canary boots the candidate's slurmd: the control plane moves before it, with a warning
     cp = next(s for s in doc["rollout"]["stages"] if s["kind"] == "control-plane")

@@ -454,8 +454,9 @@ def test_context_counts_gpus_and_nodes(lab, matrix):
     assert (ctx.gpus_in("train"), ctx.gpus_in("infer"), ctx.gpus_in("secure"), ctx.total_gpus) == (32, 0, 0, 32)
     assert ctx.chosen_set is matrix.sets["2026.07-r580"]
     assert {k: str(v) for k, v in ctx.group_nodes.items()} == {
-        "train": "gpu[001-004]", "infer": "kgpu[01-02]", "secure": "sgpu[01-02]"}
-    assert str(ctx.all_nodes) == "gpu[001-004],kgpu[01-02],sgpu[01-02]"
+        "train": "gpu[001-004]", "infer": "kgpu[01-02]", "secure": "sgpu[01-02]", "ctl": "slurmctl01",
+        "acct": "slurmdbd01", "mgmt": "mgmt01", "k8sctl": "k8sctl01"}
+    assert str(ctx.all_nodes) == "gpu[001-004],k8sctl01,kgpu[01-02],mgmt01,sgpu[01-02],slurmctl01,slurmdbd01"
     assert {k: str(v) for k, v in ctx.fabric_nodes.items()} == {"ib0": "gpu[001-004],kgpu[01-02],sgpu[01-02]"}
     assert ctx.base_dir == Path.cwd() and ctx.definition_file == ""
     lab["cluster"]["matrix"] = "1999.01-none"

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from . import hostlist
 from .errors import Finding, Severity
+from .knowledge.services import checked_components, is_service_group
 from .limits import InputError, load_json
 from .quoting import prom_label, shell
 from .model import Definition
@@ -42,6 +43,7 @@ class Expected:
     control_plane: str
     platform: str
     versions: dict[str, str]  # component -> version ("firmware.bmc" for firmware)
+    services: tuple[str, ...] = ()  # a service host's services (docs/services.md): checked only for what it runs
 
 
 @dataclass
@@ -60,6 +62,7 @@ class NodeReport:
     off: list[Mismatch] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     collected_at: str = ""
+    services: tuple[str, ...] = ()
 
 
 @dataclass
@@ -96,6 +99,9 @@ def expectations(definition: Definition, vs: ValidatedSet) -> dict[str, Expected
     out = {}
     for gname, g in definition.nodes.items():
         hw = definition.hardware[g.hardware]
+        if is_service_group(g):
+            out[gname] = _service_expected(definition, vs, gname)
+            continue
         want = {k: getattr(c, k) for k in SOFTWARE}
         want["kernel"] = definition.images[g.image].kernel
         if g.control_plane == "slurm":
@@ -108,6 +114,26 @@ def expectations(definition: Definition, vs: ValidatedSet) -> dict[str, Expected
                 want[f"firmware.{comp}"] = pins[comp]
         out[gname] = Expected(gname, g.control_plane, hw.platform, want)
     return out
+
+
+GPU_FIRMWARE = ("gpu_vbios", "nvswitch")
+
+
+def _service_expected(definition: Definition, vs: ValidatedSet, gname: str) -> Expected:
+    """A service host (docs/services.md) runs no GPU stack: its kernel, the Slurm release of slurmctld/slurmdbd,
+    kubelet on a Kubernetes control-plane node, and the firmware its hardware type pins (never a GPU's)."""
+    c = vs.components
+    g = definition.nodes[gname]
+    hw = definition.hardware[g.hardware]
+    want = {"kernel": definition.images[g.image].kernel}
+    versions = {"slurm": c.slurm, "kubelet": c.kubernetes}
+    for comp in checked_components(g.services):
+        want[comp] = versions[comp]
+    pins = vs.firmware.get(hw.platform, {})
+    for comp in hw.firmware:
+        if comp in pins and comp not in GPU_FIRMWARE:
+            want[f"firmware.{comp}"] = pins[comp]
+    return Expected(gname, g.control_plane, hw.platform, want, tuple(g.services))
 
 
 # What a collector may report as a version. Facts come from the nodes themselves, so anything
@@ -205,7 +231,8 @@ def compare(definition: Definition, vs: ValidatedSet, facts: list[tuple[str, dic
         firmware = versions.get("firmware") or {}
         raw_reasons = fact.get("reasons")
         reasons = raw_reasons if isinstance(raw_reasons, dict) else {}
-        rep = NodeReport(host, group, exp.control_plane, collected_at=str(fact.get("collected_at", "")))
+        rep = NodeReport(host, group, exp.control_plane, collected_at=str(fact.get("collected_at", "")),
+                         services=exp.services)
         for comp, want in exp.versions.items():
             if comp.startswith("firmware."):
                 got = firmware.get(comp[9:], UNKNOWN)
@@ -256,7 +283,7 @@ def drain_lines(report: DriftReport, spare: tuple[str, ...] = ("gpu-operator", "
     by_reason: dict[str, list[str]] = {}
     lines: list[str] = []
     for n in report.off_matrix:
-        if n.control_plane == "slurm":
+        if n.control_plane == "slurm" and not n.services:
             by_reason.setdefault(_reason(n), []).append(n.host)
     for reason, hosts in by_reason.items():
         lines.append(f"scontrol update {shell('NodeName=' + hostlist.fold(hosts))} State=DRAIN "
@@ -264,7 +291,7 @@ def drain_lines(report: DriftReport, spare: tuple[str, ...] = ("gpu-operator", "
     names = ", ".join(re.sub(r"[^a-z0-9-]", "?", ns) for ns in spare)
     note = f"  # --ignore-daemonsets keeps the repair pods of {names}" if spare else ""
     for n in report.off_matrix:
-        if n.control_plane == "kubernetes":
+        if n.control_plane == "kubernetes" and not n.services:  # a control-plane node is reported, not drained
             value = "-".join(sorted({m.component.replace("firmware.", "fw-").replace("_", "-") for m in n.off}))[:63]
             taint = f"{TAINT_KEY}={value.strip('-')}:NoSchedule"
             lines.append(f"kubectl taint nodes {shell(n.host)} {shell(taint)} --overwrite")

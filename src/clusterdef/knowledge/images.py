@@ -11,6 +11,7 @@ from importlib.resources import files
 from ruamel.yaml import YAML
 
 from ..matrix import sources
+from .services import image_services, table as service_table
 
 DOCA_HOST_PACKAGE = "doca-ofed"  # the host package of DOCA-OFED (an image without the operator's driver container)
 
@@ -50,8 +51,26 @@ def operator_owns_mofed(definition, image_name: str) -> bool:
                 and groups and all(g.control_plane == "kubernetes" for g in groups))
 
 
+def service_components(services) -> dict[str, str]:
+    """Set component -> why a service image (docs/services.md) carries it: the Slurm or Kubernetes release its
+    daemons run, DOCA-OFED and MFT where OpenSM runs; never the NVIDIA stack."""
+    t = service_table()
+    out: dict[str, str] = {}
+    for s in services:
+        if t[s].get("component"):
+            out.setdefault(t[s]["component"], f"service {s} runs the set's {t[s]['component'].capitalize()} release")
+        if t[s].get("mofed"):
+            out.setdefault("doca", f"service {s}: OpenSM drives the host's HCA (DOCA-OFED)")
+            out.setdefault("mft", f"service {s}: MFT reads and flashes the HCA's firmware")
+    return out
+
+
 def carried_by(definition, image_name: str) -> dict[str, str]:
-    """Set component -> why the image carries it (the operators' layers left out where they own them)."""
+    """Set component -> why the image carries it (the operators' layers left out where they own them; a
+    service image carries only what its services need)."""
+    services = image_services(definition, image_name)
+    if services is not None:
+        return service_components(services)
     want = sources.image_components(definition, image_name)
     if operator_owns_driver(definition, image_name):
         want.pop("driver", None)

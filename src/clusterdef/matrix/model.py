@@ -109,6 +109,9 @@ class KubernetesSkew(Fact):
 class SourceComponent(Fact):
     packages: tuple[str, ...] = ()
     pin: str = "{version}-*"
+    services: dict[str, tuple[str, ...]] = {}
+    """Service (nodes.<group>.services) -> this source's names of the packages it needs, for service images
+    (docs/services.md); a service not listed installs knowledge/services.yaml's names."""
 
 
 class PackageSource(Fact):

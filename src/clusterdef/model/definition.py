@@ -41,4 +41,6 @@ class Definition(Model):
     backup: Backup | None = None
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
-        return {n: g for n, g in self.nodes.items() if g.control_plane == control_plane}
+        """The worker groups of a control plane: service hosts (groups with `services`, such as a
+        Kubernetes control-plane node) are left out (docs/services.md)."""
+        return {n: g for n, g in self.nodes.items() if g.control_plane == control_plane and not g.services}

@@ -73,6 +73,12 @@ class Attachment(Model):
     `addressing`."""
 
 
+Service = Literal["slurmctld", "slurmdbd", "boot-server", "subnet-manager", "prometheus", "kube-control-plane", "etcd"]
+"""What a service host runs (docs/services.md): slurmctld, slurmdbd, boot-server (dnsmasq and the iPXE/HTTP
+files), subnet-manager (OpenSM), prometheus, kube-control-plane (API server, scheduler, controller manager),
+etcd."""
+
+
 class Taint(Model):
     key: LabelKey
     value: LabelValue = ""
@@ -83,7 +89,13 @@ class NodeGroup(Model):
     hosts: Hostlist
     hardware: Name
     image: Name
-    control_plane: Literal["slurm", "kubernetes"]
+    control_plane: Literal["slurm", "kubernetes", "none"]
+    """The control plane that owns the group's GPUs: `slurm` or `kubernetes`; `none` for a service host
+    (a controller, the accounting host, the boot server...) that is neither a Slurm nor a Kubernetes worker.
+    A Kubernetes control-plane host is `kubernetes` with services [kube-control-plane, etcd]."""
+    services: tuple[Service, ...] = Field(default=(), max_length=7)
+    """What the group's hosts run when they are service hosts (GPU-less hardware): their image carries only
+    what these need, each is an inventory group, and rollout waves keep quorum (docs/services.md)."""
     addressing: Addressing
     placement: Placement | None = None
     labels: dict[LabelKey, LabelValue] = {}

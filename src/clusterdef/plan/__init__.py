@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from .. import __version__, hostlist
 from ..build import build_tree
 from ..errors import DefinitionError, Finding, Severity
+from ..knowledge.services import is_service_group
 from ..matrix.load import Matrix
 from ..model import Definition
 from ..validate.pipeline import Result, validate_file
@@ -219,7 +220,9 @@ def _component_hosts(d: Definition, comp: str) -> list[str]:
         return _hosts_of(d, lambda g: g.control_plane == "kubernetes")
     if comp == "slurm":
         return _hosts_of(d, lambda g: g.control_plane == "slurm")
-    return _hosts_of(d, lambda g: True)
+    if comp in ("doca", "mft"):  # on service hosts only where OpenSM runs (its image carries them)
+        return _hosts_of(d, lambda g: not is_service_group(g) or "subnet-manager" in g.services)
+    return _hosts_of(d, lambda g: not is_service_group(g))
 
 
 def has_containerd(d: Definition, group: str) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from .. import hostlist
 from ..fabric.layout import leaves
+from ..knowledge.services import gpu_groups, is_service_group, service_waves
 from ..matrix.load import Matrix
 from ..model import Definition
 from ..model.upgrade import SMOKE_LAYERS
@@ -47,9 +48,10 @@ def choose_canary(definition: Definition, affected_groups: list[str], group: str
     if nodes is not None:
         policy = policy.model_copy(update={"nodes": nodes})
     warnings: list[str] = []
-    group = group or (policy.node_group if policy.node_group in definition.nodes else None)
+    workers = gpu_groups(definition)  # the canary is never a service host (no GPU collective to run)
+    group = group or (policy.node_group if policy.node_group in workers else None)
     if group is None:
-        candidates = affected_groups or list(definition.nodes)
+        candidates = [g for g in affected_groups if g in workers] or list(workers) or list(definition.nodes)
         slurm = [g for g in candidates if definition.nodes[g].control_plane == "slurm"]
         group = (slurm or candidates)[0]
     by_leaf = [(name, hosts) for name, hosts in leaves(definition, group) if name != "-"] or \
@@ -83,12 +85,17 @@ def choose_canary(definition: Definition, affected_groups: list[str], group: str
 def waves(definition: Definition, hosts_by_group: dict[str, set[str]],
           skip: set[str]) -> list[tuple[list[str], list[str]]]:
     """Waves of at most `wave_size` nodes that follow the topology: whole leaf switches (or
-    blocks) fill a wave; a leaf larger than a wave is split. Groups never share a wave."""
+    blocks) fill a wave; a leaf larger than a wave is split. Groups never share a wave. Service hosts
+    come last, in waves that keep one Slurm controller and an etcd quorum up (services.service_waves)."""
     size = definition.upgrade.wave_size
     out: list[tuple[list[str], list[str]]] = []
+    services: list[str] = []
     for group in definition.nodes:
         want = hosts_by_group.get(group)
         if not want:
+            continue
+        if is_service_group(definition.nodes[group]):
+            services += [h for h in hostlist.names(definition.nodes[group].hosts) if h in want and h not in skip]
             continue
         cur: list[str] = []
         cur_sw: list[str] = []
@@ -106,7 +113,7 @@ def waves(definition: Definition, hosts_by_group: dict[str, set[str]],
             cur_sw.append(name)
         if cur:
             out.append((cur, cur_sw))
-    return out
+    return out + [(w, []) for w in service_waves(definition, services, size)]
 
 
 def gates(definition: Definition, has_slurm: bool, has_k8s: bool, baseline: str | None) -> list[str]:

@@ -14,6 +14,8 @@ from ..render.kubernetes.common import L_DRIVER_POOL
 from ..render.kubernetes.gpu_operator import canary_pool, pools_of
 from .diff import Change
 from .images import kept_builds
+from ..knowledge.services import host_services, service_hosts
+from ..knowledge.services import table as service_table
 from .rollout import Stage, choose_canary, waves
 from .transition import LAYERS, LIVE, REBOOT, REFLASH, RESTART, Problem, Transition
 
@@ -420,8 +422,12 @@ def wave_list(s: Scope, canary: Canary, k8s: KubernetesCanaries | None = None) -
 def wave_stages(s: Scope, wave_hosts: list) -> list[Stage]:
     """One stage per topology-aligned wave: drain, the layers (or reimage), resume."""
     d, stages = s.d, []
+    running = host_services(d)
     for i, (hosts, switches) in enumerate(wave_hosts, 1):
         g = s.stage_group(hosts)
+        if hosts and all(h in running for h in hosts):  # service hosts: their own wave (rollout.waves)
+            stages.append(service_wave(s, f"wave {i}", hosts, running))
+            continue
         drain = (f"drain {hostlist.fold(hosts)} (timeout {d.upgrade.drain.timeout_minutes} min, "
                  f"grace {d.upgrade.drain.grace_seconds} s)")
         resume = "resume the nodes; halt the rollout here if any gate fails"
@@ -435,6 +441,33 @@ def wave_stages(s: Scope, wave_hosts: list) -> list[Stage]:
             stages.append(Stage(f"wave {i}", "wave", hosts, [drain, *s.layer_steps(set(hosts), include_daemons=True),
                                                               resume], s.gate_list, switches, s.provisioning(g)))
     return stages
+
+
+def service_wave(s: Scope, name: str, hosts: list[str], running: dict[str, tuple[str, ...]]) -> Stage:
+    """A wave of service hosts (docs/services.md): no jobs to drain and no GPU gates; each service's own
+    check passes before the next wave, and the other controllers and etcd members keep it up meanwhile."""
+    d = s.d
+    services = list(dict.fromkeys(x for h in hosts for x in running[h]))
+    t = service_table()
+    members = service_hosts(d)
+    down = [x for x in services if set(members.get(x, ())) <= set(hosts)]
+    steps = [f"take {hostlist.fold(hosts)} out of service ({', '.join(services)}): never two Slurm controllers, "
+             "the slurmdbd host with a controller, nor an etcd majority in one wave"
+             + (f"; down for this wave (no other host runs it): {', '.join(down)}" if down else "")]
+    groups = {s.group_of[h] for h in hosts}  # a service wave may hold hosts of several service groups
+    modes = {d.nodes[x].provisioning for x in groups}
+    images = {d.nodes[x].image for x in groups}
+    if all(s.reimaged(x) for x in groups) and len(images) == 1:
+        build = s.new_builds[images.pop()]
+        steps += [*s.layer_steps(set(hosts), include_daemons=True, image_layers=True),
+                  *boot_steps(hosts, build, "only this wave's hosts")]
+        boot = {"to": build.artefact}
+    else:
+        steps += s.layer_steps(set(hosts), include_daemons=True)
+        boot = {}
+    steps.append("return the services; halt the rollout here if any gate fails")
+    return Stage(name, "wave", hosts, steps, [f"{x}: {t[x]['gate']}" for x in services], [],
+                 modes.pop() if len(modes) == 1 else "", boot)
 
 
 def boot_default_stage(s: Scope) -> Stage | None:

@@ -88,8 +88,8 @@ def gpu_layer_owner(ctx: Context) -> Iterable[Finding]:
         return
     no = k.network_operator
     if no.enabled and no.ofed_driver is not None:
-        shared = sorted({g.image for g in d.nodes.values() if g.control_plane == "kubernetes" and g.image in d.images
-                         and "doca" in carried_by(d, g.image)})
+        shared = sorted({g.image for g in d.groups_of("kubernetes").values() if g.image in d.images
+                         and "doca" in carried_by(d, g.image)})  # workers: a control-plane node has no RDMA pods
         if shared:
             yield error("gpu-layer-two-owners", ("kubernetes", "network_operator", "ofed_driver"),
                         f"the Network Operator deploys its DOCA driver container (ofed_driver), and image(s) "
@@ -98,8 +98,8 @@ def gpu_layer_owner(ctx: Context) -> Iterable[Finding]:
                         "remove ofed_driver (the Kubernetes nodes use the image's DOCA-OFED: host MOFED), or give "
                         "the Kubernetes groups an image of their own")
     op = k.gpu_operator
-    k8s_gpu = [n for n, g in d.nodes.items() if g.control_plane == "kubernetes"
-               and g.hardware in d.hardware and d.hardware[g.hardware].gpu]
+    k8s_gpu = [n for n, g in d.groups_of("kubernetes").items()
+               if g.hardware in d.hardware and d.hardware[g.hardware].gpu]
     if op.driver_owner == "image":
         for pool in op.driver_pools:
             yield error("gpu-layer-two-owners", ("kubernetes", "gpu_operator", "driver_pools", pool),

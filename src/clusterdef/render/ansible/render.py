@@ -11,6 +11,9 @@ from ...model.upgrade import SMOKE_LAYERS
 from ...resolve import Resolved
 from .. import backup, identity, storage, yamlout
 from ..inventory import switch_of
+from ...knowledge.services import gpu_groups, is_service_group, service_hosts, service_waves
+from ...knowledge.services import service_groups as service_groups_of
+from ...knowledge.services import table as service_table
 from ..slurm import slurmdbd
 
 ROOT = "ansible"
@@ -42,21 +45,24 @@ def _hosts(hosts) -> dict:
 
 def waves(resolved: Resolved) -> list[list[str]]:
     """Upgrade waves: wave 0 is the canary (`upgrade.canary.nodes` taken round-robin over the
-    first `min_leaf_switches` leaves of the canary group), then waves of at most `wave_size`
-    nodes filled with whole leaf switches (a leaf larger than a wave is split), in definition order."""
+    first `min_leaf_switches` leaves of the canary group, never a service group), then waves of at most
+    `wave_size` GPU nodes filled with whole leaf switches (a leaf larger than a wave is split), in definition
+    order, then the service hosts in waves of their own (knowledge/services.service_waves: one Slurm
+    controller at a time, slurmdbd apart from them, an etcd quorum kept)."""
     d = resolved.definition
     up = d.upgrade
     places = switch_of(resolved)
     units: list[tuple[str, list[str]]] = []  # (group, hosts of one leaf)
-    for gname, g in d.nodes.items():
+    workers = gpu_groups(d)
+    for gname, g in workers.items():
         where = places.get(g.placement.fabric if g.placement else "", {})
         by_leaf: dict[str, list[str]] = {}
         for host in hostlist.names(g.hosts):
             by_leaf.setdefault(where.get(host, ""), []).append(host)
         units.extend((gname, hosts) for hosts in by_leaf.values())
 
-    canary_group = up.canary.node_group or next(
-        (n for n, g in d.nodes.items() if g.control_plane == "slurm"), next(iter(d.nodes), None))
+    canary_group = up.canary.node_group if up.canary.node_group in workers else next(
+        (n for n, g in workers.items() if g.control_plane == "slurm"), next(iter(workers), None))
     leaves = [hosts for gname, hosts in units if gname == canary_group][:max(up.canary.min_leaf_switches, 1)]
     canary: list[str] = []
     for i in range(max((len(h) for h in leaves), default=0)):
@@ -77,7 +83,9 @@ def waves(resolved: Resolved) -> list[list[str]]:
             current.extend(piece)
     if current:
         out.append(current)
-    return out
+    # service hosts last, in waves of their own that keep one controller and an etcd quorum up
+    return out + service_waves(d, [h for g in service_groups_of(d).values() for h in hostlist.names(g.hosts)],
+                               up.wave_size)
 
 
 def inventory(resolved: Resolved, group_vars: dict[str, dict]) -> dict:
@@ -89,10 +97,14 @@ def inventory(resolved: Resolved, group_vars: dict[str, dict]) -> dict:
     hws: dict[str, list[str]] = {}
     racks: dict[str, list[str]] = {}
     switches: dict[str, list[str]] = {}
+    services: dict[str, dict] = {}
     for gname, g in d.nodes.items():
         hosts = hostlist.names(g.hosts)
-        groups[f"group_{ident(gname)}"] = _hosts(hosts)
-        cps.setdefault(g.control_plane, []).append(f"group_{ident(gname)}")
+        if is_service_group(g):  # service hosts: no GPU roles, no node admission (docs/services.md)
+            services[f"group_{ident(gname)}"] = _hosts(hosts)
+        else:
+            groups[f"group_{ident(gname)}"] = _hosts(hosts)
+            cps.setdefault(g.control_plane, []).append(f"group_{ident(gname)}")
         hws.setdefault(g.hardware, []).append(f"group_{ident(gname)}")
         if g.placement and g.placement.rack:
             racks.setdefault(g.placement.rack, []).append(f"group_{ident(gname)}")
@@ -105,6 +117,8 @@ def inventory(resolved: Resolved, group_vars: dict[str, dict]) -> dict:
         return {"children": {n: None for n in names}}
 
     tree: dict[str, dict] = {"nodes": {"children": groups}}
+    if services:
+        tree["service_hosts"] = {"children": services}
     for cp in sorted(cps):
         tree[f"cp_{cp}"] = children(cps[cp])
     # provisioning mode: the playbooks install packages (driver, CUDA, toolkit roles) only on prov_stateful;
@@ -126,6 +140,7 @@ def inventory(resolved: Resolved, group_vars: dict[str, dict]) -> dict:
     controllers = control_plane_hosts(resolved)
     if controllers:
         tree["slurm_control_plane"] = {"children": {g: _hosts(h) for g, h in controllers.items()}}
+    tree.update(service_groups(resolved))
     # the hosts of the jobs group_vars carries (variables): one computation of the scripts, not two
     filesystems = group_vars.get("tenant_storage_admin", {}).get("tenant_isolation_filesystems", {})
     if filesystems:  # playbooks/tenant-isolation.yml: the hosts that apply a filesystem's quotas
@@ -148,6 +163,15 @@ def control_plane_hosts(resolved: Resolved) -> dict[str, list[str]]:
         out["slurmdbd"] = [s.accounting.host]
     out["slurm_controllers"] = list(dict.fromkeys(s.controllers))
     return out
+
+
+def service_groups(resolved: Resolved) -> dict[str, dict]:
+    """One inventory group per service the definition's service hosts run (knowledge/services.yaml), besides
+    slurm_controllers and slurmdbd, which slurm_control_plane holds (from slurm.controllers and
+    slurm.accounting.host, which the checks hold to the groups that declare those services)."""
+    t = service_table()
+    return {t[svc]["group"]: _hosts(hosts) for svc, hosts in service_hosts(resolved.definition).items()
+            if svc not in ("slurmctld", "slurmdbd")}
 
 
 def _rollback_set(resolved: Resolved):
@@ -234,7 +258,7 @@ def variables(resolved: Resolved) -> dict[str, dict]:
     dirc = d.identity.directory if d.identity else None
     if dirc is not None and dirc.bind_dn and dirc.bind_password_ref:
         out["all"]["identity_bind_password_var"] = d.secrets.refs.get(dirc.bind_password_ref, "")
-    for cp in sorted({g.control_plane for g in d.nodes.values()}):
+    for cp in sorted({g.control_plane for g in gpu_groups(d).values()}):
         out[f"cp_{cp}"] = {"node_drain_control_plane": cp, "node_admission_control_plane": cp,
                            "nvidia_driver_control_plane": cp, "firmware_control_plane": cp,
                            "container_toolkit_runtimes": list(RUNTIMES.get(cp, ()))}
@@ -248,7 +272,7 @@ def variables(resolved: Resolved) -> dict[str, dict]:
     for gname, g in d.nodes.items():
         if g.roles:  # playbooks/group-roles.yml applies them (never one that installs packages on a stateless group)
             out.setdefault(f"group_{ident(gname)}", {})["clusterdef_group_roles"] = list(g.roles)
-    used = {g.hardware for g in d.nodes.values()}
+    used = {g.hardware for g in gpu_groups(d).values()}  # service hosts carry no GPU firmware pins
     for hname, hw in d.hardware.items():
         if hname not in used:
             continue

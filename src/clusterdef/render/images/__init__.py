@@ -36,7 +36,7 @@ Pure: the base recipes and NVIDIA package names are package data (knowledge/imag
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 
@@ -45,6 +45,7 @@ from ruamel.yaml import YAML
 from ... import probe
 from ...errors import present
 from ...knowledge.images import bases, carried_by, nvidia, operator_owns_driver
+from ...knowledge.services import checked_components, component_packages, image_packages, image_services
 from ...matrix import sources
 from ...model.images import Image
 from ...resolve import Resolved
@@ -152,6 +153,12 @@ def set_packages(resolved: Resolved, image_name: str) -> dict[str, sources.Choic
         if choice is None:  # validate's image-source-missing reports this before rendering
             raise ValueError(f"image {image_name}: no source provides {comp} for {img.distribution} {img.release}")
         out[comp] = choice
+    services = image_services(d, image_name)
+    if services is not None:  # a service image: its daemons' packages, at the same pin (docs/services.md)
+        for comp in component_packages(services):
+            if comp in out:  # the source's own package names (slurm-smd-slurmctld from a site build)
+                named = out[comp].source.components[comp].services
+                out[comp] = replace(out[comp], packages=tuple(component_packages(services, named)[comp]))
     return out
 
 
@@ -176,6 +183,8 @@ def nvidia_packages(resolved: Resolved, image_name: str) -> dict[str, tuple[list
     """component -> (packages, apt version glob) for one image, from the validated set; without
     driver and toolkit where the GPU Operator owns them."""
     d, c = resolved.definition, resolved.set.components
+    if image_services(d, image_name) is not None:  # a service image carries no NVIDIA stack
+        return {}
     img = d.images[image_name]
     nv = nvidia()
     branch = int(c.driver.split(".")[0])
@@ -319,7 +328,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             "cluster": d.cluster.name, "set": vs.name, "name": name, "img": img, "art": _STEM,
             "base": base, "cuda_distro": release["cuda_repo"], "nv": nv, "pkgs": pkgs,
             "kernel_package": base["kernel_package"].format(kernel=img.kernel),
-            "packages": [*base["base_packages"], *img.packages],
+            "packages": [*base["base_packages"], *img.packages,
+                         *(p for p in image_packages(image_services(d, name) or ()) if p not in base["tool_packages"])],
             "driver_hold": _pins_held(resolved, name) if "driver" in pkgs else [], "components": vs.components,
             "branch": vs.driver_branch, "groups": groups, "headers": headers,
             "cuda_repo": nv["cuda_repo_url"].format(distro=release["cuda_repo"], arch=cuda_arch(resolved, img)),
@@ -333,12 +343,14 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             "private": private_files(resolved, name),
         }
         root = f"images/{name}/"
+        ctx["services"] = image_services(d, name) or ()
         tree[root + "mkosi.conf"] = _env.get_template("mkosi.conf.j2").render(ctx)
-        tree[root + "mkosi.conf.d/50-nvidia.conf"] = _env.get_template("50-nvidia.conf.j2").render(ctx)
-        tree[root + "mkosi.skeleton/etc/apt/sources.list.d/clusterdef-nvidia.list"] = \
-            _env.get_template("nvidia.list.j2").render(ctx)
-        tree[root + "mkosi.skeleton/etc/apt/preferences.d/clusterdef-nvidia.pref"] = \
-            _env.get_template("nvidia.pref.j2").render(ctx)
+        if not ctx["services"]:  # a service image has no NVIDIA stack, hence no NVIDIA repository or pin
+            tree[root + "mkosi.conf.d/50-nvidia.conf"] = _env.get_template("50-nvidia.conf.j2").render(ctx)
+            tree[root + "mkosi.skeleton/etc/apt/sources.list.d/clusterdef-nvidia.list"] = \
+                _env.get_template("nvidia.list.j2").render(ctx)
+            tree[root + "mkosi.skeleton/etc/apt/preferences.d/clusterdef-nvidia.pref"] = \
+                _env.get_template("nvidia.pref.j2").render(ctx)
         tree[root + "mkosi.conf.d/60-set.conf"] = _env.get_template("60-set.conf.j2").render(ctx)
         tree[root + "mkosi.skeleton/etc/apt/sources.list.d/clusterdef-set.list"] = \
             _env.get_template("set.list.j2").render(ctx)
@@ -394,6 +406,11 @@ def baseline_components(resolved: Resolved, image_name: str) -> list[tuple[str, 
     DOCA-OFED and MFT the image carries (MFT's mlxfwmanager reads and flashes the HCAs)."""
     c = resolved.set.components
     want = carried(resolved, image_name)
+    services = image_services(resolved.definition, image_name)
+    if services is not None:  # a service host: only what it runs (slurmctld/slurmdbd, kubelet), never GPU facts
+        versions = {"slurm": c.slurm, "kubelet": c.kubernetes.lstrip("v")}
+        return [(k, versions[k]) for k in checked_components(services)] + \
+            [(k, getattr(c, k)) for k in ("doca", "mft") if k in want and getattr(c, k)]
     out = [(k, getattr(c, k)) for k in NODE_COMPONENTS if k in want]
     if "slurm" in want:
         out.append(("slurm", c.slurm))

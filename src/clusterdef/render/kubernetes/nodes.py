@@ -3,7 +3,13 @@ cluster, the validated set and the owning control plane are labels on every node
 GPU nodes carry taints and a GPU Operator opt-out so nothing in Kubernetes ever uses their GPUs,
 even if one is joined by mistake. Kubernetes groups a whole-node tenant owns carry its label and a
 `clusterdef.dev/tenant=<tenant>:NoSchedule` taint that only its ResourceFlavor tolerates. Applied
-through kubelet flags (the args below) at join time."""
+through kubelet flags (the args below) at join time.
+
+Service hosts (docs/services.md): a Kubernetes control-plane node (services kube-control-plane) carries
+`node-role.kubernetes.io/control-plane=""` and the `node-role.kubernetes.io/control-plane:NoSchedule` taint,
+and no flavor, driver pool, tenant or GPU label; kubelet may not set a `node-role.kubernetes.io` label on
+itself (NodeRestriction), so its kubelet args carry the taint and kubeadm's mark-control-plane phase the
+label. Hosts with control_plane none run no kubelet and are not listed."""
 
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ from .common import (GPU_TAINT, L_CLUSTER, L_CONTROL_PLANE, L_DRIVER_POOL, L_FLA
                      L_SET, kubernetes_section, label_value, tenant_taint)
 from .gpu_operator import driver_pool_of
 from .topology import node_labels
+
+L_ROLE_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 
 
 def group_labels_taints(resolved: Resolved) -> dict[str, dict]:
@@ -24,6 +32,8 @@ def group_labels_taints(resolved: Resolved) -> dict[str, dict]:
     owned = tenancy.kubernetes_owner(d)
     out: dict[str, dict] = {}
     for gname, g in d.nodes.items():
+        if g.control_plane == "none":
+            continue
         hw = d.hardware[g.hardware]
         labels = {
             L_CLUSTER: label_value(d.cluster.name),
@@ -35,7 +45,10 @@ def group_labels_taints(resolved: Resolved) -> dict[str, dict]:
         if hw.gpu:
             labels[L_GPU] = hw.gpu.type
         taints: list[dict] = []
-        if g.control_plane == "slurm":
+        if "kube-control-plane" in g.services:
+            labels[L_ROLE_CONTROL_PLANE] = ""
+            taints.append({"key": L_ROLE_CONTROL_PLANE, "effect": "NoSchedule"})
+        elif g.control_plane == "slurm":
             # Slurm owns these GPUs: the GPU Operator deploys no operand (no device plugin advertising
             # nvidia.com/gpu) and the taints keep and evict every pod that does not tolerate them.
             if hw.gpu:
@@ -59,10 +72,11 @@ def group_labels_taints(resolved: Resolved) -> dict[str, dict]:
         labels.update(g.labels)
         for t in g.taints:
             taints.append({"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect})
-        args = ["--node-labels=" + ",".join(f"{k_}={v}" for k_, v in labels.items())]
+        # kubelet may not label itself with node-role.kubernetes.io/* (NodeRestriction): kubeadm does
+        args = ["--node-labels=" + ",".join(f"{k_}={v}" for k_, v in labels.items() if k_ != L_ROLE_CONTROL_PLANE)]
         if taints:
             args.append("--register-with-taints=" + ",".join(
-                f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in taints))
+                t["key"] + (f"={t['value']}" if t.get("value") else "") + f":{t['effect']}" for t in taints))
         out[gname] = {"control_plane": g.control_plane, "hosts": g.hosts, "labels": labels, "taints": taints,
                       "kubelet_args": args}
     return out
@@ -70,7 +84,7 @@ def group_labels_taints(resolved: Resolved) -> dict[str, dict]:
 
 def document(resolved: Resolved) -> dict:
     d = resolved.definition
-    k8s_groups = [n for n, g in d.nodes.items() if g.control_plane == "kubernetes"]
+    k8s_groups = list(d.groups_of("kubernetes"))
     return {
         "cluster": d.cluster.name,
         "validated_set": resolved.set.name,
