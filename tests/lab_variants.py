@@ -56,7 +56,8 @@ def box(lab: dict, matrix: str) -> dict:
     """The lab's Slurm side as the box (tests/test_box_bringup.py) can carry it, on the site set `matrix` that
     pins the containers' Slurm release. Left out: the Kubernetes side (no API server in a container), the
     backup and the filesystems (restic, btrfs and the scratch mounts need what a container has not), the
-    subnet manager (no HCA). Passed through: the process tracking, task and accounting plugins that need no
+    subnet manager (no HCA), and so the dedicated tenant's InfiniBand partition and project quota: `secure` keeps
+    its partition and nodes but is shared. Passed through: the process tracking, task and accounting plugins that need no
     cgroups, and config_overrides (the containers have two CPUs, not the lab's 224). Off: the health check
     (nodecheck needs a GPU driver)."""
     d = copy.deepcopy(lab)
@@ -69,9 +70,13 @@ def box(lab: dict, matrix: str) -> dict:
     for t in d["tenants"].values():
         t.pop("kubernetes", None)
         t.pop("storage", None)
-        if t["isolation"].get("level") == "dedicated":  # no filesystem, no InfiniBand in the box
-            t["isolation"].pop("storage", None)
-            t["isolation"].pop("network", None)
+        # a dedicated tenant needs a filesystem quota and an InfiniBand partition, which the box has not: the
+        # tenant keeps its partition (AllowAccounts) and its own nodes, shared otherwise
+        t["isolation"] = {"level": "shared"}
+    gone = {h for g in lab["nodes"].values() if g["control_plane"] == "kubernetes" for h in [g["hosts"]]}
+    for sw in d["network"]["fabrics"]["ib0"]["topology"]["switches"].values():
+        if "nodes" in sw:
+            sw["nodes"] = ",".join(p for p in sw["nodes"].split(",") if p not in gone)
     d["identity"].pop("oidc", None)
     d["upgrade"].pop("smoke_tests", None)
     s = d["slurm"]

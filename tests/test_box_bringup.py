@@ -9,7 +9,8 @@ containers carry (Debian trixie's 24.11.5). What the containers cannot be is sai
   drop-in, as rendered) and starting slurmd, which is what the booted image does;
 - they have no cgroups and no GPU driver: the definition passes proctrack/linuxproc, task/none and
   jobacct_gather/none through slurm.passthrough and turns the health check off (nodecheck needs a GPU driver);
-  compute containers get CAP_SYS_ADMIN so the dedicated tenant's per-job /tmp (job_container) works.
+- they have no InfiniBand and no filesystem of the lab's: no subnet manager, backup or filesystems, so the
+  dedicated tenant is shared here (it keeps its partition and nodes).
 Everything else is the real roles and playbooks run by apply through the podman connection."""
 
 from __future__ import annotations
@@ -92,9 +93,7 @@ def _hosts(tree: dict[str, str]) -> list[dict]:
     rows = list(csv.DictReader(io.StringIO(tree["inventory/nodes.csv"])))
     gpus = {name: hw["gpu"]["count"] if hw.get("gpu") else 0
             for name, hw in json.loads(tree["definition.resolved.json"])["definition"]["hardware"].items()}
-    # compute hosts may make mount namespaces: Slurm's per-job /tmp (job_container/tmpfs) of the dedicated tenant
-    return [{"name": r["node"], "ip": r["address"], "gpus": gpus[r["hardware"]],
-             "caps": ("SYS_ADMIN",) if gpus[r["hardware"]] else ()} for r in rows]
+    return [{"name": r["host"], "ip": r["ipv4"], "gpus": gpus[r["hardware"]]} for r in rows]
 
 
 def _boot(box, tree: dict[str, str], definition: dict) -> None:

@@ -101,9 +101,16 @@ def test_lab_old_to_current_content(tmp_path):
     # the image is built and published first; the canary group (train) is stateless, so its image
     # brings the new slurmd and the control plane goes before it; the Kubernetes GPU group (infer, whose
     # driver the image carries) gets its own canary and drill after it; the group defaults move last
-    # the service hosts (their image is rebuilt for the set) come last, in waves of their own
-    assert kinds == ["image", "prepare", "control-plane", "canary", "rollback-drill", "canary", "rollback-drill",
-                     "wave", "wave", "wave", "wave", "wave", "boot-default"]
+    # the service hosts (their image is rebuilt for the set) come last, in waves of their own; Slurm moves from
+    # 25.05 to 25.11, so the transition files (every running slurmd parses them) go right after the control
+    # plane and the final files, with the rest of the changed files, once every node runs the new set
+    assert kinds == ["image", "prepare", "control-plane", "deliver", "canary", "rollback-drill", "canary",
+                     "rollback-drill", "wave", "wave", "wave", "wave", "wave", "boot-default", "deliver"]
+    first, last = ro["stages"][3], ro["stages"][-1]
+    assert first["name"] == "deliver the transition configuration" and first["delivery"][0]["transition"]
+    assert set(first["delivery"][0]["files"]) == set(doc["slurm_transition"]["files"])
+    assert last["name"] == "deliver configuration"
+    assert "slurm/slurm.conf" in {f for st in last["delivery"] for f in st["files"]}
     assert {k: v for k, v in ro["rollback"].items() if k != "point"} == {"target": OLD, "exercised_on_canary": True}
     # the rollback point is the running definition and its rendered tree, as the plan's from side records them
     assert ro["rollback"]["point"] == {"file": doc["from"]["file"], "set": OLD,
@@ -395,8 +402,10 @@ def test_cli_refusals_and_bad_input(tmp_path):
     bad.write_text(cur.read_text().replace("wave_size: 2", "wave_size: -1"))
     r = runner.invoke(app, ["plan", "--from", str(cur), "--to", str(bad), "--today", "2026-11-30"])
     assert r.exit_code == 2 and "bad.yaml:" in r.output and "Traceback" not in r.output
-    r = runner.invoke(app, ["plan", "--to", str(cur)])
-    assert r.exit_code == 2
+    r = runner.invoke(app, ["plan", "--from", str(cur), "--base", "main", "--to", str(cur)])
+    assert r.exit_code == 2 and "at most one of --from" in r.output
+    r = runner.invoke(app, ["plan", "--to", str(cur), "--today", "2026-11-30"])  # no old side: day 0
+    assert r.exit_code == 0 and "bring-up plan lab" in r.output, r.output
 
 
 def test_cli_base_git_ref(tmp_path):
@@ -557,13 +566,14 @@ def test_kubernetes_driver_canary_before_the_rest(tmp_path):
     assert names.index("canary") < names.index("kubernetes default canary") < names.index(drill["name"]) < cp
     assert kc["kind"] == "canary" and drill["kind"] == "rollback-drill"
     assert kc["driver"] == drill["driver"] == {"pool": "default", "canary": "default.canary"}
-    assert names[-1] == "driver pool default" and stages[-1]["kind"] == "driver-pool"
+    assert names[-2] == "driver pool default" and stages[-2]["kind"] == "driver-pool"
+    assert names[-1] == "deliver configuration"  # the changed files once every node runs the new set
     d = new.definition
     k8s = {h for g in d.nodes.values() if g.control_plane == "kubernetes" and d.hardware[g.hardware].gpu
            for h in hostlist.names(g.hosts)}
     canary = set(hostlist.names(kc["hosts"]))
     assert len(canary) == d.upgrade.canary.nodes and canary < k8s and len(kc["switches"]) >= 2
-    assert set(hostlist.names(stages[-1]["hosts"])) == canary == set(hostlist.names(drill["hosts"]))
+    assert set(hostlist.names(stages[-2]["hosts"])) == canary == set(hostlist.names(drill["hosts"]))
     waved = {h for s in stages if s["kind"] == "wave" for h in hostlist.names(s["hosts"])}
     assert not waved & canary and k8s - canary <= waved
     old_v, new_v = old.result.matrix.sets[OLD].components.driver, new.result.matrix.sets[CURRENT].components.driver
@@ -598,13 +608,14 @@ def test_kubernetes_canary_apply_steps(tmp_path):
     first, the drill back into the pool before rollback.yml and into the canary again before the
     reapply, and the canary hosts back into the pool last; objects and labels from the new tree."""
     from clusterdef import hostlist
-    from clusterdef.apply.steps import DriverPools, inventory_waves, steps_for_plan
+    from clusterdef.apply.steps import Deliveries, DriverPools, inventory_waves, steps_for_plan
     from conftest import ROOT
 
     old, new = _estate_sides(tmp_path)
     doc = make_plan(old, new).doc
-    steps = steps_for_plan(doc, inventory_waves(new.tree["ansible/inventory/hosts.yml"]), ROOT / "playbooks",
-                           pools=DriverPools(new))
+    hosts_yml = new.tree["ansible/inventory/hosts.yml"]
+    steps = steps_for_plan(doc, inventory_waves(hosts_yml), ROOT / "playbooks", pools=DriverPools(new),
+                           deliveries=Deliveries(new, hosts_yml))
     mine = [s for s in steps if s.stage.startswith("kubernetes default") or s.stage == "driver pool default"]
     assert [(s.stage.replace("kubernetes default ", ""), s.action, s.playbook.name) for s in mine] == [
         ("canary", "driver", "driver-pool.yml"), ("canary", "upgrade", "upgrade.yml"),
@@ -705,7 +716,7 @@ def test_kubernetes_canary_group_carries_the_driver_pool(tmp_path):
     assert canary["driver"] == drill["driver"] == {"pool": "default", "canary": "default.canary"}
     assert set(hostlist.names(canary["hosts"])) <= set(hostlist.names("gpu[3073-3200]"))
     assert canary["steps"][1].startswith("apply NVIDIADriver default.canary of the new tree")
-    assert stages[-1]["name"] == "driver pool default" and stages[-1]["hosts"] == canary["hosts"]
+    assert stages[-2]["name"] == "driver pool default" and stages[-2]["hosts"] == canary["hosts"]
 
 
 def test_kubernetes_gpu_group_canary_where_the_image_owns_the_driver(tmp_path):
@@ -715,7 +726,7 @@ def test_kubernetes_gpu_group_canary_where_the_image_owns_the_driver(tmp_path):
     the group follows in a wave; apply runs upgrade.yml limited to the canary host. A canary-only plan
     keeps it, and a group with one node to change gets a warning instead of a canary."""
     from clusterdef import hostlist
-    from clusterdef.apply.steps import BootPointers, inventory_waves, steps_for_plan
+    from clusterdef.apply.steps import BootPointers, Deliveries, inventory_waves, steps_for_plan
     from conftest import ROOT
 
     p = plan_between(tmp_path, "lab", OLD, CURRENT)
@@ -737,8 +748,9 @@ def test_kubernetes_gpu_group_canary_where_the_image_owns_the_driver(tmp_path):
     assert f"group infer `{kc['hosts']}`" in to_markdown(doc)
 
     side = load_side(tmp_path / f"lab-{CURRENT}.yaml", MATRICES, TODAY, {"matrix-candidate"})
-    steps = steps_for_plan(doc, inventory_waves(side.tree["ansible/inventory/hosts.yml"]), ROOT / "playbooks",
-                           boot=BootPointers(side))
+    hosts_yml = side.tree["ansible/inventory/hosts.yml"]
+    steps = steps_for_plan(doc, inventory_waves(hosts_yml), ROOT / "playbooks", boot=BootPointers(side),
+                           deliveries=Deliveries(side, hosts_yml))
     mine = [(s.action, s.playbook.name) for s in steps if s.stage == "kubernetes infer canary"]
     assert mine == [("upgrade", "upgrade.yml"), ("gates", "enforce-baseline.yml")]
     assert {s.limit for s in steps if s.stage == "kubernetes infer canary" and s.action == "upgrade"} == {kc["hosts"]}

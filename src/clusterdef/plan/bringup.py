@@ -2,8 +2,9 @@
 by `clusterdef apply` like any change:
 
 1. image build and publish      every image's build onto the boot server (publish-image.yml)
-2. control plane                slurmdbd first, then the controllers (control-plane.yml: the set's Slurm release;
-                                slurmctld starts once its files arrive in the next stage)
+2. control plane                on the service hosts (installed first, as the boot server every node boots from
+                                must be): the boot server's software, slurmdbd and its database, then the
+                                controllers (control-plane.yml; slurmctld starts once its files arrive)
 3. deliver configuration        every rendered file of the `config` stage onto its hosts (deliver.yml: the
                                 consumer's check, then in place, then the daemon started or reloaded: dnsmasq,
                                 slurmctld, the accounts and QOS in slurmdbd, OpenSM, Prometheus), the roles'
@@ -74,9 +75,12 @@ def make_bringup(new) -> dict:
         stages.append(Stage("boot defaults", "boot-default", steps=[
             f"publish pxe/ipxe/boot.ipxe and the default boot of node group(s) {', '.join(groups)} on the boot server"],
             boot={"groups": ",".join(groups)}))
-    hosts = [h for g in d.nodes.values() for h in hostlist.names(g.hosts)]
-    stateless = [g for g, n in d.nodes.items() if n.provisioning == "stateless"]
-    stateful = [g for g, n in d.nodes.items() if n.provisioning == "stateful"]
+    # the worker nodes; the service hosts are up before the control plane stage (installed first, like the
+    # boot server every other node boots from)
+    workers = {g: n for g, n in d.nodes.items() if not n.services}
+    hosts = [h for g in workers.values() for h in hostlist.names(g.hosts)]
+    stateless = [g for g, n in workers.items() if n.provisioning == "stateless"]
+    stateful = [g for g, n in workers.items() if n.provisioning == "stateful"]
     steps = []
     if stateless:
         steps.append(f"node group(s) {', '.join(stateless)} power on and boot their default image over PXE (stateless)")

@@ -67,8 +67,10 @@ def addressing(ctx: Context) -> Iterable[Finding]:
                         f"outside the provisioning subnet {net}",
                         f"start the group so all {n} addresses fit in {net} ({IPv4Address(lo)}-{IPv4Address(hi)})")
         ranges.append((first, last, path, f"node group `{gname}`"))
-    ranges.append((int(prov.server), int(prov.server), ("network", "provisioning", "server"),
-                   "the provisioning server"))
+    # the provisioning server's own address belongs to the boot-server service host when one is declared
+    if not any("boot-server" in g.services for g in d.nodes.values()):
+        ranges.append((int(prov.server), int(prov.server), ("network", "provisioning", "server"),
+                       "the provisioning server"))
     if prov.dynamic_range:
         dr = prov.dynamic_range
         path = ("network", "provisioning", "dynamic_range")

@@ -181,3 +181,24 @@ def service_groups_not_gpu_pools(ctx: Context) -> Iterable[Finding]:
                         f"{what} names `{gname}`, a group of service hosts ({', '.join(g.services)}): it has no GPUs "
                         "to offer", f"name GPU node groups only, e.g. `node_group: {example}`"
                         if path[-1] == "node_group" else f"name GPU node groups only, e.g. `node_groups: [{example}]`")
+
+
+@check("boot-server-address")
+def boot_server_address(ctx: Context) -> Iterable[Finding]:
+    """The boot server is the host dnsmasq.conf and the iPXE chain name (network.provisioning.server): a
+    boot-server host at another address would serve DHCP that points every node at a server that is not there."""
+    d = ctx.definition
+    server = str(d.network.provisioning.server)
+    for gname, g in d.nodes.items():
+        if "boot-server" not in g.services:
+            continue
+        hosts = hostlist.names(g.hosts)
+        first = g.addressing.ipv4_start
+        addrs = {h: str(first + i) for i, h in enumerate(hosts)}
+        if server not in addrs.values():
+            yield error("boot-server-address", ("nodes", gname, "addressing", "ipv4_start"),
+                        f"node group `{gname}` runs boot-server, but none of its hosts ({', '.join(hosts)}: "
+                        f"{', '.join(addrs.values())}) has the provisioning server's address {server}, which "
+                        "dnsmasq.conf and the iPXE chain send every node to",
+                        f"give the boot server that address: `ipv4_start: {server}` (or set "
+                        f"network.provisioning.server to {addrs[hosts[0]]})")
