@@ -164,7 +164,9 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     # reimage.yml points the canary at the new build and reboots it; nothing is installed in place;
     # the lab lists smoke tests, so smoke.yml follows every gate
     assert ran[3] == ("control plane and cluster config", "control-plane", "", "control-plane.yml")
-    assert ran[4:7] == [("canary", "upgrade", "wave_000", "reimage.yml"),
+    # Slurm moves 25.05 -> 25.11: the transition files (every running slurmd parses them) reach the controllers
+    assert ran[4] == ("deliver the transition configuration", "deliver", "", "deliver.yml")
+    assert ran[5:8] == [("canary", "upgrade", "wave_000", "reimage.yml"),
                         ("canary", "gates", "wave_000", "enforce-baseline.yml"),  # no gates.yml: node admission
                         ("canary", "smoke", "wave_000", "smoke.yml")]
     assert [r[1:] for r in ran if r[0] == "rollback drill"] == [
@@ -180,19 +182,30 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
         ("wave 3", "wave_003", "upgrade.yml"), ("wave 4", "wave_004", "upgrade.yml"),
         ("wave 5", "wave_005", "upgrade.yml")]
     assert [s.limit for s in steps if s.action == "upgrade" and s.wave == "wave_002"] == ["kgpu01", "kgpu02"]
-    assert ran[-1] == ("boot defaults", "boot-default", "", "boot-pointer.yml")
-    assert steps[5].limit == "wave_000" and steps[6].limit == "wave_000"  # they target all nodes: the wave
+    # the group defaults move after the last wave, then every changed file reaches its hosts (the final Slurm
+    # files, the roles' files; the Kubernetes objects are `pulumi up`'s)
+    last = max(i for i, r in enumerate(ran) if r[0] == "boot defaults")
+    assert ran[last] == ("boot defaults", "boot-default", "", "boot-pointer.yml")
+    tail = ran[last + 1:]
+    assert tail and {r[0] for r in tail} == {"deliver configuration"}
+    assert ("deliver configuration", "deliver", "", "deliver.yml") in tail
+    final = next(s for s in steps if s.stage == "deliver configuration" and s.action == "deliver")
+    assert "slurm/slurm.conf" in {f["rel"] for f in final.vars["deliver_files"]["slurmctl01"]}
+    assert steps[6].limit == "wave_000" and steps[7].limit == "wave_000"  # they target all nodes: the wave
     # capacity comes back when a canary or wave's last step passes (8 GPUs per lab node); the rollback
     # drill's nodes were already counted with the canary
     back = [(s.stage, s.action, s.gpus) for s in steps if s.returns]
+    # the service hosts' waves (4 and 5) end with their services' own checks (service-gates.yml), no smoke tests
     assert back == [("canary", "smoke", 16), ("kubernetes infer canary", "smoke", 8), ("wave 1", "smoke", 16),
-                    ("wave 2", "smoke", 8), ("wave 3", "smoke", 16), ("wave 4", "smoke", 0), ("wave 5", "smoke", 0)]
+                    ("wave 2", "smoke", 8), ("wave 3", "smoke", 16), ("wave 4", "gates", 0), ("wave 5", "gates", 0)]
+    assert {s.playbook.name for s in steps if s.stage in ("wave 4", "wave 5") and s.action == "gates"} == {
+        "service-gates.yml"}
     # the rollback step and the gates and smoke tests right after it hold the canary to the rollback set
     held_back = [(s.stage, s.action) for s in steps if s.extravars({})["clusterdef_rollback"]]
     assert held_back == [(drill, action) for drill in ("rollback drill", "kubernetes infer rollback drill")
                          for action in ("rollback", "gates", "smoke")]
     assert [s.to_json().get("rollback") for s in steps if s.stage == "rollback drill"] == [True, True, True, None]
-    canary = steps[4].extravars({"x": "1"})
+    canary = steps[5].extravars({"x": "1"})  # after the transition configuration
     new_build = canary["clusterdef_boot_build"]
     assert new_build.startswith("gpu-node-2026.07.1-2026.07-r580-")
     assert {k: canary[k] for k in ("x", "clusterdef_wave", "clusterdef_stage", "clusterdef_step")} == {
@@ -206,7 +219,8 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     assert drill[0].extravars({})["clusterdef_boot_build"].startswith("gpu-node-2025.10.1-2025.10-r580-") and \
         drill[-1].extravars({})["clusterdef_boot_build"] == new_build
     # the boot defaults: the new entry script and group defaults written, the pointers of train removed
-    files = {p["path"]: p["content"] for p in steps[-1].extravars({})["clusterdef_boot_pointers"]}
+    boot_default = next(s for s in steps if s.action == "boot-default")
+    files = {p["path"]: p["content"] for p in boot_default.extravars({})["clusterdef_boot_pointers"]}
     assert files["ipxe/groups/train.ipxe"].count(new_build) >= 2 and "ipxe/boot.ipxe" in files
     assert sorted(p for p, c in files.items() if not c) == [
         f"ipxe/hosts/host-52-54-00-20-00-1{i}.ipxe" for i in range(1, 5)]
@@ -261,14 +275,33 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     # first the image: both builds (the new one and the rollback target's) are on the boot server
     publish = got.pop(0)
     assert publish[:3] == ("publish", "image build and publish", "none")
-    assert [a.rsplit("-", 1)[0] for a in publish[3].split(",")] == ["gpu-node-2025.10.1-2025.10-r580",
-                                                                   "gpu-node-2026.07.1-2026.07-r580"]
-    # last the group defaults: entry script, the three group defaults, train's four pointers removed
+    assert [a.rsplit("-", 1)[0] for a in publish[3].split(",")] == [
+        "gpu-node-2025.10.1-2025.10-r580", "gpu-node-2026.07.1-2026.07-r580", "mgmt-2025.10.1-2025.10-r580",
+        "mgmt-2026.07.1-2026.07-r580"]
+    # last the changed files, once every node runs the new set (the final Slurm files among them): deliver.yml
+    # and the roles' playbooks (the stand-ins log each run)
+    delivered = []
+    while got[-1][1] == "deliver configuration":
+        delivered.insert(0, got.pop())
+    assert delivered and ("deliver", "deliver configuration", "none", "localhost") in delivered
+    # before them the group defaults: entry script, the group defaults, train's four pointers removed
     last = got.pop()
-    assert last == ("boot-default", "boot defaults", "none", "boot.ipxe,train.ipxe,infer.ipxe,secure.ipxe,"
-                         + ",".join(f"host-52-54-00-20-00-1{i}.ipxe" for i in range(1, 5)))
+    assert last[:3] == ("boot-default", "boot defaults", "none")
+    assert last[3].startswith("boot.ipxe,train.ipxe,infer.ipxe,secure.ipxe,") and last[3].endswith(
+        ",".join(f"host-52-54-00-20-00-1{i}.ipxe" for i in range(1, 5)))
+    transition = ("deliver", "deliver the transition configuration", "none", "localhost")
+    assert got.index(transition) == got.index(("control-plane", "control plane and cluster config", "none",
+                                               "localhost")) + 1
+    got.remove(transition)
+    services = [g for g in got if g[1] in ("wave 4", "wave 5")]
+    assert services == [("upgrade", "wave 4", "wave_004", "mgmt01,slurmctl01"),
+                        ("gates", "wave 4", "wave_004", "mgmt01,slurmctl01"),
+                        ("upgrade", "wave 5", "wave_005", "k8sctl01,slurmdbd01"),
+                        ("gates", "wave 5", "wave_005", "k8sctl01,slurmdbd01")]
+    got = [g for g in got if g not in services]
     assert got == [
-        ("snapshot", "prepare", "none", "gpu001,gpu002,gpu003,gpu004,kgpu01,kgpu02,sgpu01,sgpu02"),
+        ("snapshot", "prepare", "none", "gpu001,gpu002,gpu003,gpu004,k8sctl01,kgpu01,kgpu02,mgmt01,sgpu01,sgpu02,"
+                                        "slurmctl01,slurmdbd01"),
         ("prepare", "prepare", "none", "localhost"),
         ("control-plane", "control plane and cluster config", "none", "localhost"),
         ("upgrade", "canary", "wave_000", "gpu001,gpu003"),
@@ -301,12 +334,14 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     assert rec["status"] == "succeeded" and rec["halted_at"] is None and rec["not_run"] == []
     assert rec["from_set"] == OLD and rec["to_set"] == CURRENT and rec["check"] is False
     runs = rec["runs"]
-    assert [(x["stage"], x["action"], x["wave"]) for x in runs] == [(s, a, w if w != "none" else "")
-                                                                   for a, s, w, _ in [publish, *got, last]]
-    for x in runs:
+    ran = [x for x in runs if x["status"] != "skipped"]  # the Kubernetes objects are `pulumi up`'s, recorded as such
+    assert len(ran) == len(log_lines(log))
+    assert [x["action"] for x in runs if x["status"] == "skipped"] == ["pulumi"]
+    assert [(x["stage"], x["action"], x["wave"]) for x in runs][:1] == [("image build and publish", "publish", "")]
+    for x in ran:
         assert x["rc"] == 0 and x["status"] == "successful" and x["start"] <= x["end"]
         assert (Path(x["artifact_dir"]) / "stdout").is_file() and (Path(x["artifact_dir"]) / "rc").read_text() == "0"
-    assert runs[4]["hosts"] == "gpu[001,003]" and runs[4]["nodes"] == 2
+    assert runs[5]["hosts"] == "gpu[001,003]" and runs[5]["nodes"] == 2
     assert [x["start"] for x in runs] == sorted(x["start"] for x in runs)
     # the rollback point: both definitions and rendered trees copied before anything ran, hashes as in the plan
     plan = json.loads(pf.read_text())
@@ -321,7 +356,7 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
         assert len(manifest) == snap[side]["files"] > 50
         assert all(hashlib.sha256((folder / "tree" / rel).read_bytes()).hexdigest() == h for rel, h in manifest.items())
     # every node's versions, from the facts files snapshot.yml fetched, grouped
-    assert snap["versions"] == [{"hosts": "gpu[001-004],kgpu[01-02],sgpu[01-02]", "count": 8,
+    assert snap["versions"] == [{"hosts": "gpu[001-004],k8sctl01,kgpu[01-02],mgmt01,sgpu[01-02],slurmctl01,slurmdbd01", "count": 12,
                                  "versions": {"driver": "570.86.15", "firmware": {}}}]
     assert snap["versions_missing"] == ""
     # smoke results per test and host, in layer order; the storage test only where its node groups are
@@ -334,7 +369,7 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     # capacity back in service wave by wave (8 GPUs a node), the rollback drill not counted twice
     assert [(c["stage"], c["nodes"], c["gpus"], c["gpus_returned"]) for c in rec["capacity"]] == [
         ("canary", 2, 16, 16), ("kubernetes infer canary", 1, 8, 24), ("wave 1", 2, 16, 40), ("wave 2", 1, 8, 48),
-        ("wave 3", 2, 16, 64)]
+        ("wave 3", 2, 16, 64), ("wave 4", 2, 0, 64), ("wave 5", 2, 0, 64)]  # the service hosts have no GPUs
     assert "capacity back in service: 2 nodes, 16 GPUs" in r.output
 
 
@@ -354,9 +389,12 @@ def test_first_failing_wave_halts_the_rollout(tmp_path):
     assert rec["status"] == "failed" and rec["halted_at"] == "wave 1: upgrade wave_001"
     last = rec["runs"][-1]
     assert last["rc"] != 0 and last["failed_hosts"] == ["gpu004"] and "injected failure" in last["failures"][0]
-    assert [(x["stage"], x["action"]) for x in rec["not_run"]] == [
+    not_run = [(x["stage"], x["action"]) for x in rec["not_run"]]
+    assert not_run[:9] == [
         ("wave 1", "gates"), ("wave 1", "smoke"), ("wave 2", "upgrade"), ("wave 2", "gates"), ("wave 2", "smoke"),
-        ("wave 3", "upgrade"), ("wave 3", "gates"), ("wave 3", "smoke"), ("boot defaults", "boot-default")]
+        ("wave 3", "upgrade"), ("wave 3", "gates"), ("wave 3", "smoke"), ("wave 4", "upgrade")]
+    # nor the service hosts' waves, the group defaults or the delivery of the changed files
+    assert {st for st, _ in not_run[9:]} == {"wave 4", "wave 5", "boot defaults", "deliver configuration"}
     assert [c["stage"] for c in rec["capacity"]] == ["canary", "kubernetes infer canary"]  # wave 1's are not back
     assert all(x["rc"] == 0 for x in rec["runs"][:-1])
 
@@ -374,7 +412,8 @@ def test_missing_versions_and_a_failing_smoke_test_halt_the_rollout(tmp_path):
     [rec] = records(tmp_path)
     assert rec["halted_at"] == "prepare: snapshot" and rec["runs"][-1]["failed_hosts"] == ["gpu004", "sgpu02"]
     assert "no versions recorded for 2 host(s)" in rec["runs"][-1]["failures"][-1]
-    assert rec["snapshot"]["versions_missing"] == "gpu004,sgpu02" and rec["snapshot"]["versions"][0]["count"] == 6
+    # every host the rollout touches, the service hosts too (their image is rebuilt for the set): 12 less 2
+    assert rec["snapshot"]["versions_missing"] == "gpu004,sgpu02" and rec["snapshot"]["versions"][0]["count"] == 10
     assert rec["capacity"] == []
 
     Path(rec["private_data_dir"]).rename(tmp_path / "first-run")

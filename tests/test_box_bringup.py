@@ -57,7 +57,7 @@ def _playbooks(tmp: Path) -> tuple[Path, Path]:
     root = tmp / "site"
     (root / "playbooks" / "group_vars" / "all").mkdir(parents=True)
     for pb in (ROOT / "playbooks").glob("*.yml"):
-        (root / "playbooks" / pb.name).symlink_to(pb)
+        shutil.copyfile(pb, root / "playbooks" / pb.name)  # copies: Ansible reads group_vars beside the real file
     (root / "roles").symlink_to(ROOT / "roles")
     secrets = f"vault_slurmdbd_pass: {DB_PASSWORD}\nvault_ldap_bind_password: unused-in-the-box\n"
     (root / "playbooks" / "group_vars" / "all" / "vault.yml").write_bytes(
@@ -93,7 +93,12 @@ def _hosts(tree: dict[str, str]) -> list[dict]:
     rows = list(csv.DictReader(io.StringIO(tree["inventory/nodes.csv"])))
     gpus = {name: hw["gpu"]["count"] if hw.get("gpu") else 0
             for name, hw in json.loads(tree["definition.resolved.json"])["definition"]["hardware"].items()}
-    return [{"name": r["host"], "ip": r["ipv4"], "gpus": gpus[r["hardware"]]} for r in rows]
+    from clusterdef.apply.delivery import Hosts
+
+    # the boot server serves DHCP: dnsmasq needs CAP_NET_ADMIN, as on the real host
+    boot = set(Hosts(tree["ansible/inventory/hosts.yml"])("boot_server"))
+    return [{"name": r["host"], "ip": r["ipv4"], "gpus": gpus[r["hardware"]],
+             "caps": ("NET_ADMIN",) if r["host"] in boot else ()} for r in rows]
 
 
 def _boot(box, tree: dict[str, str], definition: dict) -> None:

@@ -135,6 +135,13 @@ def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts
             raise ApplyError([f"accounts {', '.join(remove_accounts)} are to be removed but no host loads the "
                               "accounts in this step"])
         removals[where[0]] = list(remove_accounts)
+    # hosts in the order of the first action each runs (delivery.json's action order), then the others: the
+    # controllers' reconfigure (or start) comes before the accounting host's sacctmgr load, which needs the
+    # gres/gpu TRES slurmctld registers when it starts
+    def first_action(h: str) -> int:
+        return min((order.index(a) for a in actions.get(h, {})), default=len(order))
+
+    per_host = {h: per_host[h] for h in sorted(per_host, key=first_action)}
     return {"deliver_tree": str(tree_dir), "deliver_files": per_host, "deliver_remove_accounts": removals,
             "deliver_actions": {h: sorted(a.values(), key=lambda x: order.index(x["name"])) for h, a in actions.items()},
             "clusterdef_deliver_hosts": ",".join(per_host)}

@@ -319,8 +319,8 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
             problems.append(f"stage {stage!r} needs {name} in {playbooks}, which has none")
         return pb
 
-    def per_wave(stage: dict, *actions: tuple) -> None:
-        if smoke:  # the definition's smoke tests after every gate, on the same hosts and set
+    def per_wave(stage: dict, *actions: tuple, smoke_here: bool = True) -> None:
+        if smoke and smoke_here:  # the definition's smoke tests after every gate, on the same hosts and set
             at = [i + 1 for i, a in enumerate(actions) if a[0] == "gates"]
             for i in reversed(at):
                 actions = (*actions[:i], ("smoke", smoke_pb, "smoke.yml"), *actions[i:])
@@ -367,6 +367,11 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                 pb = need(_playbook(playbooks, "driver-pool.yml"), "driver-pool.yml", name)
                 hosts = list(hostlist.names(stage["hosts"])) if stage.get("hosts") else []
                 steps.append(Step(name, kind, "driver-pool", pb, hosts=hosts, vars=pointers(stage, hosts, "pool")))
+            elif kind == "wave" and stage.get("services"):  # service hosts: their services' own checks, no smoke
+                service_gates = _playbook(playbooks, "service-gates.yml")
+                move = ("upgrade", reimage, "reimage.yml", "to") if stage.get("provisioning") == "stateless" \
+                    else ("upgrade", upgrade, "upgrade.yml")
+                per_wave(stage, move, ("gates", service_gates, "service-gates.yml"), smoke_here=False)
             elif kind in ("canary", "wave") and stage.get("provisioning") == "stateless":
                 per_wave(stage, ("upgrade", reimage, "reimage.yml", "to"), ("gates", gates, " or ".join(GATES)))
             elif kind == "rollback-drill" and stage.get("provisioning") == "stateless":

@@ -36,6 +36,7 @@ _STAGE = {"type": "object", "additionalProperties": False,
                              "type": "object", "required": ["via", "playbook", "files", "removed", "hosts"],
                              "properties": {"via": {"enum": ["deliver", "role", "pulumi"]}, "playbook": _STR,
                                             "files": _STRS, "removed": _STRS, "hosts": _STR}}},
+                         "services": _STRS,
                          "kind": {"enum": ["image", "prepare", "canary", "rollback-drill", "control-plane", "wave",
                                            "boot-default", "driver-pool", "deliver", "nodes", "admit"]}}}
 # The fields apply reads are typed exactly; the others only by kind (the comparison with the

@@ -30,13 +30,15 @@ class Stage:
     driver: dict = field(default_factory=dict)
     # delivery steps (plan/delivery.py) of a `deliver` stage: rendered files onto the hosts that use them
     delivery: list[dict] = field(default_factory=list)
+    services: list[str] = field(default_factory=list)  # a wave of service hosts: the services its gates check
 
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "nodes": len(self.hosts),
                 "hosts": hostlist.fold(self.hosts) if self.hosts else "", "switches": self.switches,
                 "steps": self.steps, "gates": self.gates, "provisioning": self.provisioning, "boot": self.boot,
                 **({"driver": self.driver} if self.driver else {}),
-                **({"delivery": self.delivery} if self.delivery else {})}
+                **({"delivery": self.delivery} if self.delivery else {}),
+                **({"services": self.services} if self.services else {})}
 
 
 def choose_canary(definition: Definition, affected_groups: list[str], group: str | None = None,

@@ -467,7 +467,7 @@ def service_wave(s: Scope, name: str, hosts: list[str], running: dict[str, tuple
         boot = {}
     steps.append("return the services; halt the rollout here if any gate fails")
     return Stage(name, "wave", hosts, steps, [f"{x}: {t[x]['gate']}" for x in services], [],
-                 modes.pop() if len(modes) == 1 else "", boot)
+                 modes.pop() if len(modes) == 1 else "", boot, services=services)
 
 
 def boot_default_stage(s: Scope) -> Stage | None:

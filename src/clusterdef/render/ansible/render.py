@@ -272,6 +272,13 @@ def variables(resolved: Resolved) -> dict[str, dict]:
     for gname, g in d.nodes.items():
         if g.roles:  # playbooks/group-roles.yml applies them (never one that installs packages on a stateless group)
             out.setdefault(f"group_{ident(gname)}", {})["clusterdef_group_roles"] = list(g.roles)
+    running = service_hosts(d)  # playbooks/service-gates.yml: each service's own check after a wave of its hosts
+    if running:
+        t = service_table()
+        out["service_hosts"] = {"clusterdef_service_gates": {
+            svc: {"argv": list(t[svc]["gate_argv"]), "expect": t[svc].get("gate_expect", "")} for svc in running}}
+        for gname, g in service_groups_of(d).items():
+            out.setdefault(f"group_{ident(gname)}", {})["clusterdef_services"] = list(g.services)
     used = {g.hardware for g in gpu_groups(d).values()}  # service hosts carry no GPU firmware pins
     for hname, hw in d.hardware.items():
         if hname not in used:

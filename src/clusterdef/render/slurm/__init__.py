@@ -134,6 +134,9 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
         "SchedulerType": "sched/backfill",
         # configless: slurmd fetch the files from slurmctld (configless.py); one copy, pushed by `scontrol reconfigure`
         "SlurmctldParameters": "enable_configless",
+        # a job no partition it names may run (a tenant's partition it is not allowed on, a limit it exceeds) is
+        # refused at submission with the reason, not left pending for ever (slurm.conf(5) EnforcePartLimits)
+        "EnforcePartLimits": "ALL",
     }
     if has_gpus:
         params["GresTypes"] = "gpu"
