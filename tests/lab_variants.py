@@ -59,7 +59,7 @@ def box(lab: dict, matrix: str) -> dict:
     subnet manager (no HCA), and so the dedicated tenant's InfiniBand partition and project quota: `secure` keeps
     its partition and nodes but is shared. Passed through: the process tracking, task and accounting plugins that need no
     cgroups, and config_overrides (the containers have two CPUs, not the lab's 224). Off: the health check
-    (nodecheck needs a GPU driver)."""
+    (nodecheck needs a GPU driver). No directory: the tenants' groups are the containers' local groups."""
     d = copy.deepcopy(lab)
     d["cluster"]["matrix"] = matrix
     d.pop("kubernetes", None)
@@ -78,6 +78,8 @@ def box(lab: dict, matrix: str) -> dict:
         if "nodes" in sw:
             sw["nodes"] = ",".join(p for p in sw["nodes"].split(",") if p not in gone)
     d["identity"].pop("oidc", None)
+    d["identity"].pop("directory", None)  # no LDAP server in the box: the tenants' groups are local (box.users)
+    d["secrets"]["refs"].pop("ldap_bind_password", None)
     d["upgrade"].pop("smoke_tests", None)
     s = d["slurm"]
     s["health_check"] = {"enabled": False}

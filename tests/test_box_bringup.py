@@ -27,7 +27,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from box_cluster import image_versions, running_box, wait_for
-from conftest import CLUSTERS, MATRICES, ROOT, dump_yaml
+from conftest import MATRICES, ROOT, dump_yaml
 from lab_variants import box as box_variant
 
 pytestmark = [pytest.mark.box, pytest.mark.slow]
@@ -105,7 +105,7 @@ def _boot(box, tree: dict[str, str], definition: dict) -> None:
     """Each Slurm node "boots" its group's image: the image's configless slurmd files, then slurmd."""
     from clusterdef import hostlist
 
-    for gname, g in definition["nodes"].items():
+    for g in definition["nodes"].values():
         if g.get("control_plane") != "slurm":
             continue
         extra = f"images/{g['image']}/mkosi.extra"
@@ -230,6 +230,7 @@ def test_day2_change_reaches_the_cluster_and_keeps_running_jobs(brought_up):
     data = copy.deepcopy(brought_up["data"])
     data["slurm"]["partitions"]["long"] = {"node_groups": ["train"], "max_time": "7-00:00:00"}
     data["slurm"]["qos"]["normal"]["max_tres_per_user"] = {"gres/gpu": 24}
+    data["tenants"]["nlp"]["quota"]["reserved_gpus"] = 8  # sold capacity moves to the new tenant
     data["tenants"]["media"] = {"quota": {"reserved_gpus": 8, "burst_gpus": 0}, "isolation": {"level": "shared"},
                                 "slurm": {"account": "media", "qos": ["normal"]}}
     data["identity"]["tenant_groups"]["media"] = ["media-users"]
@@ -249,9 +250,41 @@ def test_day2_change_reaches_the_cluster_and_keeps_running_jobs(brought_up):
     wait_for("partition long", lambda: "long" in b.sinfo(), 30)
     qos = {q["Name"]: q for q in b.qos()}
     assert "gres/gpu=24" in qos["normal"]["MaxTRESPerUser"]
-    users = {(a["User"], a["Account"]) for a in b.assoc() if a["User"]}
-    assert ("dave", "media") in users
+    assoc = b.assoc()
+    assert ("dave", "media") in {(a["User"], a["Account"]) for a in assoc if a["User"]}
+    grp = {a["Account"]: a["GrpTRES"] for a in assoc if not a["User"] and a["Account"] in ("nlp", "media")}
+    assert set(grp) == {"nlp", "media"} and all("gres/gpu=" in v for v in grp.values()), grp
     rec = b.job(running.id)
     assert rec["JobState"] == "RUNNING" and rec.get("Restarts", "0") == "0", rec
     b.wait_job(b.submit("dave", "long", account="media", gres="gpu:1"), "COMPLETED", timeout=90)
     b.slurm(["scancel", running.id])
+
+
+def test_a_refused_check_stops_before_the_next_host_and_keeps_the_previous_file(brought_up):
+    """deliver.yml with a slurm.conf Slurm's parser refuses: the first host's check fails with the consumer's
+    message, its file stays as it was, nothing staged is left, and the next host is never touched."""
+    from clusterdef.apply.delivery import Hosts, payload
+
+    b, tree, tmp = brought_up["box"], brought_up["tree"], brought_up["tmp"]
+    broken = dict(tree)
+    broken["slurm/slurm.conf"] = tree["slurm/slurm.conf"] + "NotASlurmKey=1\n"
+    src = tmp / "broken-tree"
+    (src / "slurm").mkdir(parents=True)
+    (src / "slurm" / "slurm.conf").write_text(broken["slurm/slurm.conf"])
+    inv = tmp / "hosts.yml"
+    inv.write_text(tree["ansible/inventory/hosts.yml"])
+    extra = payload(broken, src, ["slurm/slurm.conf"], Hosts(tree["ansible/inventory/hosts.yml"]))
+    assert extra["clusterdef_deliver_hosts"] == "slurmctl01,slurmdbd01"
+    (tmp / "extra.json").write_text(json.dumps(extra))
+    before = {h: b.get(h, "/etc/slurm/slurm.conf") for h in ("slurmctl01", "slurmdbd01")}
+    r = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inv),
+                        str(ROOT / "playbooks" / "deliver.yml"), "-e", f"@{tmp / 'extra.json'}"],
+                       capture_output=True, text=True, timeout=600,
+                       env={**b.ansible_env(), "ANSIBLE_ROLES_PATH": str(ROOT / "roles")})
+    assert r.returncode != 0
+    assert "delivery refused on slurmctl01" in r.stdout and "NotASlurmKey" in r.stdout, r.stdout[-3000:]
+    assert "slurmdbd01" not in r.stdout.split("delivery refused on slurmctl01")[1].split("PLAY RECAP")[0]
+    for h, text in before.items():
+        assert b.get(h, "/etc/slurm/slurm.conf") == text
+    assert b.exec("slurmctl01", ["test", "-e", "/var/lib/clusterdef/deliver/staged/etc/slurm/slurm.conf"]).returncode
+    assert b.slurm(["scontrol", "ping"]).stdout.count("UP")

@@ -190,6 +190,7 @@ CASES = [
     ("etcd-even-members", chain(set_(["nodes", "k8sctl", "hosts"], "k8sctl[01-02]"),
                                 set_(["nodes", "k8sctl", "addressing", "mac", "macs"], ["52:54:00:20:00:06", "52:54:00:20:00:07"])),
      ("nodes", "k8sctl", "services", 1), Severity.WARNING),
+    ("boot-server-address", set_(["network", "provisioning", "server"], "10.20.0.9"), ("nodes", "mgmt", "addressing", "ipv4_start"), Severity.ERROR),
     ("unknown-field", set_(["hardware", "hgx-h100", "memory_gb"], 2048), ("hardware", "hgx-h100", "memory_gb"), Severity.ERROR),
     ("missing-field", delete(["nodes", "train", "image"]), ("nodes", "train", "image"), Severity.ERROR),
     ("type-error", set_(["images", "gpu-node", "version"], 2026.07), ("images", "gpu-node", "version"), Severity.ERROR),

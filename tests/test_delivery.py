@@ -232,3 +232,65 @@ def test_host_patterns_mean_what_they_mean_to_ansible(tree):
             assert sorted(ours(p)) == sorted(want), p
             if p.endswith("[0]"):
                 assert ours(p) == want, p
+
+
+def _plan_steps(tmp_path, change) -> list[dict]:
+    from clusterdef.plan import delivery as plan_delivery
+
+    lab = YAML(typ="safe").load((CLUSTERS / "lab.yaml").read_text())
+    old = _tree(CLUSTERS / "lab.yaml")
+    change(lab)
+    new = _tree(dump_yaml(lab, tmp_path / "lab.yaml"))
+    return plan_delivery.steps(old, new)
+
+
+def test_a_partition_change_is_a_live_reconfigure_and_a_plugin_change_restarts_the_daemons(tmp_path):
+    from clusterdef.plan.transition import LIVE, RESTART
+
+    def partition(d):
+        d["slurm"]["partitions"]["long"] = {"node_groups": ["train"], "max_time": "7-00:00:00"}
+
+    [st] = [s for s in _plan_steps(tmp_path, partition) if s["via"] == "deliver"]
+    assert "slurm/slurm.conf" in st["files"] and st["restarts"] == {} and st["disruption"] == LIVE
+    assert [a["name"] for a in st["actions"]][-1] == "slurm-reconfigure"
+
+    def plugin(d):
+        d["slurm"]["passthrough"] = {"SelectTypeParameters": "CR_Core"}
+
+    [st] = [s for s in _plan_steps(tmp_path, plugin) if s["via"] == "deliver"]
+    assert st["restarts"] == {"slurmctld and slurmd": ["SelectTypeParameters"]} and st["disruption"] == RESTART
+
+
+def test_a_tenant_removed_is_an_explicit_account_removal(tmp_path):
+    from clusterdef.plan import delivery as plan_delivery
+
+    def drop(d):
+        del d["tenants"]["nlp"]
+        del d["identity"]["tenant_groups"]["nlp"]
+        d["kubernetes"]["kueue"]["queues"].pop("nlp-serve")
+
+    [st] = [s for s in _plan_steps(tmp_path, drop) if s["via"] == "deliver"]
+    assert st["remove_accounts"] == ["nlp"]
+    assert "remove Slurm account(s) nlp" in plan_delivery.describe(st) and "running or pending jobs" in \
+        plan_delivery.describe(st)
+
+
+def test_apply_sends_each_host_its_files_and_actions_in_the_maps_order():
+    """deliver.yml's payload: files per host from the new tree, the reconfigure once on the first controller,
+    the accounts on the accounting host after it (its load needs the TRES slurmctld registers)."""
+    from clusterdef.apply.delivery import Hosts, payload
+
+    tree = _tree(CLUSTERS / "lab.yaml")
+    files = ["slurm/slurm.conf", "slurm/gres.conf", "slurm/accounts.cfg", "slurm/qos.sh"]
+    p = payload(tree, Path("/snap/tree"), files, Hosts(tree[f"{ANSIBLE}/inventory/hosts.yml"]), ["gone"])
+    assert list(p["deliver_files"]) == ["slurmctl01", "slurmdbd01"]
+    assert p["clusterdef_deliver_hosts"] == "slurmctl01,slurmdbd01"
+    ctl = {f["rel"]: f for f in p["deliver_files"]["slurmctl01"]}
+    assert set(ctl) == {"slurm/slurm.conf", "slurm/gres.conf"} and ctl["slurm/gres.conf"]["src"] == \
+        "/snap/tree/slurm/gres.conf"
+    assert ctl["slurm/slurm.conf"]["check"][:2] == ["env", "SLURM_CONF={file}"]
+    assert {f["rel"] for f in p["deliver_files"]["slurmdbd01"]} == {"slurm/slurm.conf", "slurm/accounts.cfg",
+                                                                    "slurm/qos.sh"}
+    assert [a["name"] for a in p["deliver_actions"]["slurmctl01"]] == ["slurm-reconfigure"]
+    assert [a["name"] for a in p["deliver_actions"]["slurmdbd01"]] == ["slurm-accounts"]
+    assert p["deliver_remove_accounts"] == {"slurmdbd01": ["gone"]}

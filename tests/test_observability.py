@@ -346,7 +346,8 @@ def test_every_observability_field_changes_the_output(lab_data, tmp_path, exampl
     base = obs.render(examples["lab"])
     changes = {"namespace": "prom", "gpu_temperature_margin_c": 9, "gpu_power_percent_of_tdp": 80,
                "hardware": {"hgx-h100": {"temperature_c": 60}}, "queue_wait_minutes": 90,
-               "job_failure_percent": 50, "filesystem_free_percent": 20, "fabric_transmit_wait_per_s": 7}
+               "job_failure_percent": 50, "filesystem_free_percent": 20, "fabric_transmit_wait_per_s": 7,
+               "alertmanagers": ["am1.lab.example"]}
     from clusterdef.model.observability import Observability
     assert set(changes) == set(Observability.model_fields), "a new field needs a case here"
     for field, value in changes.items():

@@ -142,6 +142,7 @@ def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts
         return min((order.index(a) for a in actions.get(h, {})), default=len(order))
 
     per_host = {h: per_host[h] for h in sorted(per_host, key=first_action)}
+    ordered = {h: sorted(a.values(), key=lambda x: order.index(x["name"])) for h, a in actions.items()}
     return {"deliver_tree": str(tree_dir), "deliver_files": per_host, "deliver_remove_accounts": removals,
-            "deliver_actions": {h: sorted(a.values(), key=lambda x: order.index(x["name"])) for h, a in actions.items()},
+            "deliver_actions": ordered,
             "clusterdef_deliver_hosts": ",".join(per_host)}

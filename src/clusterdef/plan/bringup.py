@@ -20,6 +20,7 @@ so apply checks it the same way (hashes, re-derived plan, forgery) and has no ro
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from .. import __version__, hostlist
 from .delivery import describe as delivery_describe
@@ -27,6 +28,9 @@ from .delivery import steps as delivery_steps
 from .diff import tree_hash
 from .images import image_diff
 from .rollout import Stage
+
+if TYPE_CHECKING:
+    from . import Plan
 
 EMPTY = {"file": "", "set": "", "status": "", "definition_sha256": hashlib.sha256(b"").hexdigest(),
          "tree_sha256": tree_hash({})}
@@ -49,7 +53,7 @@ def _control_plane(side) -> list[str]:
     return steps
 
 
-def make_bringup(new) -> dict:
+def make_bringup(new) -> "Plan":
     """The bring-up plan document of `new` (a plan.Side); plan/__init__.py seals and formats it like any plan."""
     from . import Plan, _side_doc, _target_refusals, delivery_stage
 

@@ -90,8 +90,9 @@ def entry(rel: str, values: dict[str, str]) -> dict | None:
         out: dict = {"via": r["via"]}
         if r.get("role"):
             out["role"] = r["role"]
-        if r["via"] != "review":
-            out["hosts"] = _fill(r.get("hosts", ""), v)
+        if r["via"] != "review":  # a node group's inventory group is group_<name> with '-' as '_' (render/ansible)
+            hv = {**v, **({"group": re.sub(r"[^A-Za-z0-9_]", "_", v["group"])} if "group" in v else {})}
+            out["hosts"] = _fill(r.get("hosts", ""), hv)
         if r.get("path"):
             out.update(path=_fill(r["path"], v), owner=r.get("owner", "root"), group=r.get("group", "root"),
                        mode=r.get("mode", "0644"))

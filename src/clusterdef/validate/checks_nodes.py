@@ -67,8 +67,10 @@ def addressing(ctx: Context) -> Iterable[Finding]:
                         f"outside the provisioning subnet {net}",
                         f"start the group so all {n} addresses fit in {net} ({IPv4Address(lo)}-{IPv4Address(hi)})")
         ranges.append((first, last, path, f"node group `{gname}`"))
-    # the provisioning server's own address belongs to the boot-server service host when one is declared
-    if not any("boot-server" in g.services for g in d.nodes.values()):
+    # the provisioning server's address is the boot-server service host's own when one is declared there
+    boot = {int(g.addressing.ipv4_start) + i for gname, g in d.nodes.items() if "boot-server" in g.services
+            for i in range(len(ctx.group_nodes[gname]))}
+    if int(prov.server) not in boot:
         ranges.append((int(prov.server), int(prov.server), ("network", "provisioning", "server"),
                        "the provisioning server"))
     if prov.dynamic_range:

@@ -265,10 +265,10 @@ def variables(resolved: Resolved) -> dict[str, dict]:
     if "cp_slurm" in out and d.slurm is not None and d.slurm.health_check.enabled:
         out["cp_slurm"].update(nodecheck_vars(resolved, d.slurm.health_check.program, back))
     if "cp_slurm" in out and d.slurm is not None:  # roles/slurm_node: configless slurmd on stateful nodes
-        from ..slurm.configless import node_files
+        from ..slurm import configless
 
         out["cp_slurm"]["slurm_node_files"] = [{"dest": dest, "mode": "0644", "content": yamlout.Unsafe(text)}
-                                               for dest, text in node_files(resolved).items()]
+                                               for dest, text in configless.node_files(resolved).items()]
     for gname, g in d.nodes.items():
         if g.roles:  # playbooks/group-roles.yml applies them (never one that installs packages on a stateless group)
             out.setdefault(f"group_{ident(gname)}", {})["clusterdef_group_roles"] = list(g.roles)
