@@ -249,7 +249,8 @@ def test_day2_change_reaches_the_cluster_and_keeps_running_jobs(brought_up):
     b.assert_file("slurmctl01", "/etc/slurm/slurm.conf", tree["slurm/slurm.conf"])
     wait_for("partition long", lambda: "long" in b.sinfo(), 30)
     qos = {q["Name"]: q for q in b.qos()}
-    assert "gres/gpu=24" in qos["normal"]["MaxTRESPerUser"]
+    per_user = next(v for k, v in qos["normal"].items() if k.startswith("MaxTRESP"))  # sacctmgr: MaxTRESPU
+    assert "gres/gpu=24" in per_user, qos["normal"]
     assoc = b.assoc()
     assert ("dave", "media") in {(a["User"], a["Account"]) for a in assoc if a["User"]}
     grp = {a["Account"]: a["GrpTRES"] for a in assoc if not a["User"] and a["Account"] in ("nlp", "media")}

@@ -226,8 +226,9 @@ def test_pointers_of_every_group_are_checked(lab, matrix, tmp_path):
 
 def test_roles_of_a_stateless_group_one_by_one(lab, matrix, tmp_path):
     lab["nodes"]["train"]["roles"] = ["gpu_facts", "gpu_fact", "nvidia_driver", "node_drain", "slurm_node_access"]
-    roles = ("backup, container_toolkit, cuda_userspace, firmware, gpu_facts, identity, node_admission, node_drain, "
-             "nvidia_driver, slurm_control_plane, slurm_node_access, slurm_nodecheck, tenant_isolation")
+    roles = ("backup, boot_server, container_toolkit, cuda_userspace, deliver, firmware, gpu_facts, identity, "
+             "node_admission, node_drain, nvidia_driver, slurm_control_plane, slurm_node, slurm_node_access, "
+             "slurm_nodecheck, tenant_isolation")
 
     def apt(role):
         return ("stateless-apt-role", E, ("nodes", "train", "roles", {"nvidia_driver": 2, "slurm_node_access": 4}[role]),
