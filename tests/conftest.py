@@ -109,7 +109,7 @@ def images_tree(path: Path, matrices: Path = MATRICES) -> dict[str, str]:
     return build_tree(result, ["images"])[0]
 
 
-pytest_plugins = ["molecule_support", "box_cluster"]
+pytest_plugins = ["molecule_support", "box_cluster", "box_bringup"]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -122,6 +122,13 @@ def molecule_early(request):
         try:
             request.getfixturevalue("molecule_runs")
         except (Exception, pytest.skip.Exception, pytest.fail.Exception):  # test_roles reports it again
+            pass
+    from box_bringup import selected
+
+    if selected(request.session):  # the box bring-up too (box_bringup.py)
+        try:
+            request.getfixturevalue("box_bringup")
+        except (Exception, pytest.skip.Exception, pytest.fail.Exception):  # its tests report it again
             pass
     yield
 

@@ -119,41 +119,40 @@ def _boot(box, tree: dict[str, str], definition: dict) -> None:
             box.exec(host, ["systemctl", "enable", "--now", "slurmd"], check=True)
 
 
-@pytest.fixture(scope="module")
-def lab_box(box_ready, tmp_path_factory, lab_data):
-    tmp = tmp_path_factory.mktemp("bringup")
+def bring_up(tmp: Path, lab_data: dict, stack) -> dict:
+    """The box started (stopped by `stack`), then `plan --to` and `apply` of the bring-up plan (the `nodes` stage
+    stands in: see the module docstring). Runs in a thread from the session's start (box_bringup.py)."""
     slurm = image_versions()["slurmctld"].split("-")[0]
     matrices = _site_matrices(tmp, slurm)
     playbooks, vault = _playbooks(tmp)
     data = box_variant(copy.deepcopy(lab_data), SET)
     defn = dump_yaml(data, tmp / "lab.yaml")
     tree = _render(defn, matrices, tmp / "out")
-    with running_box(_hosts(tree), client="slurmctl01") as box:
-        box.users(USERS)
-        yield {"box": box, "tmp": tmp, "matrices": matrices, "playbooks": playbooks, "vault": vault, "defn": defn,
-               "data": data, "tree": tree}
-
-
-@pytest.fixture(scope="module")
-def brought_up(lab_box):
-    """`plan --to` and `apply` of the bring-up plan (the `nodes` stage stands in: see the module docstring)."""
-    b, t = lab_box["box"], time.monotonic()
-    plan = lab_box["tmp"] / "bringup.json"
-    r = _cli("plan", "--to", str(lab_box["defn"]), "--matrices", str(lab_box["matrices"]), "--plan-file", str(plan))
+    b = stack.enter_context(running_box(_hosts(tree), client="slurmctl01"))
+    b.users(USERS)
+    t = time.monotonic()
+    plan = tmp / "bringup.json"
+    r = _cli("plan", "--to", str(defn), "--matrices", str(matrices), "--plan-file", str(plan))
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(plan.read_text())
     assert doc["bringup"] and [s["kind"] for s in doc["rollout"]["stages"]] == [
         "image", "control-plane", "deliver", "boot-default", "nodes"]
-    r = _apply(b, plan, lab_box["defn"], lab_box["matrices"], lab_box["playbooks"], lab_box["vault"],
-               "--skip-stage", "nodes")
+    r = _apply(b, plan, defn, matrices, playbooks, vault, "--skip-stage", "nodes")
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:] + b.diagnostics(["slurmctl01", "slurmdbd01", "mgmt01"])
-    _boot(b, lab_box["tree"], lab_box["data"])
+    _boot(b, tree, data)
     nodes = [h for h, spec in b.hosts.items() if spec.gpus]
     wait_for("every node idle", lambda: all(
         st.startswith("idle") for p in b.sinfo().values() for st in p["nodes"].values()), 60,
         diagnostics=lambda: b.diagnostics(nodes[:2], ["slurmd"]))
     b.timings["bringup"] = time.monotonic() - t
-    return {**lab_box, "plan": doc, "apply": r.stdout}
+    return {"box": b, "tmp": tmp, "matrices": matrices, "playbooks": playbooks, "vault": vault, "defn": defn,
+            "data": data, "tree": tree, "plan": doc, "apply": r.stdout}
+
+
+@pytest.fixture(scope="module")
+def brought_up(box_bringup):
+    """The bring-up started with the session (box_bringup.py): its result, or its failure."""
+    return box_bringup.result()
 
 
 def test_bringup_puts_every_rendered_file_where_its_consumer_reads_it(brought_up):
@@ -216,6 +215,9 @@ def test_each_tenant_runs_where_it_may_and_is_refused_elsewhere(brought_up):
     for job in ok:
         rec = b.wait_job(job, "COMPLETED", timeout=90)
         assert rec["JobState"] == "COMPLETED"
+    # the GPUs each job was given are in the accounting records slurmdbd keeps
+    alloc = {r["JobID"]: r["AllocTRES"] for r in b.sacct()}
+    assert "gres/gpu=2" in alloc[ok[0].id] and "gres/gpu=8" in alloc[ok[2].id], alloc
     refused = b.submit("alice", "secure", account="vision")
     assert refused.id is None and "partition" in refused.refused.lower()
     stranger = b.submit("alice", "train", account="nlp")
