@@ -294,3 +294,31 @@ def test_apply_sends_each_host_its_files_and_actions_in_the_maps_order():
     assert [a["name"] for a in p["deliver_actions"]["slurmctl01"]] == ["slurm-reconfigure"]
     assert [a["name"] for a in p["deliver_actions"]["slurmdbd01"]] == ["slurm-accounts"]
     assert p["deliver_remove_accounts"] == {"slurmdbd01": ["gone"]}
+
+
+def test_apply_restarts_the_daemons_a_plugin_change_needs(tmp_path):
+    """A slurm.conf change reconfigure does not apply gets slurm-restart.yml after its delivery, naming the
+    daemons; a partition change does not."""
+    from clusterdef.apply.steps import Deliveries, steps_for_plan
+    from clusterdef.plan import load_side, make_plan
+    from conftest import ROOT, TODAY
+
+    def side(change=None):
+        lab = YAML(typ="safe").load((CLUSTERS / "lab.yaml").read_text())
+        if change:
+            change(lab)
+        path = dump_yaml(lab, tmp_path / f"lab-{bool(change)}.yaml")
+        return load_side(path, MATRICES, TODAY)
+
+    old = side()
+    for change, want in ((lambda d: d["slurm"]["passthrough"].update(SelectTypeParameters="CR_Core"),
+                          ["slurmctld", "slurmd"]),
+                         (lambda d: d["slurm"]["partitions"].update(long={"node_groups": ["train"]}), None)):
+        new = side(lambda d, c=change: (d["slurm"].setdefault("passthrough", {}), c(d)))
+        doc = make_plan(old, new).doc
+        hosts_yml = new.tree["ansible/inventory/hosts.yml"]
+        steps = steps_for_plan(doc, {}, ROOT / "playbooks", deliveries=Deliveries(new, hosts_yml))
+        restart = [s for s in steps if s.action == "slurm-restart"]
+        assert [s.vars["clusterdef_slurm_restart"] for s in restart] == ([want] if want else [])
+        if want:
+            assert steps.index(restart[0]) == 1 + next(i for i, s in enumerate(steps) if s.action == "deliver")

@@ -161,6 +161,15 @@ def _delivery_steps(stage: dict, playbooks: Path, deliveries: "Deliveries | None
                 out.append(Step(stage["name"], stage["kind"], "deliver", pb,
                                 vars=deliveries.transition(d["files"]) if d.get("transition") else
                                 deliveries.deliver(d["files"], d.get("remove_accounts"))))
+                daemons = sorted({x for names in d.get("restarts", {}) for x in ("slurmctld", "slurmd")
+                                  if x in names.split()})
+                if daemons:  # keys scontrol reconfigure does not apply (plan/delivery.py: slurm_restarts)
+                    rpb = _playbook(playbooks, "slurm-restart.yml")
+                    if rpb is None:
+                        problems.append(f"stage {stage['name']!r} needs slurm-restart.yml in {playbooks}")
+                    else:
+                        out.append(Step(stage["name"], stage["kind"], "slurm-restart", rpb,
+                                        vars={"clusterdef_slurm_restart": daemons}))
             except ApplyError as exc:
                 problems.extend(exc.reasons)
         else:  # a role's playbook installs them from the rendered group_vars
