@@ -96,3 +96,16 @@ def test_ansible_lint_production_profile():
         proc = subprocess.run([lint, "--offline", "--profile", "production", "roles/", "playbooks/"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+
+
+def test_no_scenario_container_is_named_like_a_box_host(lab_data):
+    """Molecule scenarios and the box (tests/box_cluster.py: the lab's hosts, one container each, named as the
+    host) run side by side in one podman: a platform named like a lab host is removed by the other's
+    destroy or start (a CI run lost gpu001 that way)."""
+    from clusterdef.hostlist import expand   # the definition's hostlists, as the inventory expands them
+
+    hosts = {h for group in lab_data["nodes"].values() for h in expand(group["hosts"])}
+    assert len(hosts) > 5, hosts
+    clashes = sorted(f"{role}/{scenario}: {p['name']}" for role, scenario in SCENARIO_DIRS
+                     for p in scenario_config(role, scenario)["platforms"] if p["name"] in hosts)
+    assert not clashes, f"molecule platforms named like the box's hosts: {clashes}"
