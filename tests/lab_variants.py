@@ -59,7 +59,8 @@ def box(lab: dict, matrix: str) -> dict:
     subnet manager (no HCA), and so the dedicated tenant's InfiniBand partition and project quota: `secure` keeps
     its partition and nodes but is shared. Passed through: the process tracking, task and accounting plugins that need no
     cgroups, and config_overrides (the containers have two CPUs, not the lab's 224). Off: the health check
-    (nodecheck needs a GPU driver). No directory: the tenants' groups are the containers' local groups."""
+    (nodecheck needs a GPU driver). The service hosts have 16 GiB, so MariaDB's buffer pool is Slurm's
+    4 GiB floor. No directory: the tenants' groups are the containers' local groups."""
     d = copy.deepcopy(lab)
     d["cluster"]["matrix"] = matrix
     d.pop("kubernetes", None)
@@ -81,6 +82,8 @@ def box(lab: dict, matrix: str) -> dict:
     d["identity"].pop("directory", None)  # no LDAP server in the box: the tenants' groups are local (box.users)
     d["secrets"]["refs"].pop("ldap_bind_password", None)
     d["upgrade"].pop("smoke_tests", None)
+    # the service hosts' hardware as small as a container: MariaDB gets the floor of its buffer pool (4 GiB)
+    d["hardware"]["mgmt-server"]["memory_gib"] = 16
     s = d["slurm"]
     s["health_check"] = {"enabled": False}
     s["passthrough"] = {"ProctrackType": "proctrack/linuxproc", "TaskPlugin": "task/none",

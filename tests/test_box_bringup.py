@@ -193,7 +193,15 @@ def _prometheus_alerts(b) -> set[str]:
 
 
 def test_partitions_and_associations_are_the_definitions(brought_up):
-    b, data = brought_up["box"], brought_up["data"]
+    b, data, tree = brought_up["box"], brought_up["data"], brought_up["tree"]
+    # the accounting database runs with the settings Slurm's accounting guide asks for (rendered from the host)
+    settings = YAML(typ="safe").load(tree["ansible/group_vars/slurmdbd.yml"])["slurm_control_plane_database"]["settings"]
+    live = b.exec("slurmdbd01", ["mariadb", "-N", "-B", "-e", "SELECT @@innodb_buffer_pool_size, "
+                                 "@@innodb_log_file_size, @@innodb_lock_wait_timeout, @@max_allowed_packet"],
+                  check=True).stdout.split()
+    mib = 1024 * 1024
+    assert live == [str(int(settings["innodb_buffer_pool_size"][:-1]) * mib),
+                    str(int(settings["innodb_log_file_size"][:-1]) * mib), "900", str(16 * mib)], live
     parts = b.sinfo()
     assert set(parts) == set(data["slurm"]["partitions"])
     assert set(parts["secure"]["nodes"]) == {"sgpu01", "sgpu02"} and parts["train"]["default"]

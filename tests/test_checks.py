@@ -191,6 +191,10 @@ CASES = [
                                 set_(["nodes", "k8sctl", "addressing", "mac", "macs"], ["52:54:00:20:00:06", "52:54:00:20:00:07"])),
      ("nodes", "k8sctl", "services", 1), Severity.WARNING),
     ("boot-server-address", set_(["network", "provisioning", "server"], "10.20.0.9"), ("nodes", "mgmt", "addressing", "ipv4_start"), Severity.ERROR),
+    # etcd beside the API server wants 4 + 2 cores (etcd's and kubeadm's own figures, knowledge/services.yaml)
+    ("service-host-undersized", set_(["hardware", "mgmt-server", "cpu", "cores_per_socket"], 4), ("hardware", "mgmt-server", "cpu"), Severity.WARNING),
+    # the accounting host's MariaDB: Slurm's 4 GiB buffer-pool floor is at most half the host
+    ("service-host-undersized", set_(["hardware", "mgmt-server", "memory_gib"], 6), ("hardware", "mgmt-server", "memory_gib"), Severity.WARNING),
     ("unknown-field", set_(["hardware", "hgx-h100", "memory_gb"], 2048), ("hardware", "hgx-h100", "memory_gb"), Severity.ERROR),
     ("missing-field", delete(["nodes", "train", "image"]), ("nodes", "train", "image"), Severity.ERROR),
     ("type-error", set_(["images", "gpu-node", "version"], 2026.07), ("images", "gpu-node", "version"), Severity.ERROR),

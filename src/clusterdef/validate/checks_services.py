@@ -202,3 +202,31 @@ def boot_server_address(ctx: Context) -> Iterable[Finding]:
                         "dnsmasq.conf and the iPXE chain send every node to",
                         f"give the boot server that address: `ipv4_start: {server}` (or set "
                         f"network.provisioning.server to {addrs[hosts[0]]})")
+
+
+@check("service-host-size")
+def service_host_size(ctx: Context) -> Iterable[Finding]:
+    """A service host's hardware against what its services need together (knowledge/services.yaml `needs`,
+    each from the service's own documentation): etcd beside the API server on four cores is slow to answer
+    heartbeats and the control plane flaps; a small accounting host cannot give MariaDB the buffer pool
+    Slurm's accounting guide asks for."""
+    d = ctx.definition
+    t = table()
+    for gname, g in d.nodes.items():
+        hw = d.hardware.get(g.hardware)
+        if not g.services or hw is None:
+            continue
+        needs = [(s, t[s]["needs"]) for s in g.services if t.get(s, {}).get("needs")]
+        for what, have, unit, path in (
+                ("cores", hw.cpu.sockets * hw.cpu.cores_per_socket, "core(s)", ("hardware", g.hardware, "cpu")),
+                ("memory_gib", hw.memory_gib, "GiB", ("hardware", g.hardware, "memory_gib"))):
+            parts = [(s, n[what]) for s, n in needs if n.get(what)]
+            want = sum(v for _, v in parts)
+            if have < want:
+                yield warning("service-host-undersized", path,
+                              f"node group `{gname}` runs {', '.join(s for s, _ in parts)} on hardware `{g.hardware}` "
+                              f"with {have} {unit}; together they need {want} "
+                              f"({', '.join(f'{s} {v}' for s, v in parts)}: each service's own documentation, "
+                              "knowledge/services.yaml)",
+                              f"give the group hardware with at least {want} {unit}, or spread the services "
+                              "over more groups")

@@ -238,8 +238,12 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             ref = d.secrets.refs.get("slurmdbd_storage_pass", "")
             if a is not None and a.storage_host == "localhost" and ref:
                 # the accounting database on the accounting host itself: the role creates it and its user
-                out["slurmdbd"]["slurm_control_plane_database"] = {"name": a.storage_loc, "user": a.storage_user,
-                                                                   "password_var": ref}
+                # and MariaDB's settings for slurmdbd, sized from the accounting host's hardware
+                group = next((g for g in d.nodes.values() if a.host.split(".")[0] in hostlist.names(g.hosts)), None)
+                hw = d.hardware.get(group.hardware) if group else None
+                out["slurmdbd"]["slurm_control_plane_database"] = {
+                    "name": a.storage_loc, "user": a.storage_user, "password_var": ref,
+                    "settings": slurmdbd.database_settings(hw.memory_gib if hw else None)}
     if d.backup:  # the jobs of every backup host; each host installs its own (roles/backup)
         out["backup"] = {"backup_jobs": backup.install(resolved)}
     # roles/tenant_isolation: each group's mount units and VLAN files, each filesystem's quota and expiry

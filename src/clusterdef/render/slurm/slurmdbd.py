@@ -38,6 +38,22 @@ def _value(v) -> Quoted:
     return text
 
 
+# MariaDB on the accounting host (StorageHost=localhost), as Slurm's accounting guide asks before slurmdbd first
+# runs (shared/reference/slurm/docs/accounting.shtml, "MySQL/MariaDB server settings"): innodb_buffer_pool_size
+# 5-50 % of the server's memory and at least 4 GiB (a quarter here: slurmdbd and the system share the host);
+# innodb_log_file_size 25 % of the pool (MariaDB 10.5 and later keep one redo log file, so no division by
+# innodb_log_files_in_group); innodb_lock_wait_timeout 900; max_allowed_packet at least 16M. MariaDB's own
+# defaults (a 128 MiB pool, 50 s lock wait) make upgrades and purges of a large database fail.
+BUFFER_POOL_FLOOR_MIB = 4096
+
+
+def database_settings(memory_gib: int | None) -> dict[str, str]:
+    """[mysqld] settings for the accounting database on a host with `memory_gib` (None: unknown, the floor)."""
+    pool = max(BUFFER_POOL_FLOOR_MIB, (memory_gib or 0) * 1024 // 4)
+    return {"innodb_buffer_pool_size": f"{pool}M", "innodb_log_file_size": f"{pool // 4}M",
+            "innodb_lock_wait_timeout": "900", "max_allowed_packet": "16M"}
+
+
 def wanted(resolved: Resolved) -> bool:
     s = resolved.definition.slurm
     return s is not None and s.accounting.storage == "slurmdbd"
