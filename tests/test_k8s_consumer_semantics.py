@@ -182,3 +182,71 @@ def test_oracle_limitranger_defaulting_rule():
                                         ("50Ti", 50 * 2**40), ("2k", 2000), ("0", 0)])
 def test_oracle_quantity(text, value):
     assert ks.quantity(text) == value
+
+
+NETWORK_OPERATOR_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+"""Added by the Network Operator to its own DaemonSets after NicClusterPolicy spec.tolerations
+(Mellanox/network-operator v26.4.1 manifests/state-rdma-shared-device-plugin/0060_rdma-shared-dev-plugin-ds.yaml,
+manifests/state-ofed-driver/0050_ofed-driver-ds.yaml)."""
+CHART = Path(__file__).parent / "reference" / "kubernetes" / "gpu-operator"
+
+
+def operand_tolerations(example: str) -> dict[str, list[dict]]:
+    """The tolerations each GPU-stack DaemonSet gets: GPU Operator operands (driver, toolkit, device
+    plugin, DCGM exporter) take ClusterPolicy spec.daemonsets.tolerations, which the chart's
+    templates/clusterpolicy.yaml fills from values `daemonsets.tolerations` (a Helm list replaces the
+    chart's default list); a NVIDIADriver's driver DaemonSet takes the CR's own tolerations; the Network
+    Operator's take NicClusterPolicy spec.tolerations plus its fixed nvidia.com/gpu toleration."""
+    base = GOLDEN / example / "kubernetes"
+    header = (base / "gpu-operator" / "values.yaml").read_text().splitlines()[1]
+    version = header.split("chart ")[1].split()[0]
+    chart = docs(CHART / f"values-{version}.yaml")[0]
+    values = docs(base / "gpu-operator" / "values.yaml")[0]
+    common = (values.get("daemonsets") or {}).get("tolerations", chart["daemonsets"]["tolerations"])
+    out = {name: common for name in ("driver", "toolkit", "device-plugin", "dcgm-exporter")}
+    for d in docs(base / "gpu-operator" / "nvidiadrivers.yaml"):
+        out[f"driver {d['metadata']['name']}"] = d["spec"].get("tolerations") or []
+    for p in docs(base / "network-operator" / "nicclusterpolicy.yaml"):
+        out["network-operator"] = list(p["spec"].get("tolerations") or []) + [NETWORK_OPERATOR_TOLERATION]
+    return out
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_gpu_stack_daemonsets_reach_kubernetes_gpu_nodes(example):
+    """Every Kubernetes-owned GPU node group's taints are tolerated by every GPU-stack DaemonSet, so the
+    device plugin, driver, toolkit, DCGM exporter and RDMA device plugin run there; Slurm-owned GPU nodes
+    are kept from them (operands off by label and their control-plane taints not tolerated); nodes without
+    GPUs (the Kubernetes control plane) need none of them."""
+    groups = docs(GOLDEN / example / "kubernetes" / "nodes" / "labels-taints.yaml")[0]["groups"]
+    tolerations = operand_tolerations(example)
+    k8s_gpu = 0
+    for name, g in groups.items():
+        taints, labels = g.get("taints") or [], g.get("labels") or {}
+        has_gpu = "clusterdef.dev/gpu" in labels
+        if g["control_plane"] == "kubernetes" and has_gpu:
+            k8s_gpu += 1
+            for ds, tol in tolerations.items():
+                missing = ks.untolerated(tol, taints)
+                assert not missing, f"{example}: {ds} cannot run on node group {name}: untolerated {missing}"
+        elif g["control_plane"] == "slurm" and has_gpu:
+            assert labels.get("nvidia.com/gpu.deploy.operands") == "false"
+            assert ks.untolerated(tolerations["device-plugin"], taints), \
+                f"{example}: the GPU Operator's device plugin would also claim Slurm's GPUs on {name}"
+    assert k8s_gpu, f"{example}: no Kubernetes GPU node group to check"
+
+
+@pytest.mark.parametrize("toleration,taint,expected", [
+    ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+     {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}, True),
+    ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+     {"key": "nvidia.com/gpu", "value": "present", "effect": "NoExecute"}, False),
+    ({"key": "nvidia.com/gpu", "operator": "Equal", "value": "true"},
+     {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}, False),
+    ({"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+     {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}, True),
+    ({"operator": "Exists"}, {"key": "clusterdef.dev/control-plane", "value": "slurm", "effect": "NoExecute"}, True),
+    ({"key": "a", "value": "b"}, {"key": "a", "value": "b", "effect": "NoExecute"}, True),
+    ({"key": "a", "operator": "Lt", "value": "b"}, {"key": "a", "value": "b", "effect": "NoSchedule"}, False),
+])
+def test_oracle_tolerates_taint(toleration, taint, expected):
+    assert ks.tolerates(toleration, taint) is expected
