@@ -12,6 +12,7 @@ from ...errors import present
 from ...resolve import Resolved
 from .common import (GPU, GPU_TOLERATION, KUEUE_API, L_FLAVOR, L_NS_NAME, L_TENANT, gpu_nodes, kubernetes_section,
                      per_gpu, tenant_toleration)
+from . import network_operator
 from .topology import fabric_of_groups, topologies
 
 PRIORITY = {"inference": 100000, "interactive": 50000, "training": 10000, "batch": 1000}
@@ -215,4 +216,10 @@ def manager_config(resolved: Resolved) -> dict:
                                    "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5,
                                                          "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600}}
     cfg["integrations"] = {"frameworks": list(FRAMEWORKS)}
+    if network_operator.rdma_resources(resolved):
+        # Kueue's default quotaCheckStrategy BlockUndeclared leaves a workload requesting a resource no
+        # ClusterQueue covers unadmitted ("resource ... unavailable in ClusterQueue",
+        # pkg/scheduler/flavorassigner/flavorassigner.go at v0.19.2): the RDMA devices a job needs for
+        # InfiniBand are not metered, so Kueue ignores them (pkg/workload/workload.go dropExcludedResources).
+        cfg["resources"] = {"excludeResourcePrefixes": [network_operator.RESOURCE_PREFIX]}
     return cfg

@@ -74,8 +74,19 @@ def interfaces(resolved: Resolved) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
+RESOURCE_PREFIX = "rdma/"
+"""The RDMA shared device plugin's extended resources are `rdma/<resourceName>` (its config's
+`resourcePrefix`, left at the plugin's default `rdma`)."""
+
+
 def resource_name(fabric: str) -> str:
     return f"rdma_shared_device_{fabric}"
+
+
+def rdma_resources(resolved: Resolved) -> bool:
+    """Pods here request `rdma/...` devices: the NicClusterPolicy deploys the RDMA shared device plugin."""
+    p = nic_cluster_policy(resolved)
+    return bool(p and "rdmaSharedDevicePlugin" in p["spec"])
 
 
 def nic_cluster_policy(resolved: Resolved) -> dict | None:

@@ -161,13 +161,18 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
                  "spec": {"hard": hard}})
 
     # LimitRange: a container asks for at most one node's GPUs, and gets a CPU/memory request sized
-    # to one GPU's share of a node when it names none.
+    # to half of one GPU's share of a node when it names none (a GPU container and one sidecar fill
+    # that share, so the tenant's queues hold all its GPUs). `default` GPUs 0: LimitRanger defaults a
+    # missing limit to `default`, and without one to `max` (SetDefaults_LimitRangeItem, Kubernetes
+    # v1.34.2 pkg/apis/core/v1/defaults.go), so every container naming no GPU (sidecar, init, CPU-only
+    # pod) would ask for a whole node's GPUs; the request then follows the limit.
     kq = d.kubernetes.kueue if d.kubernetes else None
     groups = sorted({g for q in tk.queues if kq and q in kq.queues for g in kq.flavors[kq.queues[q].flavor].node_groups})
     per_node = max((gpu_nodes(d, g)[1] for g in groups), default=0)
     cpu, mem = per_gpu(d, groups) if groups else (0, 0)
     limit: dict = {"type": "Container"}
     if per_node:
+        limit["default"] = {GPU: "0"}
         limit["max"] = {GPU: str(per_node)}
     limit["defaultRequest"] = {"cpu": str(max(1, cpu // 2)) if cpu else "1", "memory": f"{max(1, mem // 2)}Gi" if mem else "2Gi"}
     objs.append({"apiVersion": "v1", "kind": "LimitRange", "metadata": meta("container-defaults"),

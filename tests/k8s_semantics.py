@@ -1,0 +1,262 @@
+"""What Kubernetes and Kueue do with the rendered tenant objects when a pod arrives: a small,
+pure re-statement of their documented rules, so the tests can walk the permitted path (a CPU-only pod
+and a sidecar get no GPU, the tenant's GPUs are admitted, one more is refused) against every rendered
+LimitRange, ResourceQuota and ClusterQueue. Written from the consumers' source at the versions the
+validated set pins (Kubernetes v1.34.2, Kueue v0.19.2); each function cites the code it re-states.
+
+Kubernetes source was read from stored copies of kubernetes/kubernetes (the 1.34 tag itself is too
+large to fetch here): the functions cited have the same shape in the 2016 and the 1.3x copies.
+"""
+
+from __future__ import annotations
+
+import copy
+from fractions import Fraction
+
+GPU = "nvidia.com/gpu"
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1, "k": 10**3,
+            "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+
+
+def quantity(text) -> Fraction:
+    """A resource.Quantity's value (apimachinery pkg/api/resource/quantity.go: a signed decimal number
+    and a binary (Ki..Ei) or decimal (n, u, m, k, M..E) suffix; exponents are not used here)."""
+    s = str(text).strip()
+    for suffix, factor in list(_BINARY.items()) + sorted(_DECIMAL.items(), key=lambda kv: -len(kv[0])):
+        if suffix and s.endswith(suffix):
+            return Fraction(s[: -len(suffix)]) * factor
+    return Fraction(s)
+
+
+def _resources(container: dict) -> tuple[dict, dict]:
+    r = container.setdefault("resources", {})
+    return r.setdefault("requests", {}), r.setdefault("limits", {})
+
+
+def default_pod(pod: dict) -> dict:
+    """API defaulting of a Pod before admission (SetDefaults_Pod, pkg/apis/core/v1/defaults.go): a
+    container (or init container) with a limit and no request for a resource gets the limit as its
+    request."""
+    pod = copy.deepcopy(pod)
+    for c in pod["spec"].get("containers", []) + pod["spec"].get("initContainers", []):
+        requests, limits = _resources(c)
+        for k, v in limits.items():
+            requests.setdefault(k, v)
+    return pod
+
+
+def limit_range_item_defaults(item: dict) -> tuple[dict, dict]:
+    """(default limits, default requests) of one LimitRange item after API defaulting
+    (SetDefaults_LimitRangeItem, pkg/apis/core/v1/defaults.go): for type Container, a resource with a
+    `max` and no `default` gets the max as its default limit; a default limit with no `defaultRequest`
+    becomes the default request; a `min` with no default request becomes the default request."""
+    if item.get("type") != "Container":
+        return {}, {}
+    default = dict(item.get("default") or {})
+    request = dict(item.get("defaultRequest") or {})
+    for k, v in (item.get("max") or {}).items():
+        default.setdefault(k, v)
+    for k, v in default.items():
+        request.setdefault(k, v)
+    for k, v in (item.get("min") or {}).items():
+        request.setdefault(k, v)
+    return default, request
+
+
+def _all_containers(pod: dict) -> list[dict]:
+    return pod["spec"].get("containers", []) + pod["spec"].get("initContainers", [])
+
+
+def limitranger_mutate(limit_range: dict, pod: dict) -> dict:
+    """LimitRanger's mutation (plugin/pkg/admission/limitranger/admission.go: PodMutateLimitFunc,
+    defaultContainerResourceRequirements, mergeContainerResources): every container and init
+    container missing a limit or a request for a resource gets the LimitRange's default for it."""
+    pod = copy.deepcopy(pod)
+    limits_d, requests_d = {}, {}
+    for item in limit_range["spec"]["limits"]:
+        d, r = limit_range_item_defaults(item)
+        limits_d.update(d)
+        requests_d.update(r)
+    for c in _all_containers(pod):
+        requests, limits = _resources(c)
+        for k, v in limits_d.items():
+            limits.setdefault(k, v)
+        for k, v in requests_d.items():
+            requests.setdefault(k, v)
+    return pod
+
+
+def limitranger_validate(limit_range: dict, pod: dict) -> list[str]:
+    """LimitRanger's validation of type Container items (PodValidateLimitFunc, minConstraint,
+    maxConstraint): against `max`, a container must have a limit and neither its limit nor its request
+    may exceed the max; against `min`, it must have a request and neither may be below the min.
+    Applies to containers and init containers."""
+    errors = []
+    for item in limit_range["spec"]["limits"]:
+        if item.get("type") != "Container":
+            continue
+        for c in _all_containers(pod):
+            requests, limits = _resources(c)
+            for k, v in (item.get("max") or {}).items():
+                if k not in limits:
+                    errors.append(f"maximum {k} usage per Container is {v}.  No limit is specified")
+                elif quantity(limits[k]) > quantity(v) or (k in requests and quantity(requests[k]) > quantity(v)):
+                    errors.append(f"maximum {k} usage per Container is {v}, container {c['name']} asks "
+                                  f"{limits[k]}")
+            for k, v in (item.get("min") or {}).items():
+                if k not in requests or quantity(requests[k]) < quantity(v):
+                    errors.append(f"minimum {k} usage per Container is {v}")
+    return errors
+
+
+def validate_extended(pod: dict) -> list[str]:
+    """API validation of a container's extended resources (ValidateResourceRequirements,
+    pkg/apis/core/validation/validation.go): a resource that cannot be overcommitted (anything but
+    cpu, memory, ephemeral-storage) needs a limit when it has a request, and request must equal limit."""
+    errors = []
+    for c in _all_containers(pod):
+        requests, limits = _resources(c)
+        for k, v in requests.items():
+            if k in ("cpu", "memory", "ephemeral-storage"):
+                if k in limits and quantity(v) > quantity(limits[k]):
+                    errors.append(f"{c['name']}: {k} request must be less than or equal to limit")
+                continue
+            if k not in limits:
+                errors.append(f"{c['name']}: Limit must be set for non overcommitable resources ({k})")
+            elif quantity(v) != quantity(limits[k]):
+                errors.append(f"{c['name']}: {k} request must be equal to {k} limit")
+    return errors
+
+
+def pod_requests(pod: dict) -> dict[str, Fraction]:
+    """A pod's effective requests (PodRequests, k8s.io/component-helpers/resource/helpers.go, the sum
+    ResourceQuota and the scheduler count): the sum over containers and sidecars (init containers with
+    restartPolicy Always), or the largest single init container plus the sidecars started before it,
+    whichever is larger, per resource."""
+    total: dict[str, Fraction] = {}
+    for c in pod["spec"].get("containers", []):
+        for k, v in _resources(c)[0].items():
+            total[k] = total.get(k, 0) + quantity(v)
+    sidecars: dict[str, Fraction] = {}
+    init_max: dict[str, Fraction] = {}
+    for c in pod["spec"].get("initContainers", []):
+        reqs = {k: quantity(v) for k, v in _resources(c)[0].items()}
+        if c.get("restartPolicy") == "Always":
+            for k, v in reqs.items():
+                total[k] = total.get(k, 0) + v
+                sidecars[k] = sidecars.get(k, 0) + v
+            reqs = dict(sidecars)
+        else:
+            reqs = {k: reqs.get(k, 0) + sidecars.get(k, 0) for k in set(reqs) | set(sidecars)}
+        for k, v in reqs.items():
+            init_max[k] = max(init_max.get(k, 0), v)
+    for k, v in init_max.items():
+        total[k] = max(total.get(k, 0), v)
+    return total
+
+
+QUOTA_VALIDATION_SET = {"cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"}
+"""Quota names that make every container declare the resource (podEvaluator.Constraints,
+pkg/quota/v1/evaluator/core/pods.go, `validationSet`): extended resources are not among them."""
+
+
+def quota_usage(pod: dict) -> dict[str, Fraction]:
+    """A pod's quota usage (podComputeUsageHelper, pods.go): `requests.<r>` for every requested
+    resource (and `<r>` for cpu/memory), `pods` 1."""
+    usage: dict[str, Fraction] = {"pods": Fraction(1), "count/pods": Fraction(1)}
+    for k, v in pod_requests(pod).items():
+        usage[f"requests.{k}"] = v
+        if k in ("cpu", "memory", "ephemeral-storage"):
+            usage[k] = v
+    return usage
+
+
+def quota_admit(quota: dict, used: dict[str, Fraction], pod: dict) -> list[str]:
+    """ResourceQuota admission of a pod (CheckRequest, k8s.io/apiserver/pkg/admission/plugin/
+    resourcequota/controller.go, with podEvaluator.Constraints): every container declares what the
+    quota's validation-set names require, and for every name in `hard` the pod uses, used + the pod's
+    usage stays within hard. Returns the refusals (empty: admitted)."""
+    hard = {k: quantity(v) for k, v in quota["spec"]["hard"].items()}
+    errors = []
+    for name in sorted(set(hard) & QUOTA_VALIDATION_SET):
+        base = name.split(".")[-1]
+        side = 1 if name.startswith("limits.") else 0
+        for c in _all_containers(pod):
+            if base not in _resources(c)[side]:
+                errors.append(f"must specify {name} for: {c['name']}")
+    usage = quota_usage(pod)
+    for name, limit in hard.items():
+        if name in usage and used.get(name, 0) + usage[name] > limit:
+            errors.append(f"exceeded quota: {quota['metadata']['name']}, requested: {name}={usage[name]}, "
+                          f"used: {name}={used.get(name, 0)}, limited: {name}={limit}")
+    return errors
+
+
+def admit(pod: dict, limit_ranges: list[dict], quotas: list[dict], used: dict[str, Fraction]) -> tuple[dict, list[str]]:
+    """The API server's path for a new pod in a tenant namespace: defaulting, then LimitRanger
+    (mutate, validate), API validation, then ResourceQuota. Returns (the stored pod, refusals)."""
+    p = default_pod(pod)
+    for lr in limit_ranges:
+        p = limitranger_mutate(lr, p)
+    errors: list[str] = []
+    for lr in limit_ranges:
+        errors += limitranger_validate(lr, p)
+    errors += validate_extended(p)
+    for q in quotas:
+        errors += quota_admit(q, used, p)
+    return p, errors
+
+
+def kueue_fits(cluster_queue: dict, pods: list[dict], excluded_prefixes: list[str]) -> list[str]:
+    """Kueue v0.19.2 admission of one workload by its ClusterQueue, single flavor: each requested
+    resource (less those matching `resources.excludeResourcePrefixes`, pkg/workload/workload.go
+    dropExcludedResources) must be covered by a resource group ("resource X unavailable in
+    ClusterQueue", pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets), and the
+    total must fit nominalQuota plus borrowingLimit of the flavor (what the cohort may lend at most)."""
+    total: dict[str, Fraction] = {}
+    for p in pods:
+        for k, v in pod_requests(p).items():
+            if any(k.startswith(x) for x in excluded_prefixes):
+                continue
+            total[k] = total.get(k, 0) + v
+    errors = []
+    covered = {}
+    for rg in cluster_queue["spec"]["resourceGroups"]:
+        for flavor in rg["flavors"][:1]:
+            for r in flavor["resources"]:
+                cap = quantity(r["nominalQuota"]) + quantity(r.get("borrowingLimit", 0))
+                covered[r["name"]] = cap
+    for k, v in sorted(total.items()):
+        if k not in covered:
+            errors.append(f"resource {k} unavailable in ClusterQueue")
+        elif v > covered[k]:
+            errors.append(f"insufficient quota for {k} in flavor: requested {v}, at most {covered[k]}")
+    return errors
+
+
+def tolerates(toleration: dict, taint: dict) -> bool:
+    """ToleratesTaint (k8s.io/api core/v1/toleration.go at v0.34.2, the staging copy of Kubernetes
+    v1.34.2): an empty effect matches every effect, else the effects must be equal; an empty key
+    matches every key (with operator Exists), else the keys must be equal; operator Exists matches any
+    value, Equal (or empty) needs equal values, any other operator matches nothing."""
+    if toleration.get("effect") and toleration["effect"] != taint["effect"]:
+        return False
+    if toleration.get("key") and toleration["key"] != taint["key"]:
+        return False
+    op = toleration.get("operator", "")
+    if op in ("", "Equal"):
+        return toleration.get("value", "") == taint.get("value", "")
+    return op == "Exists"
+
+
+def schedulable_taints(taints: list[dict]) -> list[dict]:
+    """Taints that keep a pod off a node: NoSchedule and NoExecute (PreferNoSchedule only scores;
+    TaintToleration filter, pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go)."""
+    return [t for t in taints if t["effect"] in ("NoSchedule", "NoExecute")]
+
+
+def untolerated(tolerations: list[dict], taints: list[dict]) -> list[dict]:
+    """The node's hard taints no toleration tolerates (v1helper.FindMatchingUntoleratedTaint)."""
+    return [t for t in schedulable_taints(taints) if not any(tolerates(x, t) for x in tolerations)]
