@@ -3,8 +3,10 @@ executed on real software (docs/backup.md):
 
 - restore drill: MariaDB + slurmdbd loaded with the rendered qos.sh and accounts.cfg, slurmctld
   (host Slurm) with pending jobs (held, and waiting on a dependency); the rendered
-  backup/slurm/backup.sh writes to a local restic repository; the database is dropped and the
-  StateSaveLocation removed; the rendered restore.sh brings them back; `sacctmgr show assoc/qos`
+  backup/slurmdbd/backup.sh (the database dump, on the accounting host) and backup/slurm/backup.sh
+  (StateSaveLocation, on the controller) write to a local restic repository under the hosts the
+  rendering names; the database is dropped and the StateSaveLocation removed; the rendered
+  restore.sh scripts bring them back; `sacctmgr show assoc/qos`
   equal what was loaded and slurmctld comes back with the same pending jobs. Then `clusterdef drill`
   rehearses into a scratch database and state folder and records the result, which `validate` reads.
 - etcd: a real etcd member, the rendered backup/etcd/backup.sh (etcdctl snapshot save) and
@@ -60,8 +62,11 @@ def _codes(data: dict, tmp_path: Path, today: date = TODAY) -> list:
 def test_lab_plan_names_authoritative_and_reproducible(lab, matrix):
     d, tree = _tree(lab, matrix)
     plan = json.loads(tree["backup/plan.json"])
-    assert set(plan["authoritative"]) == {"slurm", "etcd", "set-cluster-repo", "set-registry"}
-    assert plan["authoritative"]["slurm"]["host"] == d.slurm.controllers[0]
+    assert set(plan["authoritative"]) == {"slurmdbd", "slurm", "etcd", "set-cluster-repo", "set-registry"}
+    # the dump where the database is (slurmdbd's host, StorageHost=localhost), the state copy where
+    # slurmctld writes it
+    assert plan["authoritative"]["slurmdbd"]["host"] == d.slurm.accounting.host == "slurmdbd01"
+    assert plan["authoritative"]["slurm"]["host"] == d.slurm.controllers[0] == "slurmctl01"
     assert plan["authoritative"]["etcd"]["host"] == d.backup.authoritative.etcd.host
     # every scratch mount and every declared reproducible path is excluded, and only those
     assert plan["reproducible"] == ["/scratch", "/var/cache/apt", "/var/lib/containerd"]
@@ -74,18 +79,55 @@ def test_lab_plan_names_authoritative_and_reproducible(lab, matrix):
         assert "--yes" in tree[f"backup/{role}/restore.sh"]
         for name in (f"clusterdef-backup-{role}.service", f"clusterdef-backup-{role}.timer"):
             assert f"backup/{role}/{name}" in tree
-    slurm = tree["backup/slurm/backup.sh"]
-    assert "mysqldump --defaults-extra-file=\"$ETC/slurm/my.cnf\" --single-transaction --quick slurm_acct_db" in slurm
-    assert "STATE=${CLUSTERDEF_SLURM_STATE:-/var/lib/slurm/slurmctld}" in slurm
+    dump, slurm = tree["backup/slurmdbd/backup.sh"], tree["backup/slurm/backup.sh"]
+    assert "mysqldump --defaults-extra-file=\"$ETC/slurmdbd/my.cnf\" --single-transaction --quick slurm_acct_db" in dump
+    assert "HOST=slurmdbd01\n" in dump and "STATE=" not in dump
+    assert "STATE=${CLUSTERDEF_SLURM_STATE:-/var/lib/slurm/slurmctld}" in slurm and "mysqldump" not in slurm
+    assert "HOST=slurmctl01\n" in slurm
     assert "etcdctl snapshot save" in tree["backup/etcd/backup.sh"]
     assert "/srv/git/lab" in tree["backup/set-cluster-repo/backup.sh"]
+
+
+def test_each_job_on_the_host_that_has_its_data(lab, matrix):
+    """The dump runs where slurmdbd runs (slurmdbd.conf's DbdHost), connecting to StorageHost as
+    slurmdbd does: localhost there when the database is local, the database server otherwise (the
+    StorageUser is granted from slurmdbd's host). The state copy runs on the primary controller. The
+    inventory's backup group and group_vars place each job on its host (roles/backup installs a job
+    on the host named in it)."""
+    from clusterdef.render.ansible.render import variables
+
+    def rendered(data):
+        d = Definition.model_validate(data)
+        r = resolve(d, matrix, CLUSTERS)
+        return r, backup_target.render(r), backup_target.install(r)
+
+    def conf(tree, key):
+        return re.search(rf"^{key}=(.*)$", tree["slurm/slurmdbd.conf.j2"], re.M)[1]
+
+    r, tree, jobs = rendered(lab)
+    st = slurm_target.render(r)
+    assert jobs["slurmdbd"]["host"] == conf(st, "DbdHost") == "slurmdbd01" and conf(st, "StorageHost") == "localhost"
+    assert "host=localhost\n" in tree["backup/slurmdbd/my.cnf.j2"]
+    assert jobs["slurm"]["host"] == "slurmctl01"
+    assert [f["dest"] for f in jobs["slurmdbd"]["secrets"]][-1] == "/etc/clusterdef/backup/slurmdbd/my.cnf"
+    assert not any("my.cnf" in f["dest"] for f in jobs["slurm"]["secrets"])
+    group = variables(r)["backup"]["backup_jobs"]
+    assert {k: v["host"] for k, v in group.items()}["slurmdbd"] == "slurmdbd01"
+    # a separate database server: the dump still runs on slurmdbd's host, against that server
+    lab["slurm"]["accounting"]["storage_host"] = "db01.lab.example"
+    r, tree, jobs = rendered(lab)
+    assert jobs["slurmdbd"]["host"] == "slurmdbd01" and "host=db01.lab.example\n" in tree["backup/slurmdbd/my.cnf.j2"]
+    # no accounting host: slurmdbd runs on the first controller, and so does the dump
+    del lab["slurm"]["accounting"]["host"]
+    _, _, jobs = rendered(lab)
+    assert jobs["slurmdbd"]["host"] == jobs["slurm"]["host"] == "slurmctl01"
 
 
 def test_secrets_only_by_reference(lab, matrix):
     lab["backup"]["repository"]["password_ref"] = "vault_lab_restic"
     d, tree = _tree(lab, matrix)
     assert tree["backup/restic.password.j2"] == "{{ vault_lab_restic }}\n"
-    cnf = tree["backup/slurm/my.cnf.j2"]
+    cnf = tree["backup/slurmdbd/my.cnf.j2"]
     assert "password={{ vault_slurmdbd_pass }}\n" in cnf and "user=slurm\n" in cnf
     # No other Jinja anywhere: the scripts and units are plain files.
     for rel, text in tree.items():
@@ -246,16 +288,16 @@ def _resolve_vault(text: str, **variables: str) -> str:
 
 def _backup_env(tmp_path: Path, tree: dict, db: MariaDB | None, state: Path | None) -> dict:
     etc = tmp_path / "etc-backup"
-    (etc / "slurm").mkdir(parents=True, exist_ok=True)
+    (etc / "slurmdbd").mkdir(parents=True, exist_ok=True)
     (etc / "restic.password").write_text(_resolve_vault(tree["backup/restic.password.j2"],
                                                         vault_restic_password=secrets.token_hex(16)))
     if db is not None:
-        cnf = _resolve_vault(tree["backup/slurm/my.cnf.j2"], vault_slurmdbd_pass="")
+        cnf = _resolve_vault(tree["backup/slurmdbd/my.cnf.j2"], vault_slurmdbd_pass="")
         # test machine: the test's MariaDB on loopback, as root without a password
         cnf = re.sub(r"^host=.*$", "host=127.0.0.1", cnf, flags=re.M)
         cnf = re.sub(r"^port=.*$", f"port={db.port}", cnf, flags=re.M)
         cnf = re.sub(r"^user=.*$", "user=root", cnf, flags=re.M)
-        (etc / "slurm/my.cnf").write_text(cnf)
+        (etc / "slurmdbd/my.cnf").write_text(cnf)
     env = {**os.environ, "CLUSTERDEF_BACKUP_ETC": str(etc), "CLUSTERDEF_BACKUP_STAGE": str(tmp_path / "stage"),
            "RESTIC_REPOSITORY": str(tmp_path / "repo"), "RESTIC_CACHE_DIR": str(tmp_path / "restic-cache"),
            "TMPDIR": str(tmp_path)}
@@ -344,14 +386,19 @@ def test_restore_drill(lab, matrix, stack, tmp_path):
     time.sleep(1)
 
     benv = _backup_env(tmp_path, tree, db, state)
+    jobs = backup_target.install(resolved)  # what group_vars/backup.yml places on each host
     for attempt in (1, 2):  # the second run exercises forget with a predecessor
-        r = _sh(tmp_path, tree, "backup/slurm/backup.sh", benv)
-        assert r.returncode == 0, f"backup.sh (run {attempt}) exited {r.returncode}\n{r.stdout}\n{r.stderr}"
-    snaps = json.loads(subprocess.run(["restic", "snapshots", "--json", "--tag", "clusterdef-lab-slurm"], env={
-        **benv, "RESTIC_PASSWORD_FILE": benv["CLUSTERDEF_BACKUP_ETC"] + "/restic.password"},
-                                      capture_output=True, text=True, check=True).stdout)
-    assert len(snaps) == 2 and {s["hostname"] for s in snaps} == {d.slurm.controllers[0]}, snaps
-    assert (tmp_path / "stage/slurm/accounting.sql").read_text().count("CREATE TABLE") > 10
+        for role in ("slurmdbd", "slurm"):
+            r = _sh(tmp_path, tree, f"backup/{role}/backup.sh", benv)
+            assert r.returncode == 0, f"{role} backup.sh (run {attempt}) exited {r.returncode}\n{r.stdout}\n{r.stderr}"
+    for role, host in (("slurmdbd", d.slurm.accounting.host), ("slurm", d.slurm.controllers[0])):
+        snaps = json.loads(subprocess.run(["restic", "snapshots", "--json", "--tag", f"clusterdef-lab-{role}"], env={
+            **benv, "RESTIC_PASSWORD_FILE": benv["CLUSTERDEF_BACKUP_ETC"] + "/restic.password"},
+                                          capture_output=True, text=True, check=True).stdout)
+        # each snapshot is the one of the host the rendering runs its job on
+        assert len(snaps) == 2 and {s["hostname"] for s in snaps} == {jobs[role]["host"]} == {host}, snaps
+    assert (tmp_path / "stage/slurmdbd/accounting.sql").read_text().count("CREATE TABLE") > 10
+    assert not (tmp_path / "stage/slurm/accounting.sql").exists()
 
     # --- disaster: the database dropped, StateSaveLocation gone ---
     ctl.stop()
@@ -362,11 +409,13 @@ def test_restore_drill(lab, matrix, stack, tmp_path):
                                                  check=True).stdout.split()
     shutil.rmtree(state)
 
-    r = _sh(tmp_path, tree, "backup/slurm/restore.sh", benv)
-    assert r.returncode == 2 and "--yes" in r.stderr, r.stdout + r.stderr  # refuses without --yes
+    for role in ("slurmdbd", "slurm"):
+        r = _sh(tmp_path, tree, f"backup/{role}/restore.sh", benv)
+        assert r.returncode == 2 and "--yes" in r.stderr, r.stdout + r.stderr  # refuses without --yes
     assert not state.exists()
-    r = _sh(tmp_path, tree, "backup/slurm/restore.sh", benv, "--yes")
-    assert r.returncode == 0, r.stdout + r.stderr
+    for role in ("slurmdbd", "slurm"):
+        r = _sh(tmp_path, tree, f"backup/{role}/restore.sh", benv, "--yes")
+        assert r.returncode == 0, r.stdout + r.stderr
 
     dbd.start()
     ctl.start()
@@ -384,7 +433,7 @@ def test_restore_drill(lab, matrix, stack, tmp_path):
                        env=denv, capture_output=True, text=True, timeout=180, cwd=REPO)
     assert r.returncode == 0, r.stdout + r.stderr
     entry = json.loads(r.stdout)
-    assert entry["result"] == "passed" and len(entry["checks"]) == 5, entry
+    assert entry["result"] == "passed" and len(entry["checks"]) == 6, entry
     assert entry["target"] == {"database": d.backup.rehearsal.database, "state_dir": str(rehearsal)}
     record = json.loads((tmp_path / "lab.rehearsal.json").read_text())
     assert record["format"] == "clusterdef-rehearsal/1" and record["rehearsals"][-1]["result"] == "passed"

@@ -37,8 +37,12 @@ def node(rendered, tmp_path):
     bindir = install(tmp_path / "bin", state)
     (bindir / "uname").write_text("#!/bin/sh\necho 6.8.0-60-generic\n")
     (bindir / "uname").chmod(0o755)
+    proc = tmp_path / "proc"
+    (proc / "sys/kernel/random").mkdir(parents=True)
+    (proc / "sys/kernel/random/boot_id").write_text("0f6a3b7e-1c2d-4e5f-8a9b-0c1d2e3f4a5b\n")
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "CLUSTERDEF_NODECHECK_NODE": "gpu002",
-           "CLUSTERDEF_NODECHECK_PROBE": str(probe), "CLUSTERDEF_NODECHECK_SCONTROL": str(bindir / "scontrol")}
+           "CLUSTERDEF_NODECHECK_PROBE": str(probe), "CLUSTERDEF_NODECHECK_SCONTROL": str(bindir / "scontrol"),
+           "CLUSTERDEF_NODECHECK_STATE": str(tmp_path / "state"), "CLUSTERDEF_PROBE_PROCFS": str(tmp_path)}
 
     def run():
         r = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
@@ -103,6 +107,86 @@ def test_harmless_xid_does_not_drain(node):
     assert r.returncode == 0 and drains == [], r.stderr
 
 
+# The kernel log of jobs that were ended: the driver's Xid 45 (preemptive channel removal) for each
+# GPU channel of a scancelled / timed-out / preempted CUDA process, and Xid 43 for a channel the
+# application's own error stopped (shapes: NVRM Xid lines as in docs.nvidia.com/deploy/xid-errors).
+ENDED_JOBS = [
+    "[ 5120.331907] NVRM: Xid (PCI:0000:18:00): 45, pid=51234, name=python3, Ch 00000010",
+    "[ 5120.332011] NVRM: Xid (PCI:0000:2a:00): 45, pid=51234, name=python3, Ch 00000010",
+    "[ 7333.100200] NVRM: Xid (PCI:0000:9a:00): 43, pid=60111, name=pt_main_thread, Ch 00000008",
+    "[ 9001.000001] NVRM: Xid (PCI:0000:18:00): 45, pid=70001, name=python3, Ch 00000018",
+]
+FATAL = "[ 9100.250000] NVRM: Xid (PCI:0000:ba:00): 79, pid=70002, name=python3, GPU has fallen off the bus."
+
+
+def test_killed_jobs_xid_45_leaves_the_node_in_service(node):
+    """Xid 45 is the driver tearing down an ended application's channels (WORKFLOW_XID_45; NVIDIA: "the
+    kernel driver terminates a GPU application as a result of a user or system action"): every scancel,
+    time limit and preemption of a CUDA job leaves one. The node stays in service, and the check keeps
+    doing so run after run (the old check drained here and kept the node drained until a reboot)."""
+    run, bindir, _ = node
+    update(bindir, lambda n: n["kernel_log"].extend(ENDED_JOBS))
+    for _ in range(2):
+        r, drains = run()
+        assert r.returncode == 0 and drains == [], (r.stderr, drains)
+
+
+def test_fatal_xid_drains_beside_benign_ones(node):
+    run, bindir, _ = node
+    update(bindir, lambda n: n["kernel_log"].extend(ENDED_JOBS + [FATAL]))
+    r, drains = run()
+    assert r.returncode == 1 and len(drains) == 1, r.stderr
+    assert "'Reason=clusterdef-nodecheck: xid: Xid 79 (RESTART_BM) on PCI:0000:ba:00 since boot'" in drains[0]
+    assert "Xid 45" not in drains[0] and "Xid 43" not in drains[0]
+    # not handled yet: the next check drains it again (still new to the cursor)
+    r, drains = run()
+    assert r.returncode == 1 and len(drains) == 2, r.stderr
+
+
+def test_handled_fatal_xid_is_not_read_again(node, tmp_path):
+    """A fatal Xid drains; the operator resets the GPU and resumes the node (scontrol update
+    State=RESUME): the check takes the lifted drain as the Xid handled and moves its cursor past it, so
+    the node stays in service (the old check re-read the whole log since boot and drained it again at
+    every run until a reboot). A new fatal Xid after that drains again, naming only itself; a reboot
+    (a new boot id) starts from the new kernel log."""
+    run, bindir, _ = node
+    update(bindir, lambda n: n["kernel_log"].extend(ENDED_JOBS))
+    r, drains = run()
+    assert r.returncode == 0 and drains == []
+    update(bindir, lambda n: n["kernel_log"].append(FATAL))
+    r, drains = run()
+    assert r.returncode == 1 and "Xid 79 (RESTART_BM)" in drains[-1] and "since the last clean check" in drains[-1]
+    update(bindir, lambda n: n.update(slurm_state="IDLE", slurm_reason=""))  # the operator's resume
+    for _ in range(2):
+        r, drains = run()
+        assert r.returncode == 0 and len(drains) == 1, (r.stderr, drains)
+    cursor = (tmp_path / "state/xid-cursor").read_text().split()
+    assert cursor == ["0f6a3b7e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "9100250000"]
+    update(bindir, lambda n: n["kernel_log"].append(
+        "[ 9500.000000] NVRM: Xid (PCI:0000:3a:00): 48, pid=1, DBE (0x1) ECC"))
+    r, drains = run()
+    assert r.returncode == 1 and "xid: Xid 48 (WORKFLOW_XID_48) on PCI:0000:3a:00 since the last clean check'" in \
+        drains[-1] and "Xid 79" not in drains[-1], drains[-1]
+    # the reboot: a new boot id and a new kernel log; the drain is Slurm's to lift (reboot nextstate=RESUME)
+    (tmp_path / "proc/sys/kernel/random/boot_id").write_text("7d1e2f30-4a5b-4c6d-9e8f-a0b1c2d3e4f5\n")
+    update(bindir, lambda n: n.update(kernel_log=[], slurm_state="IDLE", slurm_reason=""))
+    r, drains = run()
+    assert r.returncode == 0 and len(drains) == 2, r.stderr
+    assert (tmp_path / "state/xid-cursor").read_text().split()[0] == "7d1e2f30-4a5b-4c6d-9e8f-a0b1c2d3e4f5"
+
+
+def test_clean_check_moves_the_cursor(node, tmp_path):
+    run, bindir, _ = node
+    update(bindir, lambda n: n["kernel_log"].extend(ENDED_JOBS))
+    r, _ = run()
+    assert (tmp_path / "state/xid-cursor").read_text() == "0f6a3b7e-1c2d-4e5f-8a9b-0c1d2e3f4a5b 9001000001\n"
+    # a fatal Xid logged at a time before the cursor (it was judged, or handled, already) is not re-read
+    update(bindir, lambda n: n["kernel_log"].append(
+        "[ 8000.000000] NVRM: Xid (PCI:0000:ba:00): 79, pid=1, GPU has fallen off the bus."))
+    r, drains = run()
+    assert r.returncode == 0 and drains == [], r.stderr
+
+
 def test_missing_tool_fails_closed(node):
     run, bindir, _ = node
     (bindir / "ibstat").unlink()
@@ -121,6 +205,22 @@ def test_several_failures_in_one_reason_and_resume(node):
     r, _ = run()
     assert r.returncode == 0
     assert calls(bindir, "scontrol")[-1] == "scontrol update NodeName=gpu002 State=RESUME"
+
+
+def test_every_catalogue_action_is_classified():
+    """knowledge/xid_nodecheck.csv names every action bucket of the catalogue (keep or drain, with its
+    source), so no Xid class falls to the drain default unseen; 45 keeps the node, 48 and 79 drain."""
+    import csv
+
+    from clusterdef.knowledge import xid
+
+    with xid.NODECHECK.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["node"] for r in rows} == {"keep", "drain"} and all(r["source"].startswith("http") for r in rows)
+    assert {x.action for x in xid.catalogue().values()} <= set(xid.node_actions())
+    cat = xid.catalogue()
+    assert [c for c in (13, 31, 43, 45, 63, 94) if cat[c].drains] == []
+    assert all(cat[c].drains for c in (48, 62, 64, 74, 79, 95, 119, 154))
 
 
 # --------------------------------------------------------------------------- installed by a role on stateful nodes

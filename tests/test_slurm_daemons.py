@@ -388,7 +388,8 @@ def test_nodecheck_drains_off_matrix_node(lab, matrix, controller, tmp_path):
 
     def run(host, folder):
         env = {**ctl.env, "PATH": f"{folder}:/usr/sbin:/usr/bin:/sbin:/bin", "CLUSTERDEF_NODECHECK_NODE": host,
-               "CLUSTERDEF_NODECHECK_PROBE": str(probe), "CLUSTERDEF_NODECHECK_SCONTROL": str(scontrol)}
+               "CLUSTERDEF_NODECHECK_PROBE": str(probe), "CLUSTERDEF_NODECHECK_SCONTROL": str(scontrol),
+               "CLUSTERDEF_NODECHECK_STATE": str(tmp_path / "nodecheck-state" / host)}
         return subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
 
     def node(name):

@@ -644,8 +644,8 @@ def drill(
     matrices: Optional[Path] = MatricesOpt,
     today: Optional[str] = TodayOpt,
 ) -> None:
-    """Rehearse the restore: run the rendered backup/slurm/restore.sh into a scratch database and state
-    folder, check what came back, record date and result beside the definition (docs/backup.md).
+    """Rehearse the restore: run the rendered backup/slurmdbd and backup/slurm restore.sh into a scratch
+    database and state folder, check what came back, record date and result beside the definition (docs/backup.md).
     Exit 0 when it passed, 1 when it failed, 2 on bad input."""
     from . import drill as drill_mod
     from .errors import DefinitionError

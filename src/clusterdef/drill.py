@@ -1,6 +1,8 @@
 """The restore rehearsal (`clusterdef drill`) and its record beside the definition (docs/backup.md).
 
-A rehearsal runs the *rendered* `backup/slurm/restore.sh` of the definition against the declared
+A rehearsal runs the *rendered* `backup/slurmdbd/restore.sh` (the accounting database, from the
+snapshot the accounting host took) and `backup/slurm/restore.sh` (StateSaveLocation, from the primary
+controller's snapshot) of the definition against the declared
 scratch target (`backup.rehearsal.database` and `.state_dir`), never the live database or
 StateSaveLocation, then checks what came back:
 
@@ -34,7 +36,7 @@ from .errors import present
 from .model import Definition
 
 FORMAT = "clusterdef-rehearsal/1"
-RESTORE = "backup/slurm/restore.sh"
+RESTORES = ("backup/slurmdbd/restore.sh", "backup/slurm/restore.sh")  # database first, as slurmdbd starts first
 _DATABASE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
@@ -116,7 +118,7 @@ class Outcome:
 
 def _mysql(env: dict, database: str, query: str) -> subprocess.CompletedProcess:
     etc = env.get("CLUSTERDEF_BACKUP_ETC", "/etc/clusterdef/backup")
-    return subprocess.run(["mysql", f"--defaults-extra-file={etc}/slurm/my.cnf", "-N", "-B", "-e", query, database],
+    return subprocess.run(["mysql", f"--defaults-extra-file={etc}/slurmdbd/my.cnf", "-N", "-B", "-e", query, database],
                           env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -126,20 +128,22 @@ def rehearse(definition: Definition, tree: dict[str, str], *, database: str, sta
     env = {**(env if env is not None else os.environ), "CLUSTERDEF_RESTORE_DB": database,
            "CLUSTERDEF_SLURM_STATE": state_dir}
     out = Outcome()
-    with tempfile.TemporaryDirectory(prefix="clusterdef-drill-") as tmp:
-        script = Path(tmp) / "restore.sh"
-        script.write_text(tree[RESTORE])
-        try:
-            r = subprocess.run(["sh", str(script), "--yes"], env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            out.add("restore", False, f"restore.sh ran past {timeout:g} s")
+    for rel in (r for r in RESTORES if r in tree):
+        with tempfile.TemporaryDirectory(prefix="clusterdef-drill-") as tmp:
+            script = Path(tmp) / "restore.sh"
+            script.write_text(tree[rel])
+            try:
+                r = subprocess.run(["sh", str(script), "--yes"], env=env, capture_output=True, text=True,
+                                   timeout=timeout)
+            except subprocess.TimeoutExpired:
+                out.add(f"restore: {rel}", False, f"{rel} ran past {timeout:g} s")
+                return out
+        out.log += r.stdout + r.stderr
+        out.add(f"restore: {rel}", r.returncode == 0, f"{rel} exited {r.returncode}" + (
+            "" if r.returncode == 0 else ": " + (r.stdout + r.stderr).strip()[-400:]))
+        if r.returncode != 0:
             return out
-    out.log = r.stdout + r.stderr
-    out.add("restore", r.returncode == 0, f"restore.sh exited {r.returncode}" + (
-        "" if r.returncode == 0 else ": " + out.log.strip()[-400:]))
-    if r.returncode != 0:
-        return out
-    slurm = present(definition.slurm, "slurm")  # backup/slurm/restore.sh is rendered only with it
+    slurm = present(definition.slurm, "slurm")  # the restores are rendered only with it
     if slurm.accounting.storage == "slurmdbd":
         q = _mysql(env, database, "SELECT name FROM qos_table WHERE deleted=0")
         found = set(q.stdout.split()) if q.returncode == 0 else set()

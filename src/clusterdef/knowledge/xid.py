@@ -1,10 +1,13 @@
 """NVIDIA's Xid catalogue (xid.csv, copied from shared/reference/nvidia-xid/xid.csv; provenance in
 xid.csv.source): Xid code -> mnemonic, category and the catalogue's immediate-action bucket.
 
-The health check (render/slurm nodecheck) drains a node for an Xid in the kernel log since boot unless
-the catalogue's action is one the node itself needs nothing for: IGNORE (informational) or RESTART_APP
-(the application's fault, e.g. Xid 13/31 from a bad kernel). An Xid the catalogue does not list drains
-too: an error nobody has classified is not a healthy node."""
+The health check (render/slurm nodecheck) drains a node for a new Xid in the kernel log unless the
+catalogue's action is one the node itself needs nothing for (xid_nodecheck.csv, each row with its
+source): IGNORE (informational), RESTART_APP (the application's fault, e.g. Xid 13/31 from a bad
+kernel) and WORKFLOW_XID_45 (Xid 45: the driver cleaning up after an application that was ended,
+which every scancelled, timed-out or preempted CUDA job leaves). An Xid the catalogue does not list,
+or an action the table does not classify, drains too: an error nobody has classified is not a
+healthy node."""
 
 from __future__ import annotations
 
@@ -14,7 +17,14 @@ from functools import lru_cache
 from pathlib import Path
 
 DATA = Path(__file__).with_name("xid.csv")
-HARMLESS = frozenset({"IGNORE", "RESTART_APP"})
+NODECHECK = Path(__file__).with_name("xid_nodecheck.csv")
+
+
+@lru_cache(maxsize=1)
+def node_actions() -> dict[str, str]:
+    """Catalogue action -> what the health check does with the node: "keep" or "drain"."""
+    with NODECHECK.open(encoding="utf-8", newline="") as fh:
+        return {r["action"]: r["node"] for r in csv.DictReader(fh)}
 
 
 @dataclass(frozen=True)
@@ -26,7 +36,7 @@ class Xid:
 
     @property
     def drains(self) -> bool:
-        return self.action not in HARMLESS
+        return node_actions().get(self.action, "drain") != "keep"
 
 
 @lru_cache(maxsize=1)

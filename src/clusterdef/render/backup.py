@@ -4,15 +4,23 @@
                                            reproducible (excluded), schedule, retention: the plan as data
     backup/restic.password.j2              Ansible template: `{{ <password_ref> }}` (install 0600 root at
                                            /etc/clusterdef/backup/restic.password); no secret is here
-    backup/slurm/my.cnf.j2                 Ansible template: MySQL client options of slurmdbd's StorageUser,
+    backup/slurmdbd/my.cnf.j2              Ansible template: MySQL client options of slurmdbd's StorageUser,
                                            the password `{{ <secrets.refs.slurmdbd_storage_pass> }}`
     backup/<role>/backup.sh                one snapshot of the role's data, then `restic forget --prune`
     backup/<role>/restore.sh               the matching restore (asks for --yes: it replaces live data)
     backup/<role>/clusterdef-backup-<role>.service/.timer   runs backup.sh on the schedule
 
-Roles: `slurm` (primary controller: `mysqldump --single-transaction` of the accounting database and
-a copy of StateSaveLocation, one snapshot so both are of one moment), `etcd` (`etcdctl snapshot save`
-on a control-plane host), `set-<name>` (each authoritative set's paths). Every `restic backup`
+Roles, each on the host that has its data (the plan, the inventory's `backup` group and
+group_vars/backup.yml name it):
+- `slurmdbd` (the accounting host, slurm.accounting.host, else the first controller: where slurmdbd
+  runs): `mysqldump --single-transaction` of the accounting database. With StorageHost=localhost the
+  database is on that host; with another StorageHost the dump connects to it from the slurmdbd host,
+  the one host the StorageUser is granted from and known to reach it (slurmdbd itself connects from
+  there), and the dump needs nothing installed on the database server.
+- `slurm` (the primary controller, where slurmctld writes StateSaveLocation): a copy of it.
+  The two snapshots are minutes apart at most (one timer schedule); slurmctld resends to slurmdbd what
+  the database lacks of the jobs it holds.
+- `etcd` (`etcdctl snapshot save` on a control-plane host), `set-<name>` (each authoritative set's paths). Every `restic backup`
 excludes the scratch filesystems' mounts and the declared reproducible paths.
 
 Why restic rather than BorgBackup: restic's repository backends (sftp, REST server, S3-compatible
@@ -77,16 +85,34 @@ def on_calendar(b: Backup) -> str:
     return f"*-*-* {s.at_hour % s.interval_hours:02d}/{s.interval_hours}:00:00"
 
 
+def accounting_host(resolved: Resolved) -> str:
+    """Where slurmdbd runs (slurm.conf's AccountingStorageHost, slurmdbd.conf's DbdHost)."""
+    s = present(resolved.definition.slurm, "slurm")
+    return s.accounting.host or s.controllers[0]
+
+
+def database_host(resolved: Resolved) -> str:
+    """The host of the accounting database: slurmdbd's own host when StorageHost is localhost."""
+    a = present(resolved.definition.slurm, "slurm").accounting
+    return accounting_host(resolved) if a.storage_host == "localhost" else a.storage_host
+
+
 def roles(resolved: Resolved) -> dict[str, dict]:
-    """role -> {host, what, paths}: what each role's backup.sh puts in its snapshot."""
+    """role -> {host, what, paths}: what each role's backup.sh puts in its snapshot, on the host that
+    has it (the database dump where slurmdbd runs, StateSaveLocation on the primary controller)."""
     d = resolved.definition
     a = _backup(resolved).authoritative
     out: dict[str, dict] = {}
     if a.slurm and d.slurm is not None:
-        what = ["StateSaveLocation " + state_save_location(resolved)]
-        if d.slurm.accounting.storage == "slurmdbd":
-            what.insert(0, f"accounting database {d.slurm.accounting.storage_loc} (mysqldump --single-transaction)")
-        out["slurm"] = {"host": d.slurm.controllers[0], "what": what, "paths": [f"{STAGE}/slurm"]}
+        acc = d.slurm.accounting
+        if acc.storage == "slurmdbd":
+            out["slurmdbd"] = {
+                "host": accounting_host(resolved),
+                "what": [f"accounting database {acc.storage_loc} on {database_host(resolved)}:{acc.storage_port} "
+                         "(mysqldump --single-transaction)"],
+                "paths": [f"{STAGE}/slurmdbd"]}
+        out["slurm"] = {"host": d.slurm.controllers[0], "what": ["StateSaveLocation " + state_save_location(resolved)],
+                        "paths": [f"{STAGE}/slurm"]}
     if a.etcd is not None:
         out["etcd"] = {"host": a.etcd.host, "what": ["etcd snapshot (etcdctl snapshot save)"],
                        "paths": [f"{STAGE}/etcd"]}
@@ -151,22 +177,43 @@ def _set_aside() -> str:
     return ('aside() { [ ! -e "$1" ] || mv "$1" "$1.pre-restore.$(date -u +%Y%m%dT%H%M%SZ)"; }\n')
 
 
-def slurm_backup(resolved: Resolved) -> str:
+def slurmdbd_backup(resolved: Resolved) -> str:
     a = present(resolved.definition.slurm, "slurm").accounting
-    out = _head(resolved, "slurm", "Backup of the Slurm controller's authoritative state")
+    out = _head(resolved, "slurmdbd", "Backup of the Slurm accounting database")
+    out += [
+        'mkdir -p "$STAGE"\n',
+        f"# The accounting database {a.storage_loc} on {database_host(resolved)}: one consistent InnoDB transaction,\n",
+        "# no table locks; connected as slurmdbd's StorageUser from slurmdbd's host (my.cnf, from the vault).\n",
+        f'mysqldump --defaults-extra-file="$ETC/slurmdbd/my.cnf" --single-transaction --quick {shell(a.storage_loc)}'
+        ' >"$STAGE/accounting.sql.tmp"\n',
+        'mv "$STAGE/accounting.sql.tmp" "$STAGE/accounting.sql"\n',
+    ]
+    return "".join(out + _backup_tail(resolved, '"$STAGE"'))
+
+
+def slurmdbd_restore(resolved: Resolved) -> str:
+    a = present(resolved.definition.slurm, "slurm").accounting
+    out = _restore_head(resolved, "slurmdbd", "the Slurm accounting database", "the accounting database")
+    out.insert(2, "# Stop slurmctld and slurmdbd first; afterwards start slurmdbd, then slurmctld.\n")
+    out += [
+        f"DB=${{CLUSTERDEF_RESTORE_DB:-{shell(a.storage_loc)}}}\n",
+        'case "$DB" in ""|[0-9]*|*[!A-Za-z0-9_]*) echo "clusterdef: $DB is not a database name" >&2; exit 2;; esac\n',
+        '[ -f "$SRC/accounting.sql" ] || { echo "clusterdef: the snapshot has no accounting.sql" >&2; exit 1; }\n',
+        'sql() { mysql --defaults-extra-file="$ETC/slurmdbd/my.cnf" "$@"; }\n',
+        'sql -e "DROP DATABASE IF EXISTS \\`$DB\\`; CREATE DATABASE \\`$DB\\`"\n',
+        'sql "$DB" <"$SRC/accounting.sql"\n',
+        'echo "clusterdef: restored $SNAPSHOT of $TAG"\n',
+    ]
+    return "".join(out)
+
+
+def slurm_backup(resolved: Resolved) -> str:
+    out = _head(resolved, "slurm", "Backup of the Slurm controller's StateSaveLocation")
     out.append(f"STATE=${{CLUSTERDEF_SLURM_STATE:-{shell(state_save_location(resolved))}}}\n")
     out.append('mkdir -p "$STAGE"\n')
-    if a.storage == "slurmdbd":
-        out += [
-            f"# 1. The accounting database {a.storage_loc}: one consistent InnoDB transaction, no table locks;\n",
-            "#    connected as slurmdbd's StorageUser (my.cnf, from the vault).\n",
-            f'mysqldump --defaults-extra-file="$ETC/slurm/my.cnf" --single-transaction --quick {shell(a.storage_loc)}'
-            ' >"$STAGE/accounting.sql.tmp"\n',
-            'mv "$STAGE/accounting.sql.tmp" "$STAGE/accounting.sql"\n',
-        ]
     out += [
-        "# 2. StateSaveLocation (queued jobs, their scripts, reservations): slurmctld replaces each state\n",
-        "#    file by a rename, so every copied file is whole.\n",
+        "# StateSaveLocation (queued jobs, their scripts, reservations): slurmctld replaces each state\n",
+        "# file by a rename, so every copied file is whole.\n",
         'rm -rf "$STAGE/state.tmp"\n',
         'cp -a "$STATE" "$STAGE/state.tmp"\n',
         'rm -rf "$STAGE/state"\n',
@@ -176,22 +223,10 @@ def slurm_backup(resolved: Resolved) -> str:
 
 
 def slurm_restore(resolved: Resolved) -> str:
-    a = present(resolved.definition.slurm, "slurm").accounting
-    db = a.storage == "slurmdbd"
-    replaces = ("the accounting database and StateSaveLocation" if db else "StateSaveLocation")
-    out = _restore_head(resolved, "slurm", "the Slurm controller's authoritative state", replaces)
-    out.insert(2, "# Stop slurmctld and slurmdbd first; afterwards start slurmdbd, then slurmctld.\n")
+    out = _restore_head(resolved, "slurm", "the Slurm controller's StateSaveLocation", "StateSaveLocation")
+    out.insert(2, "# Stop slurmctld first (and restore the accounting database, backup/slurmdbd, before it starts).\n")
     out.append(f"STATE=${{CLUSTERDEF_SLURM_STATE:-{shell(state_save_location(resolved))}}}\n")
     out.append('[ -d "$SRC/state" ] || { echo "clusterdef: the snapshot has no $STAGE/state" >&2; exit 1; }\n')
-    if db:
-        out += [
-            f"DB=${{CLUSTERDEF_RESTORE_DB:-{shell(a.storage_loc)}}}\n",
-            'case "$DB" in ""|[0-9]*|*[!A-Za-z0-9_]*) echo "clusterdef: $DB is not a database name" >&2; exit 2;; esac\n',
-            '[ -f "$SRC/accounting.sql" ] || { echo "clusterdef: the snapshot has no accounting.sql" >&2; exit 1; }\n',
-            'sql() { mysql --defaults-extra-file="$ETC/slurm/my.cnf" "$@"; }\n',
-            'sql -e "DROP DATABASE IF EXISTS \\`$DB\\`; CREATE DATABASE \\`$DB\\`"\n',
-            'sql "$DB" <"$SRC/accounting.sql"\n',
-        ]
     out += [
         _set_aside(),
         'aside "$STATE"\n',
@@ -209,7 +244,8 @@ def my_cnf(resolved: Resolved) -> str:
     if not var.isidentifier():  # VaultVar's pattern makes this unreachable from a validated definition
         raise UnsafeValue(f"{var[:60]!r} is not an Ansible variable name")
     return ("# MySQL client options of the backup (rendered by clusterdef): an Ansible template, installed\n"
-            f"# 0600 root at {ETC}/slurm/my.cnf; the password is resolved from the vault at apply time.\n"
+            f"# 0600 root at {ETC}/slurmdbd/my.cnf on {accounting_host(resolved)} (slurmdbd's host, which\n"
+            "# reaches StorageHost as slurmdbd does); the password is resolved from the vault at apply time.\n"
             "[client]\n"
             f"host={a.storage_host}\n"
             f"port={a.storage_port}\n"
@@ -344,10 +380,11 @@ def render(resolved: Resolved) -> dict[str, str]:
     }
     scripts = {}
     for role in roles(resolved):
-        if role == "slurm":
+        if role == "slurmdbd":
+            scripts[role] = (slurmdbd_backup(resolved), slurmdbd_restore(resolved))
+            tree["backup/slurmdbd/my.cnf.j2"] = my_cnf(resolved)
+        elif role == "slurm":
             scripts[role] = (slurm_backup(resolved), slurm_restore(resolved))
-            if present(d.slurm, "slurm").accounting.storage == "slurmdbd":
-                tree["backup/slurm/my.cnf.j2"] = my_cnf(resolved)
         elif role == "etcd":
             scripts[role] = (etcd_backup(resolved), etcd_restore(resolved))
         else:

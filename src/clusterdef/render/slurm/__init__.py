@@ -461,6 +461,7 @@ def _templates() -> jinja2.Environment:
 
 NODECHECK_COMPONENTS = ("kernel", "driver", "gpu_vbios", "cuda", "nccl", "slurm")
 NODECHECK_TAG = "clusterdef-nodecheck"
+NODECHECK_STATE = "/var/lib/clusterdef/nodecheck"  # the Xid cursor, on the node
 REASON_MAX = 400
 
 
@@ -513,6 +514,7 @@ def nodecheck(resolved: Resolved) -> str:
     return _templates().get_template("nodecheck.sh.j2").render(
         cluster=d.cluster.name, set_name=vs.name, slurm=c.slurm, program=hc.program, interval=hc.interval_s,
         groups=list(nodecheck_expectations(resolved).values()), probe_path=INSTALLED, tag=NODECHECK_TAG,
+        state_dir=NODECHECK_STATE,
         # case patterns of Xid numbers (digits and `|` only: built here from the catalogue's integers)
         xid_actions=[(a, Quoted("|".join(codes))) for a, codes in sorted(by_action.items())],
         xid_harmless=Quoted("|".join(harmless)), reason_max=REASON_MAX)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Backup of the Slurm controller's authoritative state, role slurm on host slurmctl01, cluster lab; rendered by clusterdef (docs/backup.md).
+# Backup of the Slurm controller's StateSaveLocation, role slurm on host slurmctl01, cluster lab; rendered by clusterdef (docs/backup.md).
 set -eu
 umask 077
 ETC=${CLUSTERDEF_BACKUP_ETC:-/etc/clusterdef/backup}
@@ -11,12 +11,8 @@ HOST=slurmctl01
 TAG=clusterdef-lab-slurm
 STATE=${CLUSTERDEF_SLURM_STATE:-/var/lib/slurm/slurmctld}
 mkdir -p "$STAGE"
-# 1. The accounting database slurm_acct_db: one consistent InnoDB transaction, no table locks;
-#    connected as slurmdbd's StorageUser (my.cnf, from the vault).
-mysqldump --defaults-extra-file="$ETC/slurm/my.cnf" --single-transaction --quick slurm_acct_db >"$STAGE/accounting.sql.tmp"
-mv "$STAGE/accounting.sql.tmp" "$STAGE/accounting.sql"
-# 2. StateSaveLocation (queued jobs, their scripts, reservations): slurmctld replaces each state
-#    file by a rename, so every copied file is whole.
+# StateSaveLocation (queued jobs, their scripts, reservations): slurmctld replaces each state
+# file by a rename, so every copied file is whole.
 rm -rf "$STAGE/state.tmp"
 cp -a "$STATE" "$STAGE/state.tmp"
 rm -rf "$STAGE/state"

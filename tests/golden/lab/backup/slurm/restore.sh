@@ -1,6 +1,6 @@
 #!/bin/sh
-# Restore of the Slurm controller's authoritative state, role slurm on host slurmctl01, cluster lab; rendered by clusterdef (docs/backup.md).
-# Stop slurmctld and slurmdbd first; afterwards start slurmdbd, then slurmctld.
+# Restore of the Slurm controller's StateSaveLocation, role slurm on host slurmctl01, cluster lab; rendered by clusterdef (docs/backup.md).
+# Stop slurmctld first (and restore the accounting database, backup/slurmdbd, before it starts).
 set -eu
 umask 077
 ETC=${CLUSTERDEF_BACKUP_ETC:-/etc/clusterdef/backup}
@@ -10,9 +10,9 @@ RESTIC_PASSWORD_FILE=${RESTIC_PASSWORD_FILE:-$ETC/restic.password}
 export RESTIC_REPOSITORY RESTIC_PASSWORD_FILE
 HOST=slurmctl01
 TAG=clusterdef-lab-slurm
-# Replaces the accounting database and StateSaveLocation. Asks for --yes (or CLUSTERDEF_RESTORE_CONFIRM=yes).
+# Replaces StateSaveLocation. Asks for --yes (or CLUSTERDEF_RESTORE_CONFIRM=yes).
 if [ "${1:-}" != --yes ] && [ "${CLUSTERDEF_RESTORE_CONFIRM:-}" != yes ]; then
-  echo "clusterdef: this replaces the accounting database and StateSaveLocation; run it again with --yes" >&2
+  echo "clusterdef: this replaces StateSaveLocation; run it again with --yes" >&2
   exit 2
 fi
 SNAPSHOT=${CLUSTERDEF_RESTORE_SNAPSHOT:-latest}
@@ -22,12 +22,6 @@ restic restore "$SNAPSHOT" --host "$HOST" --tag "$TAG" --target "$TMP"
 SRC="$TMP$STAGE"
 STATE=${CLUSTERDEF_SLURM_STATE:-/var/lib/slurm/slurmctld}
 [ -d "$SRC/state" ] || { echo "clusterdef: the snapshot has no $STAGE/state" >&2; exit 1; }
-DB=${CLUSTERDEF_RESTORE_DB:-slurm_acct_db}
-case "$DB" in ""|[0-9]*|*[!A-Za-z0-9_]*) echo "clusterdef: $DB is not a database name" >&2; exit 2;; esac
-[ -f "$SRC/accounting.sql" ] || { echo "clusterdef: the snapshot has no accounting.sql" >&2; exit 1; }
-sql() { mysql --defaults-extra-file="$ETC/slurm/my.cnf" "$@"; }
-sql -e "DROP DATABASE IF EXISTS \`$DB\`; CREATE DATABASE \`$DB\`"
-sql "$DB" <"$SRC/accounting.sql"
 aside() { [ ! -e "$1" ] || mv "$1" "$1.pre-restore.$(date -u +%Y%m%dT%H%M%SZ)"; }
 aside "$STATE"
 mkdir -p "$(dirname "$STATE")"
