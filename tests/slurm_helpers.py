@@ -213,8 +213,8 @@ def test_copy(conf: str, work: Workdir, munge_socket: str, *, ctld_port: int, sl
               node_ports: dict[str, int] | None = None, job_container: bool = False) -> str:
     """The rendered slurm.conf with the adjustments one test machine needs, and only those:
     this host as the only controller, root as SlurmUser, state/log/pid files and ports in the
-    work folder, munge's socket, nodes at 127.0.0.1, and accounting off (with partition QOS,
-    which need the database) unless a slurmdbd address is given (`accounting` = "host:port")."""
+    work folder, munge's socket, nodes at 127.0.0.1, and accounting off (with partition QOS and
+    AllowQos, which need the database) unless a slurmdbd address is given (`accounting` = "host:port")."""
     host = socket.gethostname().split(".")[0]
     out = []
     for line in conf.splitlines():
@@ -245,7 +245,7 @@ def test_copy(conf: str, work: Workdir, munge_socket: str, *, ctld_port: int, sl
         if key == "PartitionName" and accounting is None:
             # slurmctld resolves a partition's QOS in the accounting database; without one
             # it refuses to start, so the QOS is checked in the slurmdbd test instead.
-            line = re.sub(r" QOS=\S+", "", line)
+            line = re.sub(r" (QOS|AllowQos)=\S+", "", line)
         out.append(line)
     w = work.path
     out += [
@@ -494,10 +494,10 @@ def accounting_daemons(build: Build, tree: dict[str, str], stack: list, prefix: 
     return work, ctl, dbd, conf
 
 
-def accounting_cluster(build: Build, tree: dict[str, str], stack: list, prefix: str):
+def accounting_cluster(build: Build, tree: dict[str, str], stack: list, prefix: str, node_ports=None):
     """accounting_daemons, with the rendered qos.sh and accounts.cfg loaded as a user would.
     Returns (work, controller, slurmdbd, env)."""
-    work, ctl, dbd, _ = accounting_daemons(build, tree, stack, prefix)
+    work, ctl, dbd, _ = accounting_daemons(build, tree, stack, prefix, node_ports=node_ports)
     env = {**ctl.env, "PATH": os.environ["PATH"]}
     etc = work.host / "etc"
     r = subprocess.run(["sh", str(etc / "qos.sh")], env=env, capture_output=True, text=True, timeout=60)

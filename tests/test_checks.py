@@ -153,6 +153,14 @@ CASES = [
                            set_(["network", "fabrics", "ib0", "topology", "switches", "spine02"], {"switches": "spine01"})),
      ("network", "fabrics", "ib0", "topology", "switches", "spine02", "switches"), Severity.ERROR),
     # codes that had no triggering test before tests/test_codes_covered.py (issue #18 item 7)
+    ("partition-qos-not-granted", set_(["tenants", "nlp", "slurm", "qos"], ["large"]), ("tenants", "nlp", "slurm", "qos"), Severity.ERROR),
+    ("qos-preempt-unreachable", chain(set_(["slurm", "partitions", "secure", "qos"], "large"),
+                                      set_(["tenants", "secure", "slurm", "qos"], ["normal", "large"])),
+     ("slurm", "qos", "large", "preempt", 0), Severity.ERROR),
+    ("qos-preempt-suspend-tier", chain(set_(["slurm", "partitions", "debug", "qos"], "large"),
+                                       set_(["slurm", "partitions", "debug", "priority_tier"], 1),
+                                       set_(["slurm", "qos", "large", "preempt_mode"], "suspend")),
+     ("slurm", "qos", "large", "preempt", 0), Severity.ERROR),
     ("qos-preempt-off", set_(["slurm", "qos", "large", "preempt_mode"], "off"), ("slurm", "qos", "large", "preempt_mode"), Severity.WARNING),
     ("slurm-topology-fabrics", chain(
         set_(["network", "fabrics", "ib1"], {"kind": "infiniband", "topology": {"kind": "tree", "switches": {"leaf11": {"nodes": "sgpu[01-02]"}}}}),

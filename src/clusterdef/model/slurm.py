@@ -79,3 +79,23 @@ class Slurm(Model):
     health_check: HealthCheck = Field(default_factory=HealthCheck)
     passthrough: dict[SlurmKey, SlurmValue | bool | TresCount] = {}
     """Rare slurm.conf keys emitted as written (checked against the keyword list of the set's major)."""
+
+    # A partition's `qos` binds a tier to it: its jobs run under that QOS (job_submit.lua gives it to a
+    # job that names none; AllowQos refuses another partition's tier there). Slurm alone would run them
+    # under the association's DefaultQOS: a partition QOS lends only its limits (qos.shtml, Partition QOS).
+
+    def free_qos(self) -> list[str]:
+        """QOS no partition is bound to: tiers a job asks for with --qos, in any partition."""
+        bound = {p.qos for p in self.partitions.values() if p.qos}
+        return [q for q in self.qos if q not in bound]
+
+    def allow_qos(self, partition: str) -> list[str]:
+        """AllowQos of a partition: its QOS and the free ones; none (all) for a partition without a QOS."""
+        p = self.partitions[partition]
+        return [p.qos, *self.free_qos()] if p.qos else []
+
+    def qos_partitions(self, qos: str) -> list[str]:
+        """Partitions where jobs of a QOS run: every partition for a free QOS, else the ones bound to it."""
+        if qos in self.free_qos():
+            return list(self.partitions)
+        return [n for n, p in self.partitions.items() if p.qos == qos]

@@ -173,3 +173,61 @@ def slurm_qos_preempt_self(ctx: Context) -> Iterable[Finding]:
                 yield error("qos-preempt-self", ("slurm", "qos", qname, "preempt", i),
                             f"QOS `{qname}` lists itself in `preempt`: its jobs would preempt each other",
                             "list only the lower-priority QOS it may preempt (remove its own name)")
+
+
+def _groups(s, partitions) -> set[str]:
+    return {g for p in partitions for g in s.partitions[p].node_groups}
+
+
+@check("slurm-qos-tiers")
+def slurm_qos_tiers(ctx: Context) -> Iterable[Finding]:
+    """A partition's QOS is the tier of its jobs (job_submit.lua gives it to a job that names none, AllowQos
+    keeps other partitions' tiers out): a design where that cannot hold is refused.
+    - a tenant's account may submit to a partition bound to a QOS its association lacks: Slurm refuses
+      every such job (Invalid qos), job_submit.lua having given it that QOS;
+    - a QOS preempts another but no partition where its jobs run shares a node group with one where the
+      other's run: preemption happens on shared resources only (preempt.shtml), so it never does;
+    - with preempt_mode suspend, preempt/qos needs the preemptor in the same partition or in one of
+      higher PriorityTier (preempt.shtml, PreemptType preempt/qos) on those shared nodes."""
+    d = ctx.definition
+    s = d.slurm
+    if s is None:
+        return
+    for tname, t in d.tenants.items():
+        ts = t.slurm
+        if ts is None or not ts.qos:  # no list of its own: the account has every QOS of the cluster
+            continue
+        for pname, p in s.partitions.items():
+            allowed = not p.allow_accounts or ts.account in p.allow_accounts
+            if p.qos in s.qos and p.qos not in ts.qos and allowed:
+                yield error("partition-qos-not-granted", ("tenants", tname, "slurm", "qos"),
+                            f"tenant `{tname}` may submit to partition `{pname}`, whose jobs run under QOS "
+                            f"`{p.qos}`, but its account has only {', '.join(ts.qos)}: Slurm refuses each such job "
+                            "(Invalid qos)",
+                            f"add `{p.qos}` to tenants.{tname}.slurm.qos, or keep the account out of the partition "
+                            f"(slurm.partitions.{pname}.allow_accounts)")
+    for qname, q in s.qos.items():
+        if q.preempt_mode == "off":
+            continue  # qos-preempt-off says so
+        mine = s.qos_partitions(qname)
+        for i, victim in enumerate(q.preempt):
+            if victim not in s.qos or victim == qname:
+                continue  # ref-qos, qos-preempt-self
+            theirs = s.qos_partitions(victim)
+            pairs = [(a, b) for a in mine for b in theirs
+                     if set(s.partitions[a].node_groups) & set(s.partitions[b].node_groups)]
+            where = (f"`{qname}` runs in {', '.join(mine)} and `{victim}` in {', '.join(theirs)}")
+            if not pairs:
+                yield error("qos-preempt-unreachable", ("slurm", "qos", qname, "preempt", i),
+                            f"QOS `{qname}` preempts `{victim}` but their partitions share no node group ({where}): "
+                            "a job preempts only jobs on the resources it needs, so this never happens",
+                            "put a partition of each on the same node groups, or drop the preemption")
+                continue
+            if q.preempt_mode == "suspend" and not any(
+                    a == b or s.partitions[a].priority_tier > s.partitions[b].priority_tier for a, b in pairs):
+                yield error("qos-preempt-suspend-tier", ("slurm", "qos", qname, "preempt", i),
+                            f"QOS `{qname}` suspends `{victim}`, but on the nodes they share no partition of "
+                            f"`{qname}` has a higher PriorityTier than one of `{victim}` ({where}); preempt/qos "
+                            "suspends only from the same partition or a higher PriorityTier",
+                            f"raise the priority_tier of `{qname}`'s partition above `{victim}`'s, or use "
+                            "preempt_mode: requeue")

@@ -7,6 +7,7 @@ validated set.
     slurm/gres.conf       GPUs per node group (type, device files)
     slurm/cgroup.conf     cores, memory and devices constrained (GPU isolation)
     slurm/topology.conf   switch tree or blocks of the fabric the Slurm nodes are on
+    slurm/job_submit.lua  a job that names no QOS gets its partition's QOS (the tier bound to it)
     slurm/qos.sh          QOS definitions (sacctmgr), run before loading accounts
     slurm/accounts.cfg    `sacctmgr load` file: cluster, tenant accounts, GPU quotas, users
     slurm/nodecheck       health check: drains a node whose versions are off the set
@@ -17,6 +18,7 @@ keyword lists and template), no network, no clock."""
 from __future__ import annotations
 
 from functools import lru_cache
+from importlib.resources import files
 
 import jinja2
 
@@ -89,6 +91,11 @@ def preempt_modes(s: Slurm) -> tuple[str | None, dict[str, str]]:
     return ("SUSPEND,GANG" if top == "suspend" else top.upper()), per_qos
 
 
+def binds_qos(s: Slurm) -> bool:
+    """Some partition carries a QOS: job_submit.lua (JobSubmitPlugins=lua) makes it its jobs' QOS."""
+    return any(p.qos for p in s.partitions.values())
+
+
 def topology_of(resolved: Resolved):
     """(fabric name, fabric) carrying the Slurm node groups, or (None, None)."""
     d = resolved.definition
@@ -154,6 +161,8 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
         "PriorityWeightJobSize": str(p.weight_job_size),
         "PriorityWeightPartition": str(p.weight_partition),
     })
+    if binds_qos(s):
+        params["JobSubmitPlugins"] = "lua"  # job_submit.lua: a job without --qos gets its partition's QOS
     mode, _ = preempt_modes(s)
     if mode:
         params["PreemptType"] = "preempt/qos"
@@ -209,6 +218,7 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
             ("MaxNodes", part.max_nodes),
             ("PriorityTier", part.priority_tier),
             ("QOS", part.qos),
+            ("AllowQos", ",".join(s.allow_qos(pname)) or None),
             ("AllowAccounts", ",".join(part.allow_accounts) or None),
             ("OverSubscribe", part.oversubscribe.upper() if part.oversubscribe else None),
             ("ExclusiveUser", "YES" if part.exclusive_user else None),
@@ -393,6 +403,14 @@ def qos_script(resolved: Resolved) -> str:
     return "".join(out)
 
 
+def job_submit_lua(resolved: Resolved) -> str:
+    """slurmctld's job_submit/lua script (read from slurm.conf's folder): a job that names no QOS gets
+    the QOS of its partition. The script reads the partitions' QOS from slurmctld, so it is the same
+    text for every cluster but its header."""
+    text = files(__package__).joinpath("templates", "job_submit.lua").read_text(encoding="utf-8")
+    return "-- " + _header(resolved, "job_submit.lua")[2:] + text
+
+
 def accounts_cfg(resolved: Resolved) -> str:
     d = resolved.definition
     s = slurm_section(resolved)
@@ -552,6 +570,8 @@ def render(resolved: Resolved) -> dict[str, str]:
         return {}
     tree = daemon_files(resolved, set_keywords(resolved))
     tree["slurm/qos.sh"] = qos_script(resolved)
+    if binds_qos(d.slurm):
+        tree["slurm/job_submit.lua"] = job_submit_lua(resolved)
     tree["slurm/accounts.cfg"] = accounts_cfg(resolved)
     if d.slurm.health_check.enabled:
         tree["slurm/nodecheck"] = nodecheck(resolved)
