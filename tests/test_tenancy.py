@@ -174,7 +174,7 @@ _PKEY = re.compile(r"0x[0-9a-f]{4}")
 
 def talk(a: list[int], b: list[int]) -> bool:
     """Whether two ports with these P_Key tables can talk: they hold the same key (low 15 bits) and at
-    least one of them holds it as a full member (bit 15). Two limited members cannot (IBA 10.9.3;
+    least one of them holds it as a full member (bit 15). Two limited members cannot (InfiniBand Architecture spec vol. 1, 10.9 Partitioning;
     OpenSM's partition-config.txt: full or limited membership)."""
     full_a = {k & 0x7FFF for k in a if k & 0x8000}
     full_b = {k & 0x7FFF for k in b if k & 0x8000}

@@ -147,7 +147,8 @@ def _port_guid_findings(ctx: Context, g: str, why: str, shared: bool = False) ->
                     "use a MAC inventory with a third column of port GUIDs, or a list with `port_guids`")
     else:
         inv = ctx.inventories.get(ctx.base_dir / m.file)
-        missing = [h for h in ctx.group_nodes[g] if inv is not None and h not in inv.guids]
+        # an inventory that cannot be read, or lacks a host's MAC, is `mac-inventory`'s to report
+        missing = [h for h in ctx.group_nodes[g] if inv is not None and h in inv.macs and h not in inv.guids]
         if missing:
             yield error("port-guid-missing", ("nodes", g, "addressing", "mac", "file"),
                         f"{m.file} has no port GUIDs (third column) for {len(missing)} host(s) of node "

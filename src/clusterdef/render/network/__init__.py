@@ -3,7 +3,8 @@
     network/opensm/partitions.conf   OpenSM partitions (format: OpenSM's partition-config.txt), rendered
                                      when a tenant is isolated by partition key. Two ports can talk when
                                      they share a PKey and at least one of them is a full member of it
-                                     (two limited members cannot; partition-config.txt, IBA 10.9.3), so:
+                                     (two limited members cannot: partition-config.txt; InfiniBand
+                                     Architecture spec vol. 1, 10.9 Partitioning), so:
         Default=0x7fff               every end port a limited member, the subnet manager's port (SELF)
                                      and the switches full: every port reaches the SM (SA queries, the
                                      SM host's IPoIB) and no two end ports talk through it;
