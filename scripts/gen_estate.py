@@ -420,9 +420,8 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
     w("  baseline_tolerance: {busbw_drop_pct: 5}")
     w(f"  rollback: {flow({'target': '2025.10-r580'})}")
 
-    owned_hosts = {k for s in sus if s["name"] in owned for k in range(s["first"], s["first"] + SU_NODES)}
-    macs = ["host,mac,port_guids"] + [f"gpu{k:0{hw_width}d},{mac_of(k)}"
-                                      + (f",{port_guids_of(k)}" if k in owned_hosts else "")
+    # every host's HCA port GUIDs: the tenants' partitions and the shared one list their ports by GUID
+    macs = ["host,mac,port_guids"] + [f"gpu{k:0{hw_width}d},{mac_of(k)},{port_guids_of(k)}"
                                       for k in range(1, nodes + 1)]
     return "\n".join(out) + "\n", "\n".join(macs) + "\n"
 

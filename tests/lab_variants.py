@@ -45,7 +45,8 @@ def driver_pool_canary(lab: dict) -> dict:
     d["nodes"]["infer"]["image"] = "k8s-node"
     d["nodes"]["canary"] = {**copy.deepcopy(d["nodes"]["infer"]), "hosts": "kgpu03",
                             "addressing": {"ipv4_start": "10.20.0.33",
-                                           "mac": {"source": "list", "macs": ["52:54:00:20:00:33"]}}}
+                                           "mac": {"source": "list", "macs": ["52:54:00:20:00:33"],
+                                                   "port_guids": [";".join(f"0x0002c90300c3000{p}" for p in range(1, 9))]}}}
     d["network"]["fabrics"]["ib0"]["topology"]["switches"]["leaf02"]["nodes"] += ",kgpu03"
     d["kubernetes"]["gpu_operator"]["driver_pools"] = {
         "canary": {"node_groups": ["canary"], "matrix": "2026.11-r595-candidate"}}

@@ -47,11 +47,13 @@ def _split_infer(lab: dict) -> dict:
     (kgpu02), both in flavor h100, so a flavor has two groups of 8 GPUs each."""
     d = copy.deepcopy(lab)
     d["nodes"]["infer"]["hosts"] = "kgpu01"
-    d["nodes"]["infer"]["addressing"]["mac"]["macs"] = ["52:54:00:20:00:31"]
+    guids = d["nodes"]["infer"]["addressing"]["mac"]["port_guids"]
+    d["nodes"]["infer"]["addressing"]["mac"].update(macs=["52:54:00:20:00:31"], port_guids=guids[:1])
     d["nodes"]["infer2"] = copy.deepcopy(d["nodes"]["infer"])
     d["nodes"]["infer2"]["hosts"] = "kgpu02"
     d["nodes"]["infer2"]["addressing"] = {"ipv4_start": "10.20.0.32",
-                                          "mac": {"source": "list", "macs": ["52:54:00:20:00:32"]}}
+                                          "mac": {"source": "list", "macs": ["52:54:00:20:00:32"],
+                                                  "port_guids": guids[1:]}}
     d["kubernetes"]["kueue"]["flavors"]["h100"]["node_groups"] = ["infer", "infer2"]
     d["filesystems"]["scratch"]["node_groups"].append("infer2")
     return d

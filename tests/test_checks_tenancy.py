@@ -307,7 +307,7 @@ def test_vlan_ids_apart_do_not_collide(lab, matrix, tmp_path):
 
 # --------------------------------------------------------------------------- tenant-partition-keys
 
-PKEY_HINT = "set `isolation.pkey` of one of them to another value (0x0001-0x7ffe)"
+PKEY_HINT = "set `isolation.pkey` of one of them to another value (0x0002-0x7ffe)"
 
 
 def test_partition_keys_collide_with_the_first_holder(lab, matrix, tmp_path):
@@ -351,6 +351,7 @@ def test_more_or_fewer_port_guid_entries_than_hosts(lab, matrix, tmp_path):
 def test_every_owned_group_is_checked_for_port_guids(lab, matrix, tmp_path):
     lab["tenants"]["secure"]["isolation"]["node_groups"] = ["secure", "infer"]
     lab["nodes"]["secure"]["addressing"]["mac"]["port_guids"] = []
+    lab["nodes"]["infer"]["addressing"]["mac"]["port_guids"] = []
     assert _found(run(lab, matrix, tmp_path), "port-guid-missing") == [
         (E, ("nodes", "infer", "addressing", "mac", "port_guids"),
          "node group `infer` of tenant `secure` (partition key) has 0 port GUID entries for 2 hosts", LIST_HINT),
@@ -362,7 +363,8 @@ def test_a_discovered_group_has_no_port_guids(lab, matrix, tmp_path):
     lab["nodes"]["secure"]["addressing"]["mac"] = {"source": "discover"}
     assert _found(run(lab, matrix, tmp_path), "port-guid-missing") == [(
         E, ("nodes", "secure", "addressing", "mac"),
-        "node group `secure` of tenant `secure` discovers its nodes, so its port GUIDs are unknown and no "
+        "node group `secure` of tenant `secure` (partition key) discovers its nodes, so its port GUIDs are unknown "
+        "and no "
         "partition can list them",
         "use a MAC inventory with a third column of port GUIDs, or a list with `port_guids`")]
 
@@ -383,6 +385,30 @@ def test_inventory_hosts_without_port_guids(lab, matrix, tmp_path):
         E, ("nodes", "secure", "addressing", "mac", "file"),
         "macs.csv has no port GUIDs (third column) for 1 host(s) of node group `secure`, e.g. sgpu02",
         "add the HCA port GUIDs as a third column, `;` between ports")]
+
+
+def test_a_tenant_key_equal_to_the_shared_partitions_collides(lab, matrix, tmp_path):
+    lab["tenants"]["secure"]["isolation"]["pkey"] = 0x0001
+    assert _found(run(lab, matrix, tmp_path), "pkey-collision") == [
+        (E, ("tenants", "secure", "isolation", "pkey"),
+         "tenant `secure` has partition key 0x0001, the shared partition's (network/opensm/partitions.conf): its "
+         "nodes would talk to every shared node", PKEY_HINT)]
+
+
+def test_shared_infiniband_groups_need_port_guids_once_a_tenant_has_a_partition_key(lab, matrix, tmp_path):
+    """The shared partition lists its ports by GUID (OpenSM cannot say "all ports but the tenant's")."""
+    lab["nodes"]["train"]["addressing"]["mac"]["port_guids"] = []
+    lab["nodes"]["infer"]["addressing"]["mac"] = {"source": "inventory", "file": "macs.csv"}
+    (tmp_path / "macs.csv").write_text("host,mac\nkgpu01,52:54:00:20:00:31\nkgpu02,52:54:00:20:00:32\n")
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), "port-guid-missing") == [
+        (E, ("nodes", "train", "addressing", "mac", "port_guids"),
+         "node group `train` (InfiniBand: its ports are the shared partition's) has 0 port GUID entries for 4 hosts",
+         LIST_HINT),
+        (E, ("nodes", "infer", "addressing", "mac", "file"),
+         "macs.csv has no port GUIDs (third column) for 2 host(s) of node group `infer` (InfiniBand: its ports are "
+         "the shared partition's), e.g. kgpu01", "add the HCA port GUIDs as a third column, `;` between ports")]
+    lab["tenants"]["secure"]["isolation"]["network"] = "none"  # no partition-key tenant: no partitions.conf
+    assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), "port-guid-missing") == []
 
 
 # --------------------------------------------------------------------------- tenant-storage

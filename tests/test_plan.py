@@ -444,13 +444,14 @@ def _repo(tmp_path: Path, mac_file: str, link_to: Path | None = None) -> tuple[P
     (repo / "clusters" / "macs").mkdir(parents=True)
     (repo / "matrices").symlink_to(MATRICES)
     d = repo / "clusters" / "lab.yaml"
-    macs = 'mac:\n        source: list\n        macs: ["52:54:00:20:00:11", "52:54:00:20:00:12", ' \
-           '"52:54:00:20:00:13", "52:54:00:20:00:14"]'
-    assert macs in variant(tmp_path, "lab", OLD).read_text()
-    d.write_text(variant(tmp_path, "lab", OLD).read_text().replace(macs, f"mac: {{source: inventory, file: "
-                                                                         f"{json.dumps(mac_file)}}}"))
-    (repo / "clusters" / "macs" / "train.csv").write_text("host,mac\n" + "".join(
-        f"gpu00{i},52:54:00:20:00:1{i}\n" for i in range(1, 5)))
+    text = variant(tmp_path, "lab", OLD).read_text()
+    # train's list of MACs and port GUIDs (the shared InfiniBand partition lists its ports) becomes a file
+    start = text.index('mac:\n        source: list\n        macs: ["52:54:00:20:00:11"')
+    end = text.index("    placement:", start)
+    d.write_text(text[:start] + f"mac: {{source: inventory, file: {json.dumps(mac_file)}}}\n" + text[end:])
+    (repo / "clusters" / "macs" / "train.csv").write_text("host,mac,port_guids\n" + "".join(
+        f"gpu00{i},52:54:00:20:00:1{i}," + ";".join(f"0x0002c90300b{i}000{p}" for p in range(1, 9)) + "\n"
+        for i in range(1, 5)))
     if link_to:
         (d.parent / mac_file).symlink_to(link_to)
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -479,7 +480,7 @@ def test_base_mac_inventory_is_copied_from_the_definitions_folder(tmp_path):
     out = tmp_path / "work"
     out.mkdir()
     materialise_base("HEAD", d, out)
-    assert (out / "macs" / "train.csv").read_text().startswith("host,mac\ngpu001,")
+    assert (out / "macs" / "train.csv").read_text().startswith("host,mac,port_guids\ngpu001,")
     r = runner.invoke(app, ["plan", "--base", "HEAD", "--to", str(d), "--today", "2026-11-30", "-f", "json",
                             "--matrices", str(MATRICES)])
     assert r.exit_code == 0, r.output

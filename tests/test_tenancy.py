@@ -169,81 +169,108 @@ def ca_ports(ibnetdiscover: str) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-def pkey_sweep(net: str, tmp_path: Path, owners: dict[str, set[str]], partitions_conf, sm: str = "sm-ib0") -> int:
-    """Simulate the net file with ibsim, let a real OpenSM sweep it with the partitions.conf that
-    `partitions_conf(ports)` renders once the fabric's port GUIDs are known (`ports`: host ->
-    [(GUID, LID)] as ibnetdiscover shows them, which the operator copies into the inventory), then
-    read every HCA port's PKey table with smpquery. Each tenant's hosts (`owners`: tenant -> hosts)
-    must hold its PKey as a full member and 0x7fff; every other port only 0x7fff (a limited member
-    of Default). Returns the number of ports checked."""
-    from clusterdef.fabric import ibsim  # noqa: F401  (the caller built `net` with it)
+_PKEY = re.compile(r"0x[0-9a-f]{4}")
 
+
+def talk(a: list[int], b: list[int]) -> bool:
+    """Whether two ports with these P_Key tables can talk: they hold the same key (low 15 bits) and at
+    least one of them holds it as a full member (bit 15). Two limited members cannot (InfiniBand Architecture spec vol. 1, 10.9 Partitioning;
+    OpenSM's partition-config.txt: full or limited membership)."""
+    full_a = {k & 0x7FFF for k in a if k & 0x8000}
+    full_b = {k & 0x7FFF for k in b if k & 0x8000}
+    both = {k & 0x7FFF for k in a} & {k & 0x7FFF for k in b}
+    return bool(both & (full_a | full_b))
+
+
+def pkey_sweep(net: str, tmp_path: Path, owner: dict[str, str], partitions_conf, sm: str = "sm-ib0") -> int:
+    """Simulate the net file with ibsim, let a real OpenSM sweep it once with the partitions.conf that
+    `partitions_conf(ports, dest)` renders once the fabric's port GUIDs are known (`ports`: host ->
+    [(GUID, LID)] as ibnetdiscover shows them, which the operator copies into the inventory), then
+    read every HCA port's P_Key table as OpenSM programmed it (smpquery pkeys, index order).
+    `owner`: host -> what its ports belong to (a partition-key tenant, or "shared"); the SM's port
+    belongs to everyone. For EVERY pair of ports: those of the same owner, and any port with the SM's,
+    must share a key with a full member; any other pair must not. And index 0 of every host port holds
+    a key it is a full member of (what IPoIB's parent interface and NCCL_IB_PKEY=0 use). Returns the
+    number of pairs checked."""
     sim = Sim(net, tmp_path, sm)
     try:
         ports = ca_ports(sim.run("ibnetdiscover"))
-        keys = partitions_conf(ports, tmp_path / "partitions.conf")
+        partitions_conf(ports, tmp_path / "partitions.conf")
         sim.run("opensm", "-o", "-P", str(tmp_path / "partitions.conf"), "-f", str(tmp_path / "osm.log"), "-s", "0")
-        swept = ca_ports(sim.run("ibnetdiscover"))
-        full = {t: f"0x{k | 0x8000:04x}" for t, k in keys.items()}
-        limited = {f"0x{k:04x}" for k in keys.values()}
-        seen = 0
-        for host, host_ports in swept.items():
-            if host.startswith("sm-"):
-                continue
-            mine = [t for t, hs in owners.items() if host in hs]
-            for guid, lid in host_ports:
-                assert lid > 0, (host, guid)
-                table = set(re.findall(r"0x[0-9a-f]{4}", sim.run("smpquery", "pkeys", str(lid)))) - {"0x0000"}
-                if mine:
-                    assert table == {full[mine[0]], "0x7fff"}, (host, lid, table)
-                else:
-                    assert not table & (set(full.values()) | limited), (host, lid, table)
-                    assert table == {"0x7fff"}, (host, lid, table)  # limited member of Default only
-                seen += 1
-        return seen
+        tables: list[tuple[str, int, list[int]]] = []  # (host, LID, P_Key table in index order)
+        for host, host_ports in ca_ports(sim.run("ibnetdiscover")).items():
+            for _, lid in host_ports:
+                assert lid > 0, (host, lid)
+                keys = [int(k, 16) for k in _PKEY.findall(sim.run("smpquery", "pkeys", str(lid)))]
+                table = [k for k in keys if k & 0x7FFF]
+                tables.append((host, lid, table))
+                if host != sm:
+                    assert table and table[0] & 0x8000, (host, lid, [hex(k) for k in table])
+        assert {h for h, _, _ in tables} == set(owner) | {sm}, sorted({h for h, _, _ in tables} ^ set(owner))
+        wrong = []
+        for i, (ha, la, ta) in enumerate(tables):
+            for hb, lb, tb in tables[i + 1:]:
+                must = sm in (ha, hb) or owner[ha] == owner[hb]
+                if talk(ta, tb) != must:
+                    wrong.append((ha, la, [hex(k) for k in ta], hb, lb, [hex(k) for k in tb], must))
+        assert not wrong, f"{len(wrong)} pair(s) wrong, e.g. {wrong[:3]}"
+        return len(tables) * (len(tables) - 1) // 2
     finally:
         sim.close()
 
 
+def test_talk_is_the_spec_rule():
+    """The pair rule the sweep applies: a shared key with at least one full member."""
+    assert talk([0x8001, 0x7FFF], [0x8001, 0x7FFF])       # both full in 0x0001
+    assert talk([0x7FFF], [0xFFFF])                       # limited with the SM's full Default
+    assert not talk([0x8001, 0x7FFF], [0x8002, 0x7FFF])   # only Default in common, both limited
+    assert not talk([0x0001], [0x0001])                   # two limited members
+
+
 @pytest.mark.parametrize("kind", ["tree", "rail"])
-def test_opensm_gives_the_tenant_partition_to_its_ports_only(lab, tmp_path, kind):
+def test_opensm_partitions_let_every_pair_that_must_talk_talk(lab, tmp_path, kind):
     """The rendered partitions.conf, loaded by a real OpenSM sweep of the lab fabric under ibsim,
     on the lab's leaf/spine tree and on the same nodes rail-optimised (HCA i on rail leaf i of its
-    scalable unit): every HCA port of the dedicated tenant holds its PKey as a full member; no
-    other port holds it."""
+    scalable unit): of all 65 ports (8 hosts x 8 HCA ports and the SM's), every pair of shared ports
+    and every pair of the dedicated tenant's ports shares a key with a full member, every port
+    reaches the SM, and no tenant port shares one with a shared port."""
     _need("ibsim", "ibsim-run", "ibnetdiscover", "opensm", "smpquery")
     from clusterdef.fabric import ibsim
 
     from conftest import as_rail
 
     data = as_rail(lab) if kind == "rail" else lab
+    groups = {g: list(hostlist_names(data["nodes"][g]["hosts"])) for g in ("train", "infer", "secure")}
 
-    def render(ports, dest: Path) -> dict[str, int]:
-        assert set(ports) >= {"sgpu01", "sgpu02", "gpu001", "kgpu01"}
+    def render(ports, dest: Path) -> None:
         # the definition's port GUIDs are what the fabric has (as an operator copies them from ibstat)
-        data["nodes"]["secure"]["addressing"]["mac"]["port_guids"] = [
-            ";".join(g for g, _ in ports[h]) for h in ("sgpu01", "sgpu02")]
+        for g, hosts in groups.items():
+            data["nodes"][g]["addressing"]["mac"]["port_guids"] = [";".join(p for p, _ in ports[h]) for h in hosts]
         r = _variant(data, tmp_path, "lab-guids.yaml")
         dest.write_text(build_tree(r, ["network"])[0]["network/opensm/partitions.conf"])
-        return {"secure": tenancy.pkey(r.definition, "secure")}
 
     net = ibsim.net_file(_variant(data, tmp_path).definition, "ib0")
     if kind == "rail":
         assert '"su1-rail8"' in net and '"su2-rail1"' in net
-    assert pkey_sweep(net, tmp_path, {"secure": {"sgpu01", "sgpu02"}}, render) == 8 * 8  # 8 hosts, 8 ports each
+    owner = {h: ("secure" if g == "secure" else "shared") for g, hosts in groups.items() for h in hosts}
+    assert pkey_sweep(net, tmp_path, owner, render) == 65 * 64 // 2
 
 
-def test_opensm_gives_the_estate_tenants_partitions_to_their_ports_only(trees, tmp_path):
-    """The estate's two dedicated tenants (a Slurm SU each, PKeys allocated) and a shared SU, on a
-    piece of the estate's own fabric under ibsim (the whole estate is 4,096 hosts with 32,768 HCA
-    ports, beyond what ibsim simulates in seconds): two hosts on different leaves of each SU, their
-    leaves, spines and the cores. partitions.conf is rendered from the estate with the piece's port
-    GUIDs in its inventory CSV; every port of each tenant's hosts holds its PKey, no other does."""
+def hostlist_names(expr: str) -> list[str]:
+    from clusterdef import hostlist
+    return hostlist.names(expr)
+
+
+def test_opensm_partitions_let_the_estate_piece_talk_as_sold(trees, tmp_path):
+    """The estate's two dedicated tenants (a Slurm SU each, PKeys allocated) and a shared SU of each
+    control plane, on a piece of the estate's own fabric under ibsim (the whole estate is 4,096 hosts
+    with 32,768 HCA ports, beyond what ibsim simulates in seconds): two hosts on different leaves of
+    each SU, their leaves, spines and the cores. partitions.conf is rendered from the estate with the
+    piece's port GUIDs in its inventory CSV; all pairs of the piece's 65 ports are checked."""
     _need("ibsim", "ibsim-run", "ibnetdiscover", "opensm", "smpquery")
     import csv
     import io
 
-    from clusterdef import hostlist
     from clusterdef.fabric import ibsim
 
     r, _ = trees["estate"]
@@ -251,17 +278,20 @@ def test_opensm_gives_the_estate_tenants_partitions_to_their_ports_only(trees, t
     owners = {n: t.isolation.node_groups[0] for n, t in d.tenants.items()
               if t.isolation.level == "dedicated" and t.isolation.network == "partition-key"}
     assert len(owners) == 2, owners
-    piece = {}
-    for tenant, su in {**owners, "shared": "su01"}.items():
-        hosts = hostlist.names(d.nodes[su].hosts)
-        piece[tenant] = {hosts[0], hosts[-1]}  # first and last leaf of the SU
-    net = ibsim.net_file(d, "ib-compute", hosts=set().union(*piece.values()))
-    assert net.count("\nSwitch") == 3 * 2 + 3 * 2 + 16  # 2 leaves and 2 spines per SU, 16 cores
+    k8s_shared = next(g for g, n in d.nodes.items() if n.control_plane == "kubernetes" and n.services == ()
+                      and g not in owners.values())
+    piece: dict[str, str] = {}
+    for label, su in {**owners, "shared": "su01", "shared-k8s": k8s_shared}.items():
+        hosts = hostlist_names(d.nodes[su].hosts)
+        for h in (hosts[0], hosts[-1]):  # first and last leaf of the SU
+            piece[h] = "shared" if label.startswith("shared") else label
+    net = ibsim.net_file(d, "ib-compute", hosts=set(piece))
+    assert net.count("\nSwitch") == 4 * 2 + 4 * 2 + 16  # 2 leaves and 2 spines per SU, 16 cores
 
-    def render(ports, dest: Path) -> dict[str, int]:
+    def render(ports, dest: Path) -> None:
         rows = list(csv.reader((CLUSTERS / "estate-macs.csv").read_text().splitlines()))
         for row in rows[1:]:
-            if row[0] in ports and len(row) > 2 and row[2]:
+            if row[0] in ports:
                 row[2] = ";".join(g for g, _ in ports[row[0]])
         folder = tmp_path / "estate"
         folder.mkdir(exist_ok=True)
@@ -271,10 +301,8 @@ def test_opensm_gives_the_estate_tenants_partitions_to_their_ports_only(trees, t
         shutil.copy(CLUSTERS / "estate.yaml", folder / "estate.yaml")
         rr = _result(folder / "estate.yaml")
         dest.write_text(build_tree(rr, ["network"])[0]["network/opensm/partitions.conf"])
-        return {t: tenancy.pkey(rr.definition, t) for t in owners}
 
-    seen = pkey_sweep(net, tmp_path, {t: piece[t] for t in owners}, render, ibsim.sm_hca(d, "ib-compute"))
-    assert seen == 6 * 8
+    assert pkey_sweep(net, tmp_path, piece, render, ibsim.sm_hca(d, "ib-compute")) == 65 * 64 // 2
 
 
 # --------------------------------------------------------------------------- storage: btrfs decides
@@ -611,7 +639,8 @@ def test_no_pam_slurm_adopt_without_a_dedicated_tenant(lab, tmp_path):
 def test_estate_dedicated_tenants_own_their_su_ports_in_partitions_conf(trees):
     """The estate's dedicated tenants each own a whole Slurm SU: its partition allows only their
     account and no other partition has the SU; partitions.conf lists exactly the HCA port GUIDs
-    of the SU's hosts (the MAC inventory's third column) as full members of their PKey."""
+    of the SU's hosts (the MAC inventory's third column) as full members of their PKey, and every
+    other host's as full members of the shared partition."""
     import csv
 
     r, tree = trees["estate"]
@@ -629,8 +658,16 @@ def test_estate_dedicated_tenants_own_their_su_ports_in_partitions_conf(trees):
             lines.setdefault(ln.split("=", 1)[0], []).append(ln)
     from clusterdef import hostlist
 
-    # port GUIDs are given for the owners' hosts only (no other node needs them)
-    assert set(guids) == {h for t in owners.values() for g in t.isolation.node_groups for h in hostlist.names(d.nodes[g].hosts)}
+    # every host's port GUIDs are given: the shared partition lists its ports too (OpenSM has no "all but")
+    assert set(guids) == {h for g in d.nodes.values() for h in hostlist.names(g.hosts)
+                          if any(n.kind == "infiniband" for n in d.hardware[g.hardware].nics)}
+    shared = set()
+    for ln in lines["shared"]:
+        head, members = ln.split(":", 1)
+        assert head.strip() == f"shared=0x{tenancy.SHARED_PKEY:04x}, ipoib, indx0"
+        shared |= {m.strip().removesuffix("=full") for m in members.rstrip(" ;").split(",")}
+    owned_hosts = {h for t in owners.values() for g in t.isolation.node_groups for h in hostlist.names(d.nodes[g].hosts)}
+    assert shared == {g for h, gs in guids.items() if h not in owned_hosts for g in gs}
     for name, t in owners.items():
         assert t.isolation.device == "whole-node" and t.isolation.network == "partition-key"
         assert t.isolation.storage == "project-quota" and not tenancy.enforcement(d)[name].gaps
@@ -640,7 +677,7 @@ def test_estate_dedicated_tenants_own_their_su_ports_in_partitions_conf(trees):
         full = set()
         for ln in lines[name]:  # one partition in definitions of 16 ports, merged by their PKey
             head, members = ln.split(":", 1)
-            assert head.strip() == f"{name}={key}, ipoib"
+            assert head.strip() == f"{name}={key}, ipoib, indx0"
             full |= {m.strip().removesuffix("=full") for m in members.rstrip(" ;").split(",")}
         assert full == {g for h in hosts for g in guids[h]} and len(full) == len(hosts) * 8
         parts = [p for p, part in d.slurm.partitions.items() if su in part.node_groups]

@@ -348,10 +348,13 @@ def test_result_ok_errors_and_warnings(lab, matrix, tmp_path):
 
 
 def _inventory_lab(tmp_path: Path) -> Path:
-    text = LAB.replace('mac: {source: list, macs: ["52:54:00:20:00:31", "52:54:00:20:00:32"]}',
-                       "mac: {source: inventory, file: macs.csv}")
-    assert text != LAB
-    (tmp_path / "macs.csv").write_text("host,mac\nkgpu01,52:54:00:20:00:31\nkgpu02,52:54:00:20:00:32\n")
+    # infer's list of MACs and port GUIDs becomes an inventory file with both
+    start = LAB.index('mac:\n        source: list\n        macs: ["52:54:00:20:00:31"')
+    end = LAB.index("    placement:", start)
+    text = LAB[:start] + "mac: {source: inventory, file: macs.csv}\n" + LAB[end:]
+    guids = [";".join(f"0x0002c90300c{i}000{p}" for p in range(1, 9)) for i in (1, 2)]
+    (tmp_path / "macs.csv").write_text(f"host,mac,port_guids\nkgpu01,52:54:00:20:00:31,{guids[0]}\n"
+                                       f"kgpu02,52:54:00:20:00:32,{guids[1]}\n")
     path = tmp_path / "def.yaml"
     path.write_text(text)
     return path

@@ -18,6 +18,9 @@ from .quoting import unit_name
 
 LAYERS = ("device", "network", "storage", "observation")
 DEFAULT_PKEY = 0x7FFF
+# The shared partition's key (network/opensm/partitions.conf): below the range tenants' keys are derived
+# from (0x0100-0x7ffe), so only a tenant's given `isolation.pkey` can collide (`pkey-collision`).
+SHARED_PKEY = 0x0001
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,19 @@ def private_data(d: Definition) -> bool:
 
 def pkey_tenants(d: Definition) -> list[str]:
     return [n for n, t in d.tenants.items() if t.isolation.network == "partition-key"]
+
+
+def shared_ib_groups(d: Definition) -> list[str]:
+    """Node groups whose hardware has an InfiniBand NIC and that no partition-key tenant owns: their
+    ports are the full members of the shared partition (empty without partition-key tenants, when
+    Default alone is every port's full key)."""
+    tenants = pkey_tenants(d)
+    if not tenants:
+        return []
+    owned = {g for t in tenants for g in owned_groups(d, t)}
+    return [name for name, g in d.nodes.items()
+            if name not in owned and g.hardware in d.hardware
+            and any(n.kind == "infiniband" for n in d.hardware[g.hardware].nics)]
 
 
 def vlan_tenants(d: Definition) -> list[str]:

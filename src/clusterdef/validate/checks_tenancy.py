@@ -130,39 +130,51 @@ def tenant_vlans(ctx: Context) -> Iterable[Finding]:
         seen.setdefault(vid, tname)
 
 
+def _port_guid_findings(ctx: Context, g: str, why: str, shared: bool = False) -> Iterable[Finding]:
+    """`port-guid-missing` for node group `g`, whose ports partitions.conf must list (`why`: in whose
+    partition, after the group's name; `shared`: say so in the inventory's message too)."""
+    m = ctx.definition.nodes[g].addressing.mac
+    if m.source == "list":
+        n = len(ctx.group_nodes[g])
+        if len(m.port_guids) != n:
+            yield error("port-guid-missing", ("nodes", g, "addressing", "mac", "port_guids"),
+                        f"node group `{g}` {why} has {len(m.port_guids)} port GUID entries for {n} hosts",
+                        "give each host its HCA port GUIDs (ibstat), `;` between ports, in hostlist order")
+    elif m.source == "discover":
+        yield error("port-guid-missing", ("nodes", g, "addressing", "mac"),
+                    f"node group `{g}` {why} discovers its nodes, so its port GUIDs are "
+                    "unknown and no partition can list them",
+                    "use a MAC inventory with a third column of port GUIDs, or a list with `port_guids`")
+    else:
+        inv = ctx.inventories.get(ctx.base_dir / m.file)
+        # an inventory that cannot be read, or lacks a host's MAC, is `mac-inventory`'s to report
+        missing = [h for h in ctx.group_nodes[g] if inv is not None and h in inv.macs and h not in inv.guids]
+        if missing:
+            yield error("port-guid-missing", ("nodes", g, "addressing", "mac", "file"),
+                        f"{m.file} has no port GUIDs (third column) for {len(missing)} host(s) of node "
+                        f"group `{g}`{' ' + why if shared else ''}, e.g. {missing[0]}",
+                        "add the HCA port GUIDs as a third column, `;` between ports")
+
+
 @check("tenant-partition-keys")
 def tenant_partition_keys(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
-    seen: dict[int, str] = {}
+    seen: dict[int, str] = {tenancy.SHARED_PKEY: "(the shared partition)"}
     for tname in tenancy.pkey_tenants(d):
         key = tenancy.pkey(d, tname)
         if key in seen:
             yield error("pkey-collision", ("tenants", tname, "isolation", "pkey"),
-                        f"tenants `{seen[key]}` and `{tname}` have the same partition key 0x{key:04x}",
-                        "set `isolation.pkey` of one of them to another value (0x0001-0x7ffe)")
+                        f"tenants `{seen[key]}` and `{tname}` have the same partition key 0x{key:04x}"
+                        if key != tenancy.SHARED_PKEY else
+                        f"tenant `{tname}` has partition key 0x{key:04x}, the shared partition's "
+                        "(network/opensm/partitions.conf): its nodes would talk to every shared node",
+                        "set `isolation.pkey` of one of them to another value (0x0002-0x7ffe)")
         seen.setdefault(key, tname)
         for g in tenancy.owned_groups(d, tname):
-            m = d.nodes[g].addressing.mac
-            if m.source == "list":
-                n = len(ctx.group_nodes[g])
-                if len(m.port_guids) != n:
-                    yield error("port-guid-missing", ("nodes", g, "addressing", "mac", "port_guids"),
-                                f"node group `{g}` of tenant `{tname}` (partition key) has {len(m.port_guids)} "
-                                f"port GUID entries for {n} hosts",
-                                "give each host its HCA port GUIDs (ibstat), `;` between ports, in hostlist order")
-            elif m.source == "discover":
-                yield error("port-guid-missing", ("nodes", g, "addressing", "mac"),
-                            f"node group `{g}` of tenant `{tname}` discovers its nodes, so its port GUIDs are "
-                            "unknown and no partition can list them",
-                            "use a MAC inventory with a third column of port GUIDs, or a list with `port_guids`")
-            else:
-                inv = ctx.inventories.get(ctx.base_dir / m.file)
-                missing = [h for h in ctx.group_nodes[g] if inv is not None and h not in inv.guids]
-                if missing:
-                    yield error("port-guid-missing", ("nodes", g, "addressing", "mac", "file"),
-                                f"{m.file} has no port GUIDs (third column) for {len(missing)} host(s) of node "
-                                f"group `{g}`, e.g. {missing[0]}",
-                                "add the HCA port GUIDs as a third column, `;` between ports")
+            yield from _port_guid_findings(ctx, g, f"of tenant `{tname}` (partition key)")
+    # the shared partition lists its ports by GUID: OpenSM has no "all ports but the tenants'"
+    for g in tenancy.shared_ib_groups(d):
+        yield from _port_guid_findings(ctx, g, "(InfiniBand: its ports are the shared partition's)", shared=True)
 
 
 @check("tenant-storage")

@@ -1,11 +1,28 @@
 """Network target: the tenant isolation the fabric enforces.
 
-    network/opensm/partitions.conf   OpenSM partitions (format: OpenSM's partition-config.txt):
-                                     the Default partition (0x7fff) with every end port a limited
-                                     member (the subnet manager and switches full), so IPoIB
-                                     management still reaches the SM but two end ports cannot talk
-                                     through it; one partition per tenant isolated by partition key,
-                                     its HCA ports full members and no other port a member.
+    network/opensm/partitions.conf   OpenSM partitions (format: OpenSM's partition-config.txt), rendered
+                                     when a tenant is isolated by partition key. Two ports can talk when
+                                     they share a PKey and at least one of them is a full member of it
+                                     (two limited members cannot: partition-config.txt; InfiniBand
+                                     Architecture spec vol. 1, 10.9 Partitioning), so:
+        Default=0x7fff               every end port a limited member, the subnet manager's port (SELF)
+                                     and the switches full: every port reaches the SM (SA queries, the
+                                     SM host's IPoIB) and no two end ports talk through it;
+        shared=0x0001, indx0         the HCA ports of every host on an InfiniBand fabric that no
+                                     partition-key tenant owns, full members: shared nodes talk to
+                                     each other (RDMA, IPoIB), whatever tenant's job runs on them;
+        <tenant>=<pkey>, indx0       one per partition-key tenant, its hosts' HCA ports full members,
+                                     no other port a member: its nodes talk to each other and to the
+                                     SM, and share no key with a full member elsewhere.
+                                     Every end port is a full member of exactly one partition, and
+                                     `indx0` puts that key at P_Key index 0 (Default moves to index 1):
+                                     the kernel's IPoIB parent interface takes its key from index 0,
+                                     NCCL uses P_Key index NCCL_IB_PKEY (default 0) and UCX's
+                                     UCX_IB_PKEY=auto the first key with full membership, so jobs use
+                                     the right key without being told. OpenSM has no "all ports but
+                                     these" (ALL, ALL_CAS ... only add ports, osm_prtn_config.c), so
+                                     the shared partition lists its ports by GUID: every host on the
+                                     fabric needs its port GUIDs in the inventory (`port-guid-missing`).
 
     network/vlan/<group>/                    per node group of a tenant isolated by VLAN, systemd-networkd
                                              files for each Ethernet/RoCE compute or storage interface
@@ -40,24 +57,34 @@ from ...resolve import Resolved
 GUIDS_PER_LINE = 16  # a definition line stays under 512 characters
 
 
+def _partition(name: str, key: int, guids: list[str], comment: str) -> list[str]:
+    """One partition, its ports full members, its key at P_Key index 0 (`indx0`). OpenSM reads the file
+    in short line buffers: a line of a thousand GUIDs is cut mid-GUID ("bad PortGUID") and OpenSM falls
+    back to its default config, every port a full member of one partition. So the ports go
+    GUIDS_PER_LINE to a definition; definitions with the same PKey are merged (partition-config.txt:
+    "If PKey is repeated ... merged")."""
+    head = f"{name}=0x{key:04x}, ipoib, indx0 : "
+    return [comment] + [head + ", ".join(f"{g}=full" for g in guids[i:i + GUIDS_PER_LINE]) + " ;\n"
+                        for i in range(0, max(len(guids), 1), GUIDS_PER_LINE)]
+
+
 def partitions_conf(resolved: Resolved) -> str:
     d = resolved.definition
     out = [f"# OpenSM partitions of cluster {d.cluster.name} (set {resolved.set.name}); rendered by clusterdef, "
            "do not edit.\n",
            "# Load with: opensm -P partitions.conf (or PARTITION_CONFIG_FILE in opensm.conf).\n",
+           "# Every end port is a full member of one partition (at P_Key index 0) and a limited member of Default:\n",
+           "# two ports talk only when one of them is a full member of a key they share.\n",
            "Default=0x7fff, ipoib : ALL=limited, ALL_SWITCHES=full, SELF=full ;\n"]
+    shared = tenancy.shared_ib_groups(d)
+    guids = [g for grp in shared for host in resolved.port_guids(grp).values() for g in host]
+    out += _partition("shared", tenancy.SHARED_PKEY, guids,
+                      f"# shared: {len(guids)} port(s) of node groups {', '.join(shared) or '(none)'}\n")
     for tenant in tenancy.pkey_tenants(d):
-        guids = [g for grp in tenancy.owned_groups(d, tenant)
-                 for host in resolved.port_guids(grp).values() for g in host]
-        out.append(f"# tenant {tenant}: {len(guids)} port(s) of node groups "
-                   f"{', '.join(tenancy.owned_groups(d, tenant))}\n")
-        # OpenSM reads the file in short line buffers: a line of a thousand GUIDs is cut mid-GUID
-        # ("bad PortGUID") and OpenSM falls back to its default config, every port a full member of
-        # one partition. So the ports go GUIDS_PER_LINE to a definition; definitions with the same
-        # PKey are merged (partition-config.txt: "If PKey is repeated ... merged").
-        head = f"{tenant}=0x{tenancy.pkey(d, tenant):04x}, ipoib : "
-        for i in range(0, max(len(guids), 1), GUIDS_PER_LINE):
-            out.append(head + ", ".join(f"{g}=full" for g in guids[i:i + GUIDS_PER_LINE]) + " ;\n")
+        owned = tenancy.owned_groups(d, tenant)
+        guids = [g for grp in owned for host in resolved.port_guids(grp).values() for g in host]
+        out += _partition(tenant, tenancy.pkey(d, tenant), guids,
+                          f"# tenant {tenant}: {len(guids)} port(s) of node groups {', '.join(owned)}\n")
     return "".join(out)
 
 
