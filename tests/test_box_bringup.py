@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -68,8 +70,18 @@ def _playbooks(tmp: Path) -> tuple[Path, Path]:
 
 
 def _cli(*args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clusterdef", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    """clusterdef in its own process group: on a timeout the ansible-playbook runs it started go too (left
+    behind, they would keep changing the box and take the CPU from the rest of the suite)."""
+    argv = [sys.executable, "-m", "clusterdef", *args]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _render(defn: Path, matrices: Path, out: Path) -> dict[str, str]:
@@ -81,7 +93,7 @@ def _render(defn: Path, matrices: Path, out: Path) -> dict[str, str]:
 def _apply(box, plan: Path, defn: Path, matrices: Path, playbooks: Path, vault: Path, *more: str):
     env = {**box.ansible_env(), "ANSIBLE_FORKS": "10"}
     r = _cli("apply", str(plan), "--to", str(defn), "--matrices", str(matrices), "--playbooks", str(playbooks),
-             "--vault-id", f"box@{vault}", *more, env=env, timeout=1200)
+             "--vault-id", f"box@{vault}", *more, env=env, timeout=2400)
     return r
 
 
