@@ -53,6 +53,11 @@ _NUMBERISH = re.compile(r"^[-+]?[0-9_.]+([eE][-+]?[0-9]+)?$")  # 10.64.0.1, 2026
 _RESERVED = {"yes", "no", "y", "n", "true", "false", "on", "off", "null"}
 
 
+
+def training_qos(row: dict) -> bool:
+    """A tenant sold QOS training (and so the partition `train`): the larger ones."""
+    return row["weight"] >= 2
+
 def scalar(v) -> str:
     """A YAML scalar usable in flow and block context: plain when unambiguous, else double-quoted."""
     if isinstance(v, bool):
@@ -305,7 +310,9 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
 
     # --- slurm ----------------------------------------------------------------------------------
     slurm_groups = [s["name"] for s in slurm_sus if s["name"] not in owned]  # the shared pool
-    training_accounts = [r["name"] for r in tenant_rows if r["kind"] in ("slurm", "both")]
+    # `train` runs its jobs under QOS training (the partition's QOS, job_submit.lua): only the tenants sold
+    # that QOS (weight >= 2, below) may use it, else Slurm refuses their jobs (partition-qos-not-granted)
+    training_accounts = [r["name"] for r in tenant_rows if r["kind"] in ("slurm", "both") and training_qos(r)]
     w("slurm:")
     w(f"  controllers: {flow(['slurmctl01', 'slurmctl02'])}")
     w(f"  accounting: {flow({'storage': 'slurmdbd', 'host': 'slurmdbd01'})}")
@@ -400,7 +407,7 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
             iso = {"level": "shared"}
         w(f"    isolation: {flow(iso)}")
         if r["kind"] in ("slurm", "both"):
-            qos = ["normal", "training", "scavenger", "debug"] if r["weight"] >= 2 else ["normal", "scavenger", "debug"]
+            qos = ["normal", "training", "scavenger", "debug"] if training_qos(r) else ["normal", "scavenger", "debug"]
             w(f"    slurm: {flow({'account': t, 'qos': qos})}")
         if r["kind"] in ("kubernetes", "both"):
             kube = {"namespace": t, "queues": r["queues"], "groups": [f"{t}-eng"]}

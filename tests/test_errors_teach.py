@@ -90,13 +90,16 @@ def test_upper_case_macs_are_refused_alike_in_lists_and_inventories(matrix, tmp_
     assert f.code == "invalid-value" and "upper-case" in f.message and "52:54:00:20:00:ab" in f.message
     # CSV inventory: the same rule (it used to lower-case silently)
     csv = tmp_path / "macs.csv"
-    csv.write_text("host,mac\nkgpu01,52:54:00:20:00:3A\nkgpu02,52:54:00:20:00:32\n")
+    g2 = ";".join(f"0x0002c90300c2000{i}" for i in range(1, 9))   # kgpu02's port GUIDs, as in the lab
+    csv.write_text(f"host,mac,port_guids\nkgpu01,52:54:00:20:00:3A,{g2.replace('c2', 'c1')}\n"
+                   f"kgpu02,52:54:00:20:00:32,{g2}\n")
     inv = read_inventory(csv)
     assert inv.macs == {"kgpu02": "52:54:00:20:00:32"}
     assert inv.problems == (f"{csv}:2: MAC '52:54:00:20:00:3A' has upper-case letters; MAC addresses are "
                             "lower-case and colon-separated, as in a `list` (write 52:54:00:20:00:3a)",)
-    text = LAB.replace('mac: {source: list, macs: ["52:54:00:20:00:31", "52:54:00:20:00:32"]}',
-                       "mac: {source: inventory, file: macs.csv}")
+    start = LAB.index('        source: list\n        macs: ["52:54:00:20:00:31", "52:54:00:20:00:32"]')
+    end = LAB.index("    placement:", start)
+    text = LAB[:start] + "        source: inventory\n        file: macs.csv\n" + LAB[end:]
     (f,) = _validate(text, tmp_path, matrix).findings
     assert f.code == "mac-inventory" and "upper-case" in f.message
 

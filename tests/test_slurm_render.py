@@ -109,7 +109,7 @@ def test_spine_above_a_kubernetes_only_leaf_is_kept(examples, matrix):
 def test_lab_tree_shapes(examples, matrix):
     tree = render(examples["lab"], matrix)
     assert set(tree) == {f"slurm/{n}" for n in
-                         ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf", "qos.sh", "accounts.cfg", "nodecheck",
+                         ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf", "qos.sh", "accounts.cfg", "nodecheck", "job_submit.lua",
                                    "namespace.yaml", "slurmdbd.conf.j2")}  # namespace.yaml: a dedicated tenant
     conf = tree["slurm/slurm.conf"]
     assert "NodeName=gpu[001-004] CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2" in conf

@@ -14,6 +14,7 @@ setting of the final files is either in the transition files or held back with i
 from __future__ import annotations
 
 import copy
+import re
 import dataclasses
 
 import pytest
@@ -155,7 +156,8 @@ def test_namespace_type_held_back_with_its_older_spelling(matrix):
     final = slurm_target.render(resolved)
     same = tr.transition_files(resolved, "25.11.0")
     assert tr.held_back(resolved, "25.11.0") == []
-    assert {rel: t.split("\n# Nothing in this file is held back.\n", 1)[1] for rel, t in same.items()} == \
+    assert {rel: re.split(r"\n(?:#|--) Nothing in this file is held back.\n", t, maxsplit=1)[1]
+            for rel, t in same.items()} == \
         {rel: final[rel].split("\n", 1)[1] for rel in same}
 
 

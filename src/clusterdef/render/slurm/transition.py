@@ -21,7 +21,7 @@ from ...knowledge import slurm as keywords
 from ...quoting import line as comment_text
 from ...quoting import slurm
 from ...resolve import Resolved
-from . import daemon_files, set_keywords, slurm_groups
+from . import binds_qos, daemon_files, job_submit_lua, set_keywords, slurm_groups
 
 _PAIR = re.compile(r'([A-Za-z][A-Za-z0-9_]*)=("[^"]*"|\S*)')
 _PLUGIN = re.compile(r"^([a-z_0-9]+)/[A-Za-z0-9_.-]+$")
@@ -254,4 +254,12 @@ def transition_files(resolved: Resolved, oldest: str) -> dict[str, str]:
     held = held_back(resolved, oldest)
     bodies = _transition_bodies(resolved, oldest)
     out = {rel: _header(resolved, oldest, rel, held, final, set(bodies)) + body for rel, body in bodies.items()}
+    if binds_qos(resolved.definition.slurm):
+        # slurmctld will not start on JobSubmitPlugins=lua without the script beside slurm.conf ("job_submit/lua:
+        # Unable to stat", seen on 24.11): it travels with the transition files, unchanged (every major's
+        # job_submit/lua reads the job and partition fields it uses)
+        rel = "slurm/job_submit.lua"
+        hdr = _header(resolved, oldest, rel, held, final | {rel}, set(bodies))
+        lua_hdr = "".join("--" + line[1:] for line in hdr.splitlines(keepends=True))  # Lua comments
+        out[rel] = lua_hdr + job_submit_lua(resolved).split("\n", 1)[1]
     return dict(sorted(out.items()))
