@@ -230,7 +230,9 @@ def test_reference_copies_match_shared():
         copy_path = REF / f"monitoring.coreos.com_{plural}.json"
         assert json.loads(copy_path.read_text()) == reduce_crd(yaml_safe.load(original.read_text()))
     pkg = Path(obs.__file__).parent
-    assert (pkg / "xid.csv").read_bytes() == (SHARED / "nvidia-xid" / "xid.csv").read_bytes()
+    from clusterdef.knowledge import xid
+
+    assert xid.DATA.read_bytes() == (SHARED / "nvidia-xid" / "xid.csv").read_bytes()
     assert (pkg / "dcgm-default-counters.csv").read_bytes() == (REF / "default-counters.csv").read_bytes()
     for p in REF.iterdir():
         if not p.name.endswith(".source"):
@@ -483,3 +485,19 @@ def test_every_blip_test_catches_a_rule_without_for(examples, example, tmp_path)
     assert set(results) == set(names)
     survived = [n for n, failed in results.items() if not failed]
     assert survived == [], f"rules without `for:` still pass their tests: {survived}"
+
+
+def test_xid_alert_classes_follow_the_health_check():
+    """The alerts class an Xid as the health check judges the node (knowledge/xid_nodecheck.csv): Xid 45, which
+    every scancelled or preempted CUDA job leaves, is an application XID (the node stays in service), never a
+    fatal one that tells the operator to drain; 79 (fallen off the bus) is fatal."""
+    from clusterdef.knowledge.xid import catalogue
+    from clusterdef.render.observability.alertrules import xid_classes
+
+    cls = xid_classes()
+    assert 45 in cls["application"] and 45 not in cls["fatal"] and 79 in cls["fatal"] and 13 in cls["application"]
+    for code, x in catalogue().items():
+        if code in cls["fatal"]:
+            assert x.drains, code
+        elif code in cls["application"]:
+            assert not x.drains and x.action != "IGNORE", code

@@ -7,7 +7,6 @@ Thresholds come from the hardware model (GPU count, NIC speeds), the GPU model's
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -72,14 +71,17 @@ class Alert:
 
 @lru_cache(maxsize=1)
 def xid_classes() -> dict[str, tuple[int, ...]]:
+    """The catalogue's Xids by what they ask of the node, as the health check judges them (knowledge/xid.py,
+    xid_nodecheck.csv): informational (IGNORE), application (kept in service: RESTART_APP and Xid 45, the
+    driver's cleanup after an ended job) and fatal (everything that drains)."""
+    from ...knowledge.xid import catalogue
+
     out: dict[str, list[int]] = {"fatal": [], "application": [], "informational": []}
-    with open(HERE / "xid.csv", newline="") as fh:
-        for row in csv.DictReader(fh):
-            if row["category"].strip() == "Unused":
-                continue
-            action = row["action"].strip()
-            cls = "informational" if action == "IGNORE" else "application" if action == "RESTART_APP" else "fatal"
-            out[cls].append(int(row["xid"]))
+    for x in catalogue().values():
+        if x.category.strip() == "Unused":
+            continue
+        cls = "informational" if x.action == "IGNORE" else "fatal" if x.drains else "application"
+        out[cls].append(x.code)
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
@@ -107,7 +109,9 @@ def _gpu_alerts(resolved: Resolved) -> list[Alert]:
         for cls, sev, minutes, action in (
                 ("fatal", "critical", 1, drain + "; reset or replace the GPU before returning it to service"),
                 ("application", "warning", 5, "open a ticket to the job's owner: the application faulted "
-                                              "(XID in the RESTART_APP bucket); the node stays in service"),
+                                              "(XID in the RESTART_APP bucket) or was ended (Xid 45, the driver's "
+                                              "cleanup after scancel, a time limit or preemption); the node stays "
+                                              "in service"),
                 ("informational", "info", 15, "no action on the node; record it in the node's ticket history")):
             codes = xid_classes()[cls]
             out.append(Alert(
