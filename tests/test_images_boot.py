@@ -71,7 +71,11 @@ def test_a_stateless_rollback_needs_its_build_kept(tmp_path):
         [f] = exc.findings
     assert f.code == "image-rollback-not-kept" and f.path == ("images", "gpu-node")
     assert f.line == next(i for i, t in enumerate(new.read_text().splitlines(), 1) if t == "  gpu-node:")
-    assert "2025.10.1" in f.hint and "set: 2025.10-r580" in f.hint
+    assert "2025.10.1" in f.hint and 'set: "2025.10-r580"' in f.hint
+    # the hint pastes as it reads: the fragment is YAML whose digest stays a string (an all-digit one too)
+    pasted = YAML(typ="safe").load(f.hint.split("published: ", 1)[1])
+    [(version, build)] = pasted.items()
+    assert version == "2025.10.1" and isinstance(build["digest"], str) and build["set"] == "2025.10-r580"
     # with the running build kept, the same plan goes through: image first, then the rollout
     new = lab_on(tmp_path, CURRENT, "new.yaml", keep=old)
     doc = make_plan(a, load_side(new, MATRICES, TODAY)).doc

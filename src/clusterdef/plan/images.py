@@ -119,7 +119,8 @@ def identity_findings(old, new, rollback_set: str, rebuilt: set[str]) -> list[Fi
         if ok:
             continue
         path = ("images", g.image, "published") if nd.images[g.image].published else ("images", g.image)
-        want = (f'"{before.version}": {{set: {before.set}, digest: {before.digest}}}'
+        # quoted: an all-digit digest pasted bare would be read as a number (and refused)
+        want = (f'"{before.version}": {{set: "{before.set}", digest: "{before.digest}"}}'
                 if before and before.set == rollback_set else f"a build of `{g.image}` for set {rollback_set}")
         findings.append(Finding(
             "image-rollback-not-kept", Severity.ERROR, path,
