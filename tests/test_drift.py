@@ -528,3 +528,28 @@ def test_service_hosts_are_checked_only_for_what_they_run(lab_result, tmp_path):
     lines = drift.drain_lines(report)
     assert len(lines) == 1 and "gpu001" in lines[0]
     assert not any("slurmctl01" in line or "k8sctl01" in line for line in lines)
+
+
+def test_facts_of_another_cluster_are_no_all_clear(lab_result, tmp_path):
+    """Facts whose hosts are none of the definition's: exit 2 with a hint, never "0 off-matrix" (exit 0)."""
+    vs, facts = _facts(lab_result)
+    other = [dict(f, host="other-" + f["host"]) for f in facts[:3]]
+    r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(_write(tmp_path, other)),
+                            "--today", "2026-11-30"])
+    assert r.exit_code == 2, r.output
+    assert "none names a host of" in r.output and "other-" in r.output and "hint:" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_a_strangers_escape_sequences_never_reach_the_terminal(lab_result, tmp_path):
+    """A facts file naming a host that is not in the definition, with a terminal escape in the name: the
+    warning and the JSON show it masked."""
+    vs, facts = _facts(lab_result)
+    evil = dict(facts[0], host="x\x1b]2;owned\x07\x1b[31m")
+    d = _write(tmp_path, facts)
+    (d / "evil.json").write_text(json.dumps(evil))
+    for fmt in ("text", "json"):
+        r = runner.invoke(app, ["drift", str(CLUSTERS / "lab.yaml"), "--facts", str(d), "-f", fmt,
+                                "--today", "2026-11-30"])
+        assert r.exit_code == 0, r.output
+        assert "\x1b" not in r.output and "\x07" not in r.output and "unprintable:x" in r.output

@@ -521,7 +521,7 @@ def drift(
     today: Optional[str] = TodayOpt,
 ) -> None:
     """Which nodes are off the validated set. Exit 0 all on-matrix, 1 when any node is off-matrix, 2 on bad
-    input."""
+    input or facts that name none of the definition's hosts."""
     from . import drift as dr
     from . import hostlist
     from .validate.pipeline import validate_file
@@ -535,6 +535,13 @@ def drift(
         raise SystemExit(EXIT_BAD)
     vs = matrix.sets[d.cluster.matrix]
     report = dr.compare(d, vs, facts_list)
+    if not report.nodes:  # facts of another cluster, or none: "all on-matrix" would be a false all-clear
+        seen = f"{len(report.strangers)} fact(s), for hosts such as {report.strangers[0]}" if report.strangers \
+            else "no facts"
+        err.print(f"[red]error[/] {escape(str(facts))}: {escape(seen)}; none names a host of {escape(str(definition))}")
+        err.print("  hint: point --facts at this cluster's facts (collected by the gpu_facts role; "
+                  "docs/facts-format.md)")
+        raise SystemExit(EXIT_BAD)
     if drain:
         lines = dr.drain_lines(report, dr.spared_namespaces(d), d.upgrade.drain.timeout_minutes)
         _write_file(drain, "".join(line + "\n" for line in lines))

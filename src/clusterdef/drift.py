@@ -149,6 +149,14 @@ def _shown(value: str) -> str:
     return "unprintable:" + re.sub(r"[^0-9A-Za-z.+~:_-]", "?", value[:40])
 
 
+def _shown_host(value: str) -> str:
+    """A host name from the facts as it may appear in a report: a host name, or masked (escape sequences
+    and other control characters never reach the terminal)."""
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}", value):
+        return value
+    return "unprintable:" + re.sub(r"[^0-9A-Za-z._-]", "?", value[:40])
+
+
 def _reason_text(value) -> str:
     """A node-reported reason as it may appear in a report: printable ASCII, cut to 160 characters."""
     return re.sub(r"[^0-9A-Za-z .,:;_/()+=*^$\[\]-]", "?", str(value)[:160])
@@ -223,7 +231,7 @@ def compare(definition: Definition, vs: ValidatedSet, facts: list[tuple[str, dic
         host = fact["host"]
         group = owner.get(host)
         if group is None:
-            strangers.append(host)
+            strangers.append(_shown_host(host))
             continue
         seen.add(host)
         exp = groups[group]
