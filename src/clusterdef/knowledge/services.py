@@ -46,6 +46,11 @@ def service_hosts(definition) -> dict[str, list[str]]:
     return out
 
 
+def group_of_host(definition) -> dict[str, str]:
+    """host -> its node group."""
+    return {h: gname for gname, g in definition.nodes.items() for h in hostlist.names(g.hosts)}
+
+
 def host_services(definition) -> dict[str, tuple[str, ...]]:
     """host -> the services it runs (service hosts only)."""
     return {h: tuple(g.services) for g in definition.nodes.values() if g.services for h in hostlist.names(g.hosts)}

@@ -8,7 +8,7 @@ from typing import Iterable
 
 from .. import hostlist
 from ..errors import Finding, error, warning
-from ..knowledge.services import is_service_group, table
+from ..knowledge.services import group_of_host, is_service_group, table
 from .registry import Context, check
 
 KUBE_SERVICES = ("kube-control-plane", "etcd")
@@ -16,11 +16,6 @@ KUBE_SERVICES = ("kube-control-plane", "etcd")
 
 def _short(name: str) -> str:
     return name.split(".", 1)[0]
-
-
-def _group_of_host(d) -> dict[str, str]:
-    """host -> its node group."""
-    return {h: gname for gname, g in d.nodes.items() for h in hostlist.names(g.hosts)}
 
 
 @check("service-groups")
@@ -103,7 +98,7 @@ def slurm_service_hosts(ctx: Context) -> Iterable[Finding]:
     s = d.slurm
     if s is None:
         return
-    where = _group_of_host(d)
+    where = group_of_host(d)
     short = {_short(h): h for h in where}
     listed: list[tuple[str, tuple, str]] = [("slurmctld", ("slurm", "controllers", i), c)
                                             for i, c in enumerate(s.controllers)]

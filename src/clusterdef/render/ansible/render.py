@@ -11,7 +11,7 @@ from ...model.upgrade import SMOKE_LAYERS
 from ...resolve import Resolved
 from .. import backup, identity, storage, yamlout
 from ..inventory import switch_of
-from ...knowledge.services import gpu_groups, is_service_group, service_hosts, service_waves
+from ...knowledge.services import gpu_groups, group_of_host, is_service_group, service_hosts, service_waves
 from ...knowledge.services import service_groups as service_groups_of
 from ...knowledge.services import table as service_table
 from ..slurm import slurmdbd
@@ -239,8 +239,8 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             if a is not None and a.storage_host == "localhost" and ref:
                 # the accounting database on the accounting host itself: the role creates it and its user
                 # and MariaDB's settings for slurmdbd, sized from the accounting host's hardware
-                group = next((g for g in d.nodes.values() if a.host.split(".")[0] in hostlist.names(g.hosts)), None)
-                hw = d.hardware.get(group.hardware) if group else None
+                group = group_of_host(d).get(a.host.split(".")[0])
+                hw = d.hardware.get(d.nodes[group].hardware) if group else None
                 out["slurmdbd"]["slurm_control_plane_database"] = {
                     "name": a.storage_loc, "user": a.storage_user, "password_var": ref,
                     "settings": slurmdbd.database_settings(hw.memory_gib if hw else None)}
