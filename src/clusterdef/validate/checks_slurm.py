@@ -175,10 +175,6 @@ def slurm_qos_preempt_self(ctx: Context) -> Iterable[Finding]:
                             "list only the lower-priority QOS it may preempt (remove its own name)")
 
 
-def _groups(s, partitions) -> set[str]:
-    return {g for p in partitions for g in s.partitions[p].node_groups}
-
-
 @check("slurm-qos-tiers")
 def slurm_qos_tiers(ctx: Context) -> Iterable[Finding]:
     """A partition's QOS is the tier of its jobs (job_submit.lua gives it to a job that names none, AllowQos
