@@ -84,6 +84,11 @@ class Slurm(Model):
     # job that names none; AllowQos refuses another partition's tier there). Slurm alone would run them
     # under the association's DefaultQOS: a partition QOS lends only its limits (qos.shtml, Partition QOS).
 
+    def dbd_host(self) -> str:
+        """Where slurmdbd runs: slurm.conf's AccountingStorageHost, slurmdbd.conf's DbdHost (the accounting
+        host, else the first controller)."""
+        return self.accounting.host or self.controllers[0]
+
     def free_qos(self) -> list[str]:
         """QOS no partition is bound to: tiers a job asks for with --qos, in any partition."""
         bound = {p.qos for p in self.partitions.values() if p.qos}

@@ -88,7 +88,7 @@ def on_calendar(b: Backup) -> str:
 def accounting_host(resolved: Resolved) -> str:
     """Where slurmdbd runs (slurm.conf's AccountingStorageHost, slurmdbd.conf's DbdHost)."""
     s = present(resolved.definition.slurm, "slurm")
-    return s.accounting.host or s.controllers[0]
+    return s.dbd_host()
 
 
 def database_host(resolved: Resolved) -> str:

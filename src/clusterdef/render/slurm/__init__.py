@@ -171,7 +171,7 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
     if a.storage == "slurmdbd":
         params.update({
             "AccountingStorageType": "accounting_storage/slurmdbd",
-            "AccountingStorageHost": a.host or s.controllers[0],
+            "AccountingStorageHost": s.dbd_host(),
             "AccountingStoragePort": str(a.port),
             "AccountingStorageEnforce": ",".join(a.enforce),
             "AccountingStorageTRES": "gres/gpu" if has_gpus else "",

@@ -71,7 +71,7 @@ def slurmdbd_conf(resolved: Resolved) -> str:
     a = s.accounting
     pairs = [
         ("AuthType", "auth/munge"),
-        ("DbdHost", a.host or s.controllers[0]),
+        ("DbdHost", s.dbd_host()),
         ("DbdPort", a.port),
         ("SlurmUser", "slurm"),
         ("LogFile", "/var/log/slurm/slurmdbd.log"),
