@@ -278,8 +278,14 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
     # in the MAC inventory (third column) for their InfiniBand partition.
     fits = [r for r in tenant_rows if r["kind"] == "slurm" and r["reserved"] + r["burst"] <= SU_NODES * GPUS_PER_NODE]
     owners = fits[:OWNING_TENANTS]
+    headroom = capacity - ceiling_total
     for r, s in zip(owners, reversed(slurm_sus)):
         r["owns"], r["dedicated"] = s["name"], True
+        # Nobody else may use its SU: its burst reaches the whole SU where the capacity sold allows, or
+        # the rest stays idle (validate: capacity-unusable, a warning)
+        extra = min(SU_NODES * GPUS_PER_NODE - r["reserved"] - r["burst"], headroom)
+        r["burst"] += extra
+        headroom -= extra
     owned = {r["owns"]: r["name"] for r in owners}
 
     # Kueue queues: every Kubernetes tenant gets an inference queue, "both" tenants also a gang training
@@ -307,6 +313,17 @@ def build(nodes: int, tenants: int, name: str) -> tuple[str, str]:
                 q["borrowing_limit_gpus"] = r["burst"] // 2 // 8 * 8
             queues[f"{r['name']}-{suffix}"] = q
             r["queues"].append(f"{r['name']}-{suffix}")
+        if r["kind"] == "kubernetes":
+            # Kubernetes is all it has: it is sold what its queues hold (a full flavor lends nothing, so
+            # more could never be given: validate's tenant-reserved-unreachable / tenant-burst-unreachable)
+            nominal = sum(queues[q]["nominal_gpus"] for q in r["queues"])
+            r["reserved"] = min(r["reserved"], nominal)
+            r["burst"] = min(r["burst"], nominal - r["reserved"])
+            for qname in r["queues"]:
+                if not r["dedicated"]:
+                    queues[qname]["borrowing_limit_gpus"] = r["burst"] // 2 // 8 * 8
+    reserved_total = sum(r["reserved"] for r in tenant_rows)
+    ceiling_total = sum(r["reserved"] + r["burst"] for r in tenant_rows)
 
     # --- slurm ----------------------------------------------------------------------------------
     slurm_groups = [s["name"] for s in slurm_sus if s["name"] not in owned]  # the shared pool

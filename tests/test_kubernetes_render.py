@@ -26,7 +26,7 @@ import pytest
 from ruamel.yaml import YAML
 
 import gotemplate
-from clusterdef import hostlist
+from clusterdef import capacity, hostlist
 from clusterdef.render import kubernetes as k8s
 from clusterdef.render.kubernetes import common, gpu_operator, kueue
 from clusterdef.resolve import Resolved, resolve
@@ -493,7 +493,7 @@ def test_cluster_queues_quota(examples, plans):
 def test_reserved_is_never_lent_burst_is_borrowed(lab_data, tmp_path):
     def mutate(d):
         d["tenants"]["vision"]["quota"] = {"reserved_gpus": 4, "burst_gpus": 6}
-    q = kueue.quotas(variant(lab_data, tmp_path, mutate))["vision-serve"]
+    q = capacity.queue_quotas(variant(lab_data, tmp_path, mutate).definition)["vision-serve"]
     assert (q.nominal, q.lending, q.borrowing) == (8, 4, 6)  # 4 of its 8 are reserved
 
 
@@ -503,10 +503,10 @@ def test_spare_capacity_goes_to_root_cohort(plans, examples, kueue_validators):
     groups = cohorts["estate"]["spec"]["resourceGroups"]
     kq = examples["estate"].definition.kubernetes.kueue
     for fl in groups[0]["flavors"]:
-        capacity = kueue.flavor_capacity(examples["estate"], fl["name"])
+        gpus = capacity.flavor_gpus(examples["estate"].definition, fl["name"])
         used = sum(q.nominal_gpus for q in kq.queues.values() if q.flavor == fl["name"])
         gpu = next(x for x in fl["resources"] if x["name"] == common.GPU)
-        assert int(gpu["nominalQuota"]) == capacity - used > 0
+        assert int(gpu["nominalQuota"]) == gpus - used > 0
 
 
 def test_gang_admission_and_priorities(plans):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import tenancy
+from . import capacity, tenancy
 from .model import Definition
 from .resolve import Resolved
 
@@ -84,9 +84,8 @@ class Grant:
 
 
 def table(resolved: Resolved) -> list[Grant]:
-    from .render.slurm import slurm_gpu_share
-
     d = resolved.definition
+    ledger = capacity.ledger(d)
     grants: list[Grant] = []
     ident = d.identity
     for g in ident.admin_groups if ident is not None else ():
@@ -107,13 +106,13 @@ def table(resolved: Resolved) -> list[Grant]:
             grants.append(Grant(who, "nodes", (f"log in to {', '.join(nodes)} (SSSD access list)",
                                                "no sudo"),
                                 tuple(sssd_file(d, n) for n in nodes)))
+        cap = ledger[name]
         if t.slurm:
             can = [f"submit as account {t.slurm.account}"
-                   + (f" (QOS {', '.join(t.slurm.qos)})" if t.slurm.qos else ""),
-                   f"at most {slurm_gpu_share(resolved, name)} GPUs at once (GrpTRES)"]
-            parts = [p for p, part in d.slurm.partitions.items()
-                     if not part.allow_accounts or t.slurm.account in part.allow_accounts] if d.slurm else []
-            can.append(f"partitions {', '.join(parts) or 'none'}")
+                   + (f" (QOS {', '.join(t.slurm.qos)})" if t.slurm.qos else "")]
+            if cap.slurm:
+                can.append(f"at most {cap.slurm.limit} GPUs at once (GrpTRES)")
+            can.append(f"partitions {', '.join(capacity.slurm_partitions(d, name)) or 'none'}")
             can.append("sees only its own jobs and usage (PrivateData)" if tenancy.private_data(d)
                        else "sees every job in squeue (no tenant is dedicated)")
             slurm_files = ["slurm/accounts.cfg", "slurm/slurm.conf"]
@@ -122,8 +121,10 @@ def table(resolved: Resolved) -> list[Grant]:
             grants.append(Grant(who, "slurm", tuple(can), tuple(slurm_files)))
         if t.kubernetes:
             ps = t.kubernetes.pod_security or ("restricted" if t.isolation.level == "dedicated" else "baseline")
-            grants.append(Grant(who, "kubernetes", (f"edit in namespace {t.kubernetes.namespace}",
-                                                    f"pods at Pod Security `{ps}`", "nothing cluster-wide"),
+            k8s_can = [f"edit in namespace {t.kubernetes.namespace}"]
+            if cap.kubernetes:
+                k8s_can.append(f"at most {cap.kubernetes.limit} GPUs at once (ResourceQuota)")
+            grants.append(Grant(who, "kubernetes", (*k8s_can, f"pods at Pod Security `{ps}`", "nothing cluster-wide"),
                                 (f"kubernetes/tenants/{name}.yaml",)))
     return grants
 

@@ -241,23 +241,6 @@ def filesystem_source(ctx: Context) -> Iterable[Finding]:
                         f"write {example}")
 
 
-@check("tenant-capacity-per-control-plane")
-def tenant_capacity_per_control_plane(ctx: Context) -> Iterable[Finding]:
-    """Reservations against the GPUs of the control plane(s) each tenant uses."""
-    d = ctx.definition
-    if any(g.hardware not in d.hardware for g in d.nodes.values()):
-        return
-    gpus = {cp: sum(ctx.gpus_in(n) for n, g in d.nodes.items() if g.control_plane == cp)
-            for cp in ("slurm", "kubernetes")}
-    for cp, other in (("slurm", "kubernetes"), ("kubernetes", "slurm")):
-        only = {n: t for n, t in d.tenants.items() if getattr(t, cp) and not getattr(t, other)}
-        reserved = sum(t.quota.reserved_gpus for t in only.values())
-        if only and reserved > gpus[cp]:
-            yield error("quota-reserved-over-capacity", ("tenants",),
-                        f"{cp}-only tenants reserve {reserved} GPUs but {cp} owns {gpus[cp]}",
-                        f"lower their reservations or give {cp} more nodes")
-
-
 @check("management-exposed")
 def management_exposed(ctx: Context) -> Iterable[Finding]:
     """No tenant's pods reach the BMC network: every egress ipBlock the tenant's NetworkPolicy gets

@@ -5,12 +5,10 @@ configuration that turns on gang admission (waitForPodsReady) when a queue needs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ... import tenancy
+from ... import capacity, tenancy
 from ...errors import present
 from ...resolve import Resolved
-from .common import (GPU, GPU_TOLERATION, KUEUE_API, L_FLAVOR, L_NS_NAME, L_TENANT, gpu_nodes, kubernetes_section,
+from .common import (GPU, GPU_TOLERATION, KUEUE_API, L_FLAVOR, L_NS_NAME, L_TENANT, kubernetes_section,
                      per_gpu, tenant_toleration)
 from . import network_operator
 from .topology import fabric_of_groups, topologies
@@ -26,67 +24,6 @@ PRIORITY_TEXT = {
 RESOURCES = ["cpu", "memory", GPU]
 
 
-@dataclass(frozen=True)
-class QueueQuota:
-    nominal: int
-    borrowing: int | None  # None: the queue is in no cohort (no borrowing or lending limits apply)
-    lending: int | None
-    tenant: str | None
-
-
-def queue_tenants(resolved: Resolved) -> dict[str, str]:
-    """Kueue queue -> the tenant whose namespace has its LocalQueue (first tenant listing it)."""
-    out: dict[str, str] = {}
-    for tname, t in resolved.definition.tenants.items():
-        if t.kubernetes:
-            for q in t.kubernetes.queues:
-                out.setdefault(q, tname)
-    return out
-
-
-def quotas(resolved: Resolved) -> dict[str, QueueQuota]:
-    """Nominal, borrowing and lending GPUs per queue.
-
-    A tenant's reserved GPUs are spread over its queues in the order it lists them; the reserved part
-    of a queue is never lent (lendingLimit = nominal - reserved part) and a queue may borrow up to the
-    tenant's burst GPUs. Explicit borrowing/lending limits in the definition win. Limits only apply to
-    queues in a cohort."""
-    d = resolved.definition
-    queues = kubernetes_section(d).kueue.queues
-    owner = queue_tenants(resolved)
-    reserved_left = {t: d.tenants[t].quota.reserved_gpus for t in set(owner.values())}
-    out: dict[str, QueueQuota] = {}
-    for tname, t in d.tenants.items():
-        if not t.kubernetes:
-            continue
-        for qname in t.kubernetes.queues:
-            if qname not in queues or owner.get(qname) != tname or qname in out:
-                continue
-            q = queues[qname]
-            part = min(q.nominal_gpus, reserved_left[tname])
-            reserved_left[tname] -= part
-            borrow = q.borrowing_limit_gpus if q.borrowing_limit_gpus is not None else t.quota.burst_gpus
-            lend = q.lending_limit_gpus if q.lending_limit_gpus is not None else q.nominal_gpus - part
-            out[qname] = QueueQuota(q.nominal_gpus, borrow if q.cohort else None,
-                                    min(lend, q.nominal_gpus) if q.cohort else None, tname)
-    for qname, q in queues.items():
-        if qname not in out:  # no tenant: nothing of it is reserved, it borrows nothing unless told
-            out[qname] = QueueQuota(q.nominal_gpus,
-                                    (q.borrowing_limit_gpus or 0) if q.cohort else None,
-                                    (q.lending_limit_gpus if q.lending_limit_gpus is not None else q.nominal_gpus)
-                                    if q.cohort else None, None)
-    return out
-
-
-def flavor_capacity(resolved: Resolved, flavor: str) -> int:
-    d = resolved.definition
-    total = 0
-    for g in kubernetes_section(d).kueue.flavors[flavor].node_groups:
-        hosts, per_host = gpu_nodes(d, g)
-        total += hosts * per_host
-    return total
-
-
 def _resources(resolved: Resolved, flavor: str, gpus: int, borrowing: int | None = None,
                lending: int | None = None) -> list[dict]:
     d = resolved.definition
@@ -100,14 +37,6 @@ def _resources(resolved: Resolved, flavor: str, gpus: int, borrowing: int | None
             r["lendingLimit"] = fmt(lending * unit)
         out.append(r)
     return out
-
-
-def _root(cohorts, name: str) -> str:
-    seen = set()
-    while cohorts.get(name) is not None and cohorts[name].parent and name not in seen:
-        seen.add(name)
-        name = cohorts[name].parent
-    return name
 
 
 def cluster_objects(resolved: Resolved) -> list[dict]:
@@ -133,14 +62,7 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
         objs.append({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": fname}, "spec": spec})
 
     # Capacity of each flavor that no queue holds is the root cohort's own quota, borrowable by its queues.
-    spare: dict[str, dict[str, int]] = {}
-    for fname in kq.flavors:
-        users = [q for q in kq.queues.values() if q.flavor == fname]
-        roots = {_root(kq.cohorts, q.cohort) if q.cohort else None for q in users}
-        left = flavor_capacity(resolved, fname) - sum(q.nominal_gpus for q in users)
-        root = roots.pop() if len(roots) == 1 else None
-        if root is not None and left > 0:
-            spare.setdefault(root, {})[fname] = left
+    spare = capacity.cohort_spare(d)
     for cname, c in kq.cohorts.items():
         spec = {}
         if c.parent:
@@ -155,7 +77,7 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
                      "metadata": {"name": f"clusterdef-{wc}"}, "value": PRIORITY[wc],
                      "description": PRIORITY_TEXT[wc]})
 
-    q_of = quotas(resolved)
+    q_of = capacity.queue_quotas(d)
     namespaces: dict[str, list[str]] = {}
     for t in d.tenants.values():
         if t.kubernetes:

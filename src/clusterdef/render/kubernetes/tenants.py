@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 
-from ... import access, segmentation, tenancy
+from ... import access, capacity, segmentation, tenancy
 from ...errors import present
 from ...model.tenants import TenantKubernetes
 from ...resolve import Resolved
 from . import image_policy
 from .common import GPU, L_GROUP, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
-from .kueue import local_queues, quotas
+from .kueue import local_queues
 
 NAD_API = "k8s.cni.cncf.io/v1"
 IB_NETWORK = "ib-pkey"
@@ -43,16 +43,10 @@ def pod_security(resolved: Resolved, tenant: str) -> str:
 
 
 def gpu_ceiling(resolved: Resolved, tenant: str) -> int:
-    """GPUs the tenant's pods may request at once in Kubernetes: its queues' nominal plus what they may
-    borrow, never above reserved + burst."""
-    t = resolved.definition.tenants[tenant]
-    q = quotas(resolved)
-    total = 0
-    for name in dict.fromkeys(tenant_kubernetes(resolved, tenant).queues):
-        qq = q.get(name)
-        if qq and qq.tenant == tenant:
-            total += qq.nominal + (qq.borrowing or 0)  # None: not in a cohort, nothing to borrow
-    return min(total, t.quota.reserved_gpus + t.quota.burst_gpus)
+    """GPUs the tenant's pods may request at once (its ResourceQuota): the capacity ledger's Kubernetes
+    limit, what its queues can hold (nominal plus what can actually be borrowed), within reserved + burst."""
+    plane = capacity.of(resolved.definition, tenant).kubernetes
+    return plane.limit if plane else 0
 
 
 def egress_locked(resolved: Resolved, tenant: str) -> bool:

@@ -18,6 +18,7 @@ from ... import tenancy
 from ...model.secrets import SLURMDBD_STORAGE_PASS
 from ...quoting import Quoted, UnsafeValue, slurm
 from ...resolve import Resolved
+from .common import header, slurm_section
 
 PATH = "slurm/slurmdbd.conf.j2"
 # What regular users may not see of others' (slurm.conf and slurmdbd.conf alike; docs/tenancy.md).
@@ -65,8 +66,6 @@ def storage_pass_var(resolved: Resolved) -> str:
 
 
 def slurmdbd_conf(resolved: Resolved) -> str:
-    from . import _header, slurm_section
-
     s = slurm_section(resolved)
     a = s.accounting
     pairs = [
@@ -87,7 +86,7 @@ def slurmdbd_conf(resolved: Resolved) -> str:
     var = storage_pass_var(resolved)
     if not var.isidentifier():  # VaultVar's pattern makes this unreachable from a validated definition
         raise UnsafeValue(f"{var[:60]!r} is not an Ansible variable name")
-    return (_header(resolved, "slurmdbd.conf")
+    return (header(resolved, "slurmdbd.conf")
             + "# An Ansible template: the slurm_control_plane role writes it to /etc/slurm/slurmdbd.conf\n"
             + "# (0600, owner slurm), resolving StoragePass from the vault at apply time; no secret is here.\n"
             + "".join(f"{k}={_value(v)}\n" for k, v in pairs)
