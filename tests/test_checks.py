@@ -107,6 +107,11 @@ CASES = [
     ("quota-reserved-over-capacity", set_(["tenants", "nlp", "quota", "reserved_gpus"], 40), ("tenants",), Severity.ERROR),
     ("quota-burst-oversubscribed", set_(["tenants", "nlp", "quota", "burst_gpus"], 16), ("tenants",), Severity.WARNING),
     ("queue-over-tenant-quota", set_(["kubernetes", "kueue", "queues", "nlp-serve", "nominal_gpus"], 24), ("tenants", "nlp", "kubernetes", "queues"), Severity.ERROR),
+    # the capacity ledger (tests/test_capacity.py has each message): nlp on Kubernetes only, its queue holds 8
+    ("tenant-reserved-unreachable", chain(delete(["tenants", "nlp", "slurm"]), set_(["tenants", "nlp", "quota", "reserved_gpus"], 12)), ("tenants", "nlp", "quota", "reserved_gpus"), Severity.ERROR),
+    ("tenant-burst-unreachable", chain(delete(["tenants", "nlp", "slurm"]), set_(["tenants", "nlp", "quota"], {"reserved_gpus": 8, "burst_gpus": 4})), ("tenants", "nlp", "quota", "burst_gpus"), Severity.WARNING),
+    ("reserved-sold-twice", chain(set_(["tenants", "vision", "quota", "reserved_gpus"], 40), set_(["tenants", "secure", "quota"], {"reserved_gpus": 0, "burst_gpus": 16})), ("tenants", "vision", "quota", "reserved_gpus"), Severity.ERROR),
+    ("capacity-unusable", set_(["tenants", "secure", "quota", "reserved_gpus"], 8), ("tenants", "secure", "isolation", "node_groups"), Severity.WARNING),
     ("dedicated-not-isolated", set_(["tenants", "secure", "isolation", "network"], "none"), ("tenants", "secure", "isolation", "network"), Severity.ERROR),
     ("dedicated-not-isolated", delete(["tenants", "secure", "storage"]), ("tenants", "secure", "isolation", "storage"), Severity.ERROR),
     # what is rendered decides: a partition key is per port, so without nodes of its own the tenant has none

@@ -28,7 +28,7 @@ from ruamel.yaml import YAML
 import gotemplate
 from clusterdef import capacity, hostlist
 from clusterdef.render import kubernetes as k8s
-from clusterdef.render.kubernetes import common, gpu_operator, kueue
+from clusterdef.render.kubernetes import common, gpu_operator
 from clusterdef.resolve import Resolved, resolve
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, ROOT, TODAY, dump_yaml

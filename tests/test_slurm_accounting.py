@@ -23,7 +23,7 @@ import pytest
 
 from clusterdef.build import build_tree
 
-from clusterdef import hostlist
+from clusterdef import capacity, hostlist
 from clusterdef.validate.pipeline import validate_file
 from conftest import MATRICES, TODAY, dump_yaml
 from slurm_helpers import accounting_daemons, fake_gpu_slurmds, Workdir, free_port, host_build, stop, wait_for
@@ -211,7 +211,8 @@ def test_accounts_qos_and_gpu_quota(cluster):
         if t.kubernetes:
             k8s = int(re.search(r'requests.nvidia.com/gpu: "(\d+)"', full_tree[f"kubernetes/tenants/{_tname}.yaml"])[1])
         assert row["GrpTRES"] == (f"gres/gpu={total - k8s}" if total else ""), (row, k8s)
-        assert row["Share"] == str(max(t.quota.reserved_gpus, 1)), row
+        # FairShare: the reservation held on Slurm (the capacity ledger: here all of it, as the queues admit nothing)
+        assert row["Share"] == str(max(capacity.of(d, _tname).slurm.reserved, 1)) == str(max(t.quota.reserved_gpus, 1)), row
         assert set(row["QOS"].split(",")) == set(t.slurm.qos), row
         assert row["Def QOS"] == t.slurm.qos[0], row
         assert {u for a, u in users if a == t.slurm.account} == set(t.slurm.users), assoc

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterdef import tenancy
+from clusterdef import capacity, tenancy
 from clusterdef.build import build_tree
 from clusterdef.validate.pipeline import validate_file
 from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
@@ -89,6 +89,12 @@ def test_quota_split_between_control_planes_never_exceeds_the_sale(trees, exampl
             text = tree[f"kubernetes/tenants/{name}.yaml"]
             k8s = int(re.search(r'requests.nvidia.com/gpu: "(\d+)"', text)[1])
         assert slurm + k8s <= t.quota.reserved_gpus + t.quota.burst_gpus, (name, slurm, k8s)
+        # the rendered figures are the capacity ledger's; on both planes, what Kubernetes cannot hold is Slurm's
+        cap = capacity.of(r.definition, name)
+        assert (slurm if t.slurm else None, k8s if t.kubernetes else None) == (
+            cap.slurm and cap.slurm.limit, cap.kubernetes and cap.kubernetes.limit), name
+        if t.slurm and t.kubernetes and (t.quota.reserved_gpus or t.quota.burst_gpus):
+            assert slurm + k8s == t.quota.reserved_gpus + t.quota.burst_gpus, name
         checked += 1
     assert checked == len(r.definition.tenants)
 

@@ -153,9 +153,9 @@ def cohort_root(d: Definition, name: str) -> str:
     """The root of a cohort's tree (parent cycles are refused by validation; stop at the first repeat)."""
     cohorts = d.kubernetes.kueue.cohorts if d.kubernetes else {}
     seen = set()
-    while cohorts.get(name) is not None and cohorts[name].parent and name not in seen:
+    while (parent := cohorts[name].parent if name in cohorts else None) and name not in seen:
         seen.add(name)
-        name = cohorts[name].parent
+        name = parent
     return name
 
 
@@ -190,13 +190,14 @@ def _borrowable(d: Definition, tenant: str, quotas: dict[str, QueueQuota], spare
         if qq.tenant == tenant and q.cohort and qq.borrowing:
             key = (cohort_root(d, q.cohort), q.flavor)
             wants[key] = wants.get(key, 0) + qq.borrowing
-    total = 0
-    for (root, flavor), want in wants.items():
-        lent = sum(qq.lending or 0 for qname, qq in quotas.items()
-                   if qq.tenant != tenant and kq.queues[qname].flavor == flavor and kq.queues[qname].cohort
-                   and cohort_root(d, kq.queues[qname].cohort) == root)
-        total += min(want, lent + spare.get(root, {}).get(flavor, 0))
-    return total
+    lenders: dict[tuple[str, str], int] = {}  # (tree, flavor) -> what other tenants' queues lend
+    for qname, qq in quotas.items():
+        q = kq.queues[qname]
+        if qq.tenant != tenant and q.cohort and qq.lending:
+            key = (cohort_root(d, q.cohort), q.flavor)
+            lenders[key] = lenders.get(key, 0) + qq.lending
+    return sum(min(want, lenders.get((root, flavor), 0) + spare.get(root, {}).get(flavor, 0))
+               for (root, flavor), want in wants.items())
 
 
 # --------------------------------------------------------------------------- who may use what

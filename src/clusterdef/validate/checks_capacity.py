@@ -38,6 +38,9 @@ def tenant_capacity_reachable(ctx: Context) -> Iterable[Finding]:
         return
     d = ctx.definition
     for tname, cap in capacity.ledger(d).items():
+        t = d.tenants[tname]
+        if (t.slurm and d.slurm is None) or (t.kubernetes and d.kubernetes is None):
+            continue  # mapped to a plane the cluster lacks: tenant-slurm-without-slurm and the like say so
         if cap.reserved > cap.holdable:
             yield error("tenant-reserved-unreachable", ("tenants", tname, "quota", "reserved_gpus"),
                         f"tenant `{tname}` is sold {cap.reserved} reserved GPUs, but its control planes can give "
@@ -56,6 +59,13 @@ def _plane_groups(d, plane: str) -> set[str]:
     return set(d.groups_of(plane))
 
 
+def _queues_over_flavors(d) -> bool:
+    kq = d.kubernetes.kueue if d.kubernetes else None
+    return kq is not None and any(
+        sum(q.nominal_gpus for q in kq.queues.values() if q.flavor == f) > capacity.flavor_gpus(d, f)
+        for f in kq.flavors)
+
+
 @check("tenant-capacity-per-control-plane")
 def tenant_capacity_per_control_plane(ctx: Context) -> Iterable[Finding]:
     """Reservations held on each control plane (the ledger's per-plane part: a tenant on both holds its
@@ -66,7 +76,11 @@ def tenant_capacity_per_control_plane(ctx: Context) -> Iterable[Finding]:
         return
     d = ctx.definition
     ledger = capacity.ledger(d)
+    if sum(t.quota.reserved_gpus for t in d.tenants.values()) > ctx.total_gpus:
+        return  # over the whole cluster: tenant-capacity's quota-reserved-over-capacity says so
     for plane in PLANES:
+        if plane == "kubernetes" and _queues_over_flavors(d):
+            continue  # queue-over-flavor-capacity: the queues' nominal quota, the Kubernetes parts, cannot hold
         on = {t: p for t, cap in ledger.items() if (p := getattr(cap, plane)) is not None}
         whole = _plane_groups(d, plane)
         gpus = capacity.plane_gpus(d, plane)
