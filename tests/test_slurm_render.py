@@ -124,8 +124,10 @@ def test_lab_tree_shapes(examples, matrix):
     assert all(f"{k}=yes" in cg for k in ("ConstrainDevices", "ConstrainCores", "ConstrainRAMSpace"))
     assert "SwitchName=spine01 Switches=leaf[01-02]" in tree["slurm/topology.conf"]
     acc = tree["slurm/accounts.cfg"]
-    # vision: reserved 16 + burst 8; its Kueue queue can admit 16 on Kubernetes (nominal 8 + borrowing 8), Slurm the rest
-    assert "Account - 'vision':" in acc and "GrpTRES=gres/gpu=8:" in acc and "Fairshare=16" in acc
+    # vision: reserved 16 + burst 8; its Kueue queue can hold 8 on Kubernetes (nominal 8; its borrowing limit of 8
+    # can borrow nothing: nlp-serve lends 0 and the flavor is full), Slurm the other 16, and 8 of its reservation
+    assert ("Account - 'vision':Description='vision':Organization='vision':Fairshare=8:GrpTRES=gres/gpu=16:"
+            "QOS='normal,large':DefaultQOS='normal'\n") in acc
     qos = tree["slurm/qos.sh"]
     # normal jobs are preempted by `large` with requeue: the mode belongs to the preempted QOS in Slurm
     assert "name=normal set Priority=10 MaxTRESPerUser=gres/gpu=32" in qos and "PreemptMode=requeue" in qos
