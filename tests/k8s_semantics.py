@@ -260,3 +260,97 @@ def schedulable_taints(taints: list[dict]) -> list[dict]:
 def untolerated(tolerations: list[dict], taints: list[dict]) -> list[dict]:
     """The node's hard taints no toleration tolerates (v1helper.FindMatchingUntoleratedTaint)."""
     return [t for t in schedulable_taints(taints) if not any(tolerates(x, t) for x in tolerations)]
+
+
+# ------------------------------------------------------------------ Prometheus Operator target selection
+# prometheus-operator v0.93.0 (the CRDs in tests/reference/observability) pkg/prometheus/promcfg.go: a monitor
+# becomes a kubernetes_sd scrape job whose relabelings keep only the objects it selects.
+
+def label_selector_matches(selector: dict, labels: dict) -> bool:
+    """A metav1.LabelSelector against an object's labels, as the keep/drop relabelings of
+    generatePodMonitorConfig / generateServiceMonitorConfig state it: every matchLabels pair present and
+    equal; In / NotIn / Exists / DoesNotExist per matchExpressions (regex `(v1|v2);true` on the label and
+    its presence)."""
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        present, value = e["key"] in labels, labels.get(e["key"])
+        op = e["operator"]
+        if op == "In" and not (present and value in e.get("values", [])):
+            return False
+        if op == "NotIn" and present and value in e.get("values", []):
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def monitor_namespaces(monitor: dict) -> list[str] | None:
+    """getNamespacesFromNamespaceSelector: `any: true` is every namespace (None), no matchNames is the
+    monitor's own namespace, else the matchNames."""
+    sel = monitor["spec"].get("namespaceSelector") or {}
+    if sel.get("any"):
+        return None
+    return list(sel.get("matchNames") or []) or [monitor["metadata"]["namespace"]]
+
+
+def _in_namespaces(namespaces: list[str] | None, ns: str) -> bool:
+    return namespaces is None or ns in namespaces
+
+
+def podmonitor_targets(monitor: dict, endpoint: dict, pods: list[dict]) -> list[tuple[str, int]]:
+    """(pod name, container port) of every target one podMetricsEndpoint scrapes (generatePodMonitorConfig,
+    role pod: one target per declared container port): pods in the selected namespaces whose labels match
+    the selector, then `port` keeps __meta_kubernetes_pod_container_port_name equal to it, else
+    `portNumber` the port number, else the deprecated `targetPort` (name or number)."""
+    nss = monitor_namespaces(monitor)
+    out = []
+    for p in pods:
+        if not _in_namespaces(nss, p["namespace"]) or not label_selector_matches(monitor["spec"]["selector"], p["labels"]):
+            continue
+        for port in p["ports"]:
+            if endpoint.get("port"):
+                keep = port.get("name") == endpoint["port"]
+            elif endpoint.get("portNumber"):
+                keep = port["containerPort"] == endpoint["portNumber"]
+            elif "targetPort" in endpoint:
+                tp = endpoint["targetPort"]
+                keep = port.get("name") == tp if isinstance(tp, str) else port["containerPort"] == tp
+            else:
+                keep = True
+            if keep:
+                out.append((p["name"], port["containerPort"]))
+    return out
+
+
+def servicemonitor_targets(monitor: dict, endpoint: dict, services: list[dict]) -> list[tuple[str, int]]:
+    """(pod name, container port) of every target one ServiceMonitor endpoint scrapes
+    (generateServiceMonitorConfig, role endpoints/endpointslice): Services in the selected namespaces whose
+    labels match the selector; `port` keeps __meta_kubernetes_endpoint(slice)_port_name (the Service port's
+    name) equal to it, else `targetPort` keeps the pod's container port name or number. The Endpoints
+    controller resolves each kept Service port to its targetPort on the Service's pods."""
+    nss = monitor_namespaces(monitor)
+    out = []
+    for s in services:
+        if not _in_namespaces(nss, s["namespace"]) or not label_selector_matches(monitor["spec"]["selector"], s["labels"]):
+            continue
+        for sp in s["ports"]:
+            if endpoint.get("port"):
+                if sp.get("name") != endpoint["port"]:
+                    continue
+            elif "targetPort" in endpoint and endpoint["targetPort"] != sp["targetPort"]:
+                continue
+            for p in s["pods"]:
+                out += [(p["name"], cp["containerPort"]) for cp in p["ports"]
+                        if sp["targetPort"] in (cp["containerPort"], cp.get("name"))]
+    return out
+
+
+def monitor_targets(monitor: dict, pods: list[dict], services: list[dict]) -> list[list[tuple[str, int]]]:
+    """Per endpoint of a PodMonitor or ServiceMonitor, the targets it scrapes."""
+    if monitor["kind"] == "PodMonitor":
+        return [podmonitor_targets(monitor, ep, pods) for ep in monitor["spec"]["podMetricsEndpoints"]]
+    return [servicemonitor_targets(monitor, ep, services) for ep in monitor["spec"]["endpoints"]]

@@ -11,6 +11,7 @@ container, is refused."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,81 @@ def test_gpu_stack_daemonsets_reach_kubernetes_gpu_nodes(example):
 ])
 def test_oracle_tolerates_taint(toleration, taint, expected):
     assert ks.tolerates(toleration, taint) is expected
+
+
+SCRAPE = docs(Path(__file__).parent / "reference" / "observability" / "scrape-targets.yaml")[0]["workloads"]
+
+
+def scrape_world(example: str) -> tuple[list[dict], list[dict], dict[tuple[str, int], str], list[dict]]:
+    """The pods and Services of the monitored workloads (tests/reference/observability/scrape-targets.yaml)
+    placed in the example's namespaces, which (pod, port) serves each workload's metrics, and the monitors
+    the example deploys: every PodMonitor and ServiceMonitor rendered, plus the GPU Operator's own
+    dcgm-exporter ServiceMonitor where the values enable it."""
+    base = GOLDEN / example
+    header = (base / "kubernetes" / "gpu-operator" / "values.yaml").read_text().splitlines()[1]
+    roles = {"gpu_operator": header.split("(namespace ")[1].rstrip(")"),
+             "observability": docs(base / "observability" / "kubernetes" / "prometheusrule.yaml")[0]["metadata"]["namespace"]}
+    pods, services, metrics = [], [], {}
+    for name, w in SCRAPE.items():
+        ns = roles.get(w["namespace"], w["namespace"])
+        pod_ = {"name": name, "namespace": ns, **w["pod"]}
+        pods.append(pod_)
+        services += [{**s, "namespace": ns, "pods": [pod_]} for s in w["services"]]
+        metrics[(name, w["metrics_port"])] = name
+    monitors = [m for f in ("podmonitors.yaml", "servicemonitors.yaml")
+                for m in docs(base / "observability" / "kubernetes" / f)]
+    dcgm = docs(base / "kubernetes" / "gpu-operator" / "values.yaml")[0].get("dcgmExporter") or {}
+    if dcgm.get("enabled") and (dcgm.get("serviceMonitor") or {}).get("enabled"):
+        m = copy.deepcopy(SCRAPE["dcgm-exporter"]["operator_monitor"])
+        m["metadata"]["namespace"] = roles["gpu_operator"]
+        m["spec"]["namespaceSelector"] = {"matchNames": [roles["gpu_operator"]]}
+        monitors.append(m)
+    return pods, services, metrics, monitors
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_monitor_endpoint_scrapes_its_exporters_metrics_port(example):
+    """Prometheus Operator's target selection (namespace, label selector, port by name) for every
+    PodMonitor and ServiceMonitor the example deploys: each endpoint reaches exactly one workload's metrics
+    port, never nothing (a port name the pod does not declare) and never another port (a selector that
+    also matches a Service on the same pods)."""
+    pods, services, metrics, monitors = scrape_world(example)
+    assert {m["kind"] for m in monitors} == {"PodMonitor", "ServiceMonitor"}
+    for m in monitors:
+        for i, targets in enumerate(ks.monitor_targets(m, pods, services)):
+            where = f"{example}: {m['kind']} {m['metadata']['namespace']}/{m['metadata']['name']} endpoint {i}"
+            assert targets, f"{where} scrapes nothing"
+            wrong = [t for t in targets if t not in metrics]
+            assert not wrong, f"{where} scrapes {wrong}, not a metrics port ({sorted(metrics)})"
+            assert len({metrics[t] for t in targets}) == 1, f"{where} scrapes several workloads: {targets}"
+
+
+@pytest.mark.parametrize("monitor,expected", [
+    ({"kind": "PodMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "podMetricsEndpoints": [{"port": "gpu-metrics"}]}}, [[]]),
+    ({"kind": "PodMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "podMetricsEndpoints": [{"port": "metrics"}]}},
+     [[("x", 9400)]]),
+    ({"kind": "PodMonitor", "metadata": {"namespace": "monitoring"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "podMetricsEndpoints": [{"port": "metrics"}]}}, [[]]),
+    ({"kind": "PodMonitor", "metadata": {"namespace": "monitoring"},
+      "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["x", "y"]}]},
+               "namespaceSelector": {"any": True}, "podMetricsEndpoints": [{"portNumber": 9400}]}},
+     [[("x", 9400)]]),
+    ({"kind": "ServiceMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "endpoints": [{"port": "gpu-metrics"}]}},
+     [[("x", 9400)]]),
+    ({"kind": "ServiceMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "endpoints": [{"port": "metrics"}]}}, [[]]),
+    ({"kind": "ServiceMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]},
+               "endpoints": [{"targetPort": "metrics"}]}}, [[]]),
+])
+def test_oracle_monitor_targets(monitor, expected):
+    """The port is a name matched against the pod's container port names (PodMonitor) or the Service's
+    port names (ServiceMonitor); the monitor's own namespace unless namespaceSelector says otherwise."""
+    pod_ = {"name": "x", "namespace": "gpu-operator", "labels": {"app": "x"},
+            "ports": [{"name": "metrics", "containerPort": 9400}]}
+    svc = {"name": "x", "namespace": "gpu-operator", "labels": {"app": "x"},
+           "ports": [{"name": "gpu-metrics", "port": 9400, "targetPort": 9400}], "pods": [pod_]}
+    assert ks.monitor_targets(monitor, [pod_], [svc]) == expected
