@@ -354,3 +354,85 @@ def monitor_targets(monitor: dict, pods: list[dict], services: list[dict]) -> li
     if monitor["kind"] == "PodMonitor":
         return [podmonitor_targets(monitor, ep, pods) for ep in monitor["spec"]["podMetricsEndpoints"]]
     return [servicemonitor_targets(monitor, ep, services) for ep in monitor["spec"]["endpoints"]]
+
+
+# ------------------------------------------------------------------ Pod Security admission
+# k8s.io/pod-security-admission v0.34.2 (the staging copy of Kubernetes v1.34.2) policy/check_*.go, Linux pods.
+# Stated here: every check of `baseline` but sysctls, SELinux and AppArmor (whose fields these pods never set),
+# and every check `restricted` adds.
+
+BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                         "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+"""check_capabilities_baseline.go `capabilities_allowed_1_0`: what a container may add at baseline."""
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "image",
+                      "persistentVolumeClaim", "projected", "secret"}
+"""check_restrictedVolumes.go `restrictedVolumes_1_0`: the only volume sources allowed at restricted."""
+LEVELS = ("privileged", "baseline", "restricted")
+
+
+def _visit(pod: dict) -> list[dict]:
+    """visitContainers (policy/visitor.go): containers, init containers and ephemeral containers."""
+    s = pod["spec"]
+    return s.get("containers", []) + s.get("initContainers", []) + s.get("ephemeralContainers", [])
+
+
+def _sc(c: dict) -> dict:
+    return c.get("securityContext") or {}
+
+
+def _pod_or_container(pod: dict, c: dict, key: str):
+    v = _sc(c).get(key)
+    return v if v is not None else (pod["spec"].get("securityContext") or {}).get(key)
+
+
+def baseline_violations(pod: dict) -> list[str]:
+    s = pod["spec"]
+    out = []
+    for ns in ("hostNetwork", "hostPID", "hostIPC"):  # check_hostNamespaces.go
+        if s.get(ns):
+            out.append(f"host namespaces ({ns}=true)")
+    out += [f"hostPath volume {v['name']}" for v in s.get("volumes", []) if "hostPath" in v]  # check_hostPathVolumes.go
+    for c in _visit(pod):
+        sc = _sc(c)
+        if sc.get("privileged"):  # check_privileged.go
+            out.append(f"privileged (container {c['name']})")
+        if any(p.get("hostPort") for p in c.get("ports", [])):  # check_hostPorts.go
+            out.append(f"hostPort (container {c['name']})")
+        bad = sorted(set((sc.get("capabilities") or {}).get("add", [])) - BASELINE_CAPABILITIES)
+        if bad:  # check_capabilities_baseline.go
+            out.append(f"non-default capabilities {bad} (container {c['name']})")
+        if sc.get("procMount") not in (None, "Default"):  # check_procMount.go
+            out.append(f"procMount (container {c['name']})")
+        if (_pod_or_container(pod, c, "seccompProfile") or {}).get("type") == "Unconfined":  # check_seccompProfile_baseline.go
+            out.append(f"seccompProfile Unconfined (container {c['name']})")
+    return out
+
+
+def restricted_violations(pod: dict) -> list[str]:
+    out = baseline_violations(pod)
+    for v in pod["spec"].get("volumes", []):  # check_restrictedVolumes.go
+        kinds = set(v) - {"name"}
+        if not kinds <= RESTRICTED_VOLUMES:
+            out.append(f"restricted volume types {sorted(kinds - RESTRICTED_VOLUMES)} ({v['name']})")
+    for c in _visit(pod):
+        sc = _sc(c)
+        if sc.get("allowPrivilegeEscalation") is not False:  # check_allowPrivilegeEscalation.go
+            out.append(f"allowPrivilegeEscalation != false (container {c['name']})")
+        if _pod_or_container(pod, c, "runAsNonRoot") is not True:  # check_runAsNonRoot.go
+            out.append(f"runAsNonRoot != true (container {c['name']})")
+        if _pod_or_container(pod, c, "runAsUser") == 0:  # check_runAsUser.go
+            out.append(f"runAsUser=0 (container {c['name']})")
+        if (_pod_or_container(pod, c, "seccompProfile") or {}).get("type") not in ("RuntimeDefault", "Localhost"):
+            out.append(f"seccompProfile not RuntimeDefault/Localhost (container {c['name']})")  # _restricted.go
+        caps = sc.get("capabilities") or {}
+        if "ALL" not in caps.get("drop", []):  # check_capabilities_restricted.go
+            out.append(f"capabilities.drop does not hold ALL (container {c['name']})")
+        bad = sorted(set(caps.get("add", [])) - {"NET_BIND_SERVICE"})
+        if bad:
+            out.append(f"capabilities.add {bad} (container {c['name']})")
+    return out
+
+
+def pod_security_violations(level: str, pod: dict) -> list[str]:
+    """Why the namespace's `pod-security.kubernetes.io/enforce` level refuses the pod (empty: admitted)."""
+    return {"privileged": lambda p: [], "baseline": baseline_violations, "restricted": restricted_violations}[level](pod)

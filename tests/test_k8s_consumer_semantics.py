@@ -329,3 +329,123 @@ def test_oracle_monitor_targets(monitor, expected):
     svc = {"name": "x", "namespace": "gpu-operator", "labels": {"app": "x"},
            "ports": [{"name": "gpu-metrics", "port": 9400, "targetPort": 9400}], "pods": [pod_]}
     assert ks.monitor_targets(monitor, [pod_], [svc]) == expected
+
+
+# ------------------------------------------------------------------ Pod Security levels
+ROLES = Path(__file__).parent.parent / "roles"
+RESTRICTED_CONTEXT = {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                      "seccompProfile": {"type": "RuntimeDefault"}, "capabilities": {"drop": ["ALL"]}}
+
+
+def memlock_lifted(example: str) -> bool:
+    """RDMA pods can register memory without CAP_IPC_LOCK: their runtime's RLIMIT_MEMLOCK is unlimited.
+    CRI containers inherit containerd's rlimits (containerd/cri#515), and ib_umem_get refuses to pin more than
+    RLIMIT_MEMLOCK without CAP_IPC_LOCK (linux drivers/infiniband/core/umem.c). True when the Kubernetes GPU
+    nodes' container_toolkit role configures containerd and its tasks give containerd LimitMEMLOCK=infinity."""
+    gv = docs(GOLDEN / example / "ansible" / "group_vars" / "cp_kubernetes.yml")
+    if not gv or "containerd" not in (gv[0].get("container_toolkit_runtimes") or []):
+        return False
+    for task in docs(ROLES / "container_toolkit" / "tasks" / "main.yml")[0]:
+        dest = (task.get("ansible.builtin.copy") or {}).get("dest", "")
+        if dest.startswith("/etc/systemd/system/containerd.service.d/") and \
+                "LimitMEMLOCK=infinity" in task["ansible.builtin.copy"].get("content", "").splitlines():
+            return "'containerd' in container_toolkit_runtimes" in str(task.get("when"))
+    return False
+
+
+def sold_pods(example: str, path: Path, rdma: bool) -> dict[str, dict]:
+    """The pods the tenant was sold, in their least-privileged form: GPUs through the device plugin (and the
+    NVLink domain's IMEX channel claim where a ComputeDomain is rendered in its namespace); where its pods
+    get RDMA, the RDMA device, its secondary network (the NetworkAttachmentDefinition in its namespace)
+    and, unless the node runtime lifts the locked-memory limit, CAP_IPC_LOCK."""
+    objs = docs(path)
+    ns = of_kind(objs, "Namespace")[0]["metadata"]["name"]
+    claims = [{"name": "imex", "resourceClaimTemplateName": cd["spec"]["channel"]["resourceClaimTemplate"]["name"]}
+              for cd in docs(GOLDEN / example / "kubernetes" / "nvidia-dra" / "computedomains.yaml")
+              if cd["metadata"]["namespace"] == ns]
+
+    def shaped(name: str, limits: dict, caps: list[str] = (), annotations: dict | None = None) -> dict:
+        sc = copy.deepcopy(RESTRICTED_CONTEXT)
+        if caps:
+            sc["capabilities"]["add"] = list(caps)
+        c = {"name": "main", "image": "registry.example/app:1", "securityContext": sc,
+             "resources": {"limits": limits}}
+        spec: dict = {"containers": [c], "volumes": [{"name": "scratch", "emptyDir": {}}]}
+        if claims:
+            spec["resourceClaims"] = claims
+            c["resources"]["claims"] = [{"name": "imex"}]
+        return {"apiVersion": "v1", "kind": "Pod", "spec": spec,
+                "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}}}
+
+    out = {"gpu": shaped("gpu", {ks.GPU: "1"})}
+    if rdma:
+        nads = [n["metadata"]["name"] for n in of_kind(objs, "NetworkAttachmentDefinition")]
+        caps = [] if memlock_lifted(example) else ["IPC_LOCK"]
+        out["rdma"] = shaped("rdma", {ks.GPU: "1", **{r: "1" for r in rdma_resources(example)}}, caps,
+                             {"k8s.v1.cni.cncf.io/networks": ",".join(nads)} if nads else None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def definitions():
+    from clusterdef.validate.pipeline import validate_file
+    from conftest import CLUSTERS, MATRICES, TODAY
+
+    return {e: validate_file(CLUSTERS / f"{e}.yaml", MATRICES, TODAY).definition for e in EXAMPLES}
+
+
+@pytest.mark.parametrize("path", tenant_files(), ids=lambda p: f"{p.parts[-4]}-{p.stem}")
+def test_tenant_pods_admitted_at_the_namespaces_pod_security_level(path, definitions):
+    """The namespace's enforced Pod Security level admits the pods the tenant was sold: GPU pods, and RDMA
+    pods where tenancy.rdma_reaches_pods says its pods get RDMA (a tenant sold RDMA at a level that refuses
+    what RDMA needs is a sale that cannot be used)."""
+    from clusterdef import tenancy
+
+    example = path.parts[-4]
+    ns = of_kind(docs(path), "Namespace")[0]
+    level = ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+    assert level in ks.LEVELS
+    tenant = ns["metadata"]["labels"].get("clusterdef.dev/tenant") or path.stem
+    rdma = tenancy.rdma_reaches_pods(definitions[example], tenant)
+    pods = sold_pods(example, path, rdma)
+    assert ("rdma" in pods) is rdma and (not rdma or rdma_resources(example))
+    for shape, p in pods.items():
+        refused = ks.pod_security_violations(level, p)
+        assert not refused, f"{path}: a {shape} pod of the tenant is refused at Pod Security {level}: {refused}"
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_rdma_pods_need_no_ipc_lock_on_kubernetes_gpu_nodes(example):
+    """What the RDMA pods above rest on: the Kubernetes GPU nodes' containerd runs with unlimited locked
+    memory, which its containers inherit; without it an RDMA pod needs IPC_LOCK, which baseline refuses."""
+    assert memlock_lifted(example)
+
+
+@pytest.mark.parametrize("level,pod_spec,admitted", [
+    ("baseline", {"containers": [{"name": "a", "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}}]}, False),
+    ("baseline", {"containers": [{"name": "a", "securityContext": {"capabilities": {"add": ["NET_RAW", "CHOWN"]}}}]},
+     False),
+    ("baseline", {"containers": [{"name": "a", "securityContext": {"capabilities": {"add": ["CHOWN"]}}}]}, True),
+    ("baseline", {"containers": [{"name": "a"}]}, True),
+    ("baseline", {"hostNetwork": True, "containers": [{"name": "a"}]}, False),
+    ("baseline", {"containers": [{"name": "a"}], "volumes": [{"name": "h", "hostPath": {"path": "/dev"}}]}, False),
+    ("baseline", {"containers": [{"name": "a", "ports": [{"containerPort": 80, "hostPort": 80}]}]}, False),
+    ("baseline", {"initContainers": [{"name": "i", "securityContext": {"privileged": True}}],
+                  "containers": [{"name": "a"}]}, False),
+    ("baseline", {"securityContext": {"seccompProfile": {"type": "Unconfined"}}, "containers": [{"name": "a"}]}, False),
+    ("restricted", {"containers": [{"name": "a"}]}, False),
+    ("restricted", {"containers": [{"name": "a", "securityContext": RESTRICTED_CONTEXT}]}, True),
+    ("restricted", {"securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "Localhost"}},
+                    "containers": [{"name": "a", "securityContext": {"allowPrivilegeEscalation": False,
+                                                                      "capabilities": {"drop": ["ALL"],
+                                                                                       "add": ["NET_BIND_SERVICE"]}}}]},
+     True),
+    ("restricted", {"containers": [{"name": "a", "securityContext": {
+        **RESTRICTED_CONTEXT, "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}}}]}, False),
+    ("restricted", {"containers": [{"name": "a", "securityContext": {**RESTRICTED_CONTEXT, "runAsUser": 0}}]}, False),
+    ("restricted", {"containers": [{"name": "a", "securityContext": RESTRICTED_CONTEXT}],
+                    "volumes": [{"name": "n", "nfs": {"server": "s", "path": "/"}}]}, False),
+    ("privileged", {"hostNetwork": True, "containers": [{"name": "a", "securityContext": {"privileged": True}}]}, True),
+])
+def test_oracle_pod_security(level, pod_spec, admitted):
+    assert (not ks.pod_security_violations(level, {"spec": pod_spec})) is admitted
