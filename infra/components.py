@@ -67,6 +67,7 @@ class GpuOperator(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         ns = k8s.core.v1.Namespace(f"{name}-namespace", metadata={
             "name": namespace, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}, opts=child)
+        self.namespace_name = namespace
         self.release = k8s.helm.v3.Release(
             f"{name}-release", name="gpu-operator", chart="gpu-operator", version=release.lstrip("v"),
             repository_opts={"repo": NVIDIA_HELM_REPO}, namespace=namespace, values=values,
@@ -130,6 +131,24 @@ class Kueue(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self))
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         self.objects = [k8s_object(f"{name}-{o['kind'].lower()}-{o['metadata']['name']}", o, after) for o in objects]
+        self.register_outputs({})
+
+
+class Monitoring(pulumi.ComponentResource):
+    """The Prometheus Operator objects of observability/kubernetes/ (PrometheusRule, PodMonitors,
+    ServiceMonitor). Their CRDs (monitoring.coreos.com) come with the site's monitoring stack, which also
+    owns `observability.namespace`; an object in a namespace a release here makes (the GPU Operator's,
+    kueue-system) waits for that release."""
+
+    def __init__(self, name: str, objects: list[dict], after: dict[str, pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("clusterdef:kubernetes:Monitoring", name, None, opts)
+        self.objects = []
+        for o in objects:
+            meta = o["metadata"]
+            deps = [after[meta["namespace"]]] if meta.get("namespace") in after else []
+            self.objects.append(k8s_object(f"{name}-{o['kind'].lower()}-{meta['namespace']}-{meta['name']}", o,
+                                           pulumi.ResourceOptions(parent=self, depends_on=deps)))
         self.register_outputs({})
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pulumi
 
 from clusterdef.render.kubernetes import plan as kubernetes_plan
+from clusterdef.render.observability import kubernetes_objects as monitoring_objects
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
 
-from components import GpuOperator, Kueue, NetworkOperator, NvidiaDra, Tenant, k8s_object
+from components import GpuOperator, Kueue, Monitoring, NetworkOperator, NvidiaDra, Tenant, k8s_object
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -50,6 +51,9 @@ def deploy(definition_file: str | Path, matrices: str | Path | None = None, toda
     # tenants' images: allowed registries and signatures (sigstore policy-controller)
     out["image_policy"] = [k8s_object(f"image-policy-{o['kind'].lower()}", o, pulumi.ResourceOptions())
                            for o in p.image_policy]
+    # alert rules and scrape targets (observability/kubernetes/), after the releases whose namespaces they use
+    out["monitoring"] = Monitoring("monitoring", monitoring_objects(resolved), {
+        out["gpu_operator"].namespace_name: out["gpu_operator"].release, "kueue-system": out["kueue"].release})
     pulumi.export("gpu_operator_release", p.gpu_operator_release)
     pulumi.export("tenants", sorted(p.tenants))
     return out

@@ -260,3 +260,179 @@ def schedulable_taints(taints: list[dict]) -> list[dict]:
 def untolerated(tolerations: list[dict], taints: list[dict]) -> list[dict]:
     """The node's hard taints no toleration tolerates (v1helper.FindMatchingUntoleratedTaint)."""
     return [t for t in schedulable_taints(taints) if not any(tolerates(x, t) for x in tolerations)]
+
+
+# ------------------------------------------------------------------ Prometheus Operator target selection
+# prometheus-operator v0.93.0 (the CRDs in tests/reference/observability) pkg/prometheus/promcfg.go: a monitor
+# becomes a kubernetes_sd scrape job whose relabelings keep only the objects it selects.
+
+def label_selector_matches(selector: dict, labels: dict) -> bool:
+    """A metav1.LabelSelector against an object's labels, as the keep/drop relabelings of
+    generatePodMonitorConfig / generateServiceMonitorConfig state it: every matchLabels pair present and
+    equal; In / NotIn / Exists / DoesNotExist per matchExpressions (regex `(v1|v2);true` on the label and
+    its presence)."""
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        present, value = e["key"] in labels, labels.get(e["key"])
+        op = e["operator"]
+        if op == "In" and not (present and value in e.get("values", [])):
+            return False
+        if op == "NotIn" and present and value in e.get("values", []):
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def monitor_namespaces(monitor: dict) -> list[str] | None:
+    """getNamespacesFromNamespaceSelector: `any: true` is every namespace (None), no matchNames is the
+    monitor's own namespace, else the matchNames."""
+    sel = monitor["spec"].get("namespaceSelector") or {}
+    if sel.get("any"):
+        return None
+    return list(sel.get("matchNames") or []) or [monitor["metadata"]["namespace"]]
+
+
+def _in_namespaces(namespaces: list[str] | None, ns: str) -> bool:
+    return namespaces is None or ns in namespaces
+
+
+def podmonitor_targets(monitor: dict, endpoint: dict, pods: list[dict]) -> list[tuple[str, int]]:
+    """(pod name, container port) of every target one podMetricsEndpoint scrapes (generatePodMonitorConfig,
+    role pod: one target per declared container port): pods in the selected namespaces whose labels match
+    the selector, then `port` keeps __meta_kubernetes_pod_container_port_name equal to it, else
+    `portNumber` the port number, else the deprecated `targetPort` (name or number)."""
+    nss = monitor_namespaces(monitor)
+    out = []
+    for p in pods:
+        if not _in_namespaces(nss, p["namespace"]) or not label_selector_matches(monitor["spec"]["selector"], p["labels"]):
+            continue
+        for port in p["ports"]:
+            if endpoint.get("port"):
+                keep = port.get("name") == endpoint["port"]
+            elif endpoint.get("portNumber"):
+                keep = port["containerPort"] == endpoint["portNumber"]
+            elif "targetPort" in endpoint:
+                tp = endpoint["targetPort"]
+                keep = port.get("name") == tp if isinstance(tp, str) else port["containerPort"] == tp
+            else:
+                keep = True
+            if keep:
+                out.append((p["name"], port["containerPort"]))
+    return out
+
+
+def servicemonitor_targets(monitor: dict, endpoint: dict, services: list[dict]) -> list[tuple[str, int]]:
+    """(pod name, container port) of every target one ServiceMonitor endpoint scrapes
+    (generateServiceMonitorConfig, role endpoints/endpointslice): Services in the selected namespaces whose
+    labels match the selector; `port` keeps __meta_kubernetes_endpoint(slice)_port_name (the Service port's
+    name) equal to it, else `targetPort` keeps the pod's container port name or number. The Endpoints
+    controller resolves each kept Service port to its targetPort on the Service's pods."""
+    nss = monitor_namespaces(monitor)
+    out = []
+    for s in services:
+        if not _in_namespaces(nss, s["namespace"]) or not label_selector_matches(monitor["spec"]["selector"], s["labels"]):
+            continue
+        for sp in s["ports"]:
+            if endpoint.get("port"):
+                if sp.get("name") != endpoint["port"]:
+                    continue
+            elif "targetPort" in endpoint and endpoint["targetPort"] != sp["targetPort"]:
+                continue
+            for p in s["pods"]:
+                out += [(p["name"], cp["containerPort"]) for cp in p["ports"]
+                        if sp["targetPort"] in (cp["containerPort"], cp.get("name"))]
+    return out
+
+
+def monitor_targets(monitor: dict, pods: list[dict], services: list[dict]) -> list[list[tuple[str, int]]]:
+    """Per endpoint of a PodMonitor or ServiceMonitor, the targets it scrapes."""
+    if monitor["kind"] == "PodMonitor":
+        return [podmonitor_targets(monitor, ep, pods) for ep in monitor["spec"]["podMetricsEndpoints"]]
+    return [servicemonitor_targets(monitor, ep, services) for ep in monitor["spec"]["endpoints"]]
+
+
+# ------------------------------------------------------------------ Pod Security admission
+# k8s.io/pod-security-admission v0.34.2 (the staging copy of Kubernetes v1.34.2) policy/check_*.go, Linux pods.
+# Stated here: every check of `baseline` but sysctls, SELinux and AppArmor (whose fields these pods never set),
+# and every check `restricted` adds.
+
+BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                         "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+"""check_capabilities_baseline.go `capabilities_allowed_1_0`: what a container may add at baseline."""
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "image",
+                      "persistentVolumeClaim", "projected", "secret"}
+"""check_restrictedVolumes.go `restrictedVolumes_1_0`: the only volume sources allowed at restricted."""
+LEVELS = ("privileged", "baseline", "restricted")
+
+
+def _visit(pod: dict) -> list[dict]:
+    """visitContainers (policy/visitor.go): containers, init containers and ephemeral containers."""
+    s = pod["spec"]
+    return s.get("containers", []) + s.get("initContainers", []) + s.get("ephemeralContainers", [])
+
+
+def _sc(c: dict) -> dict:
+    return c.get("securityContext") or {}
+
+
+def _pod_or_container(pod: dict, c: dict, key: str):
+    v = _sc(c).get(key)
+    return v if v is not None else (pod["spec"].get("securityContext") or {}).get(key)
+
+
+def baseline_violations(pod: dict) -> list[str]:
+    s = pod["spec"]
+    out = []
+    for ns in ("hostNetwork", "hostPID", "hostIPC"):  # check_hostNamespaces.go
+        if s.get(ns):
+            out.append(f"host namespaces ({ns}=true)")
+    out += [f"hostPath volume {v['name']}" for v in s.get("volumes", []) if "hostPath" in v]  # check_hostPathVolumes.go
+    for c in _visit(pod):
+        sc = _sc(c)
+        if sc.get("privileged"):  # check_privileged.go
+            out.append(f"privileged (container {c['name']})")
+        if any(p.get("hostPort") for p in c.get("ports", [])):  # check_hostPorts.go
+            out.append(f"hostPort (container {c['name']})")
+        bad = sorted(set((sc.get("capabilities") or {}).get("add", [])) - BASELINE_CAPABILITIES)
+        if bad:  # check_capabilities_baseline.go
+            out.append(f"non-default capabilities {bad} (container {c['name']})")
+        if sc.get("procMount") not in (None, "Default"):  # check_procMount.go
+            out.append(f"procMount (container {c['name']})")
+        if (_pod_or_container(pod, c, "seccompProfile") or {}).get("type") == "Unconfined":  # check_seccompProfile_baseline.go
+            out.append(f"seccompProfile Unconfined (container {c['name']})")
+    return out
+
+
+def restricted_violations(pod: dict) -> list[str]:
+    out = baseline_violations(pod)
+    for v in pod["spec"].get("volumes", []):  # check_restrictedVolumes.go
+        kinds = set(v) - {"name"}
+        if not kinds <= RESTRICTED_VOLUMES:
+            out.append(f"restricted volume types {sorted(kinds - RESTRICTED_VOLUMES)} ({v['name']})")
+    for c in _visit(pod):
+        sc = _sc(c)
+        if sc.get("allowPrivilegeEscalation") is not False:  # check_allowPrivilegeEscalation.go
+            out.append(f"allowPrivilegeEscalation != false (container {c['name']})")
+        if _pod_or_container(pod, c, "runAsNonRoot") is not True:  # check_runAsNonRoot.go
+            out.append(f"runAsNonRoot != true (container {c['name']})")
+        if _pod_or_container(pod, c, "runAsUser") == 0:  # check_runAsUser.go
+            out.append(f"runAsUser=0 (container {c['name']})")
+        if (_pod_or_container(pod, c, "seccompProfile") or {}).get("type") not in ("RuntimeDefault", "Localhost"):
+            out.append(f"seccompProfile not RuntimeDefault/Localhost (container {c['name']})")  # _restricted.go
+        caps = sc.get("capabilities") or {}
+        if "ALL" not in caps.get("drop", []):  # check_capabilities_restricted.go
+            out.append(f"capabilities.drop does not hold ALL (container {c['name']})")
+        bad = sorted(set(caps.get("add", [])) - {"NET_BIND_SERVICE"})
+        if bad:
+            out.append(f"capabilities.add {bad} (container {c['name']})")
+    return out
+
+
+def pod_security_violations(level: str, pod: dict) -> list[str]:
+    """Why the namespace's `pod-security.kubernetes.io/enforce` level refuses the pod (empty: admitted)."""
+    return {"privileged": lambda p: [], "baseline": baseline_violations, "restricted": restricted_violations}[level](pod)

@@ -358,3 +358,63 @@ def test_no_dra_driver_without_nvlink_domains(deployed):
     example, created, tree = deployed
     assert "nvidia-dra-release" not in by_type(created, "kubernetes:helm.sh/v3:Release")
     assert "kubernetes/nvidia-dra/values.yaml" not in tree
+
+
+GOLDEN = ROOT / "tests" / "golden"
+# Files the map marks `pulumi` that hold no Kubernetes objects but a chart's input, and where the program puts them.
+CHART_INPUTS = {"kubernetes/gpu-operator/values.yaml": ("gpu-operator-release", None),
+                "kubernetes/network-operator/values.yaml": ("network-operator-release", None),
+                "kubernetes/nvidia-dra/values.yaml": ("nvidia-dra-release", None),
+                "kubernetes/kueue/manager-config.yaml": ("kueue-release", "managerConfig.controllerManagerConfigYaml")}
+
+
+def _identity(obj: dict) -> tuple:
+    meta = obj.get("metadata") or {}
+    return obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"), meta.get("name")
+
+
+@pytest.mark.parametrize("example", ["lab", "estate", "gb200"])
+def test_every_file_the_map_delivers_through_pulumi_is_created_by_the_program(example):
+    """delivery.json's `pulumi` files (the golden map, which test_golden keeps equal to a fresh render):
+    every object of every such file is a resource the program creates, with the same content, and every
+    chart input is the values its release is given. A file the map marks `pulumi` that the program does not
+    read is a file nothing delivers."""
+    import json
+
+    y = YAML(typ="safe")
+    files = {rel for rel, e in json.loads((GOLDEN / example / "delivery.json").read_text())["files"].items()
+             if e["via"] == "pulumi"}
+    assert files, example
+    created = run_program(CLUSTERS / f"{example}.yaml")
+    made = {_identity(inputs): inputs for t, _, inputs in created if not t.startswith("clusterdef:")}
+    releases = by_type(created, "kubernetes:helm.sh/v3:Release")
+    for rel in sorted(files):
+        text = (GOLDEN / example / rel).read_text()
+        if rel in CHART_INPUTS:
+            name, key = CHART_INPUTS[rel]
+            assert name in releases, f"{example}: {rel} is marked pulumi but no release {name} is created"
+            given = releases[name]["values"]
+            if key:
+                for part in key.split("."):
+                    given = given[part]
+                given = y.load(given)
+            assert given == as_floats(y.load(text)), f"{example}: release {name} is not given {rel}"
+            continue
+        objs = [o for o in y.load_all(text) if o]
+        assert objs, f"{example}: {rel} holds no Kubernetes object"
+        for o in objs:
+            assert _identity(o) in made, f"{example}: {rel}: {_identity(o)} is marked pulumi but never created"
+            got = {k: v for k, v in made[_identity(o)].items() if k in o}
+            assert got == as_floats(o), f"{example}: {rel}: {_identity(o)} is created with other content"
+
+
+def test_monitors_wait_for_the_releases_that_make_their_namespaces(deployed_with_deps):
+    example, created, tree, depends = deployed_with_deps
+    monitors = {n: i for t, n, i in created if t.startswith("kubernetes:monitoring.coreos.com/v1:")}
+    assert monitors
+    for name, inputs in monitors.items():
+        ns = inputs["metadata"]["namespace"]
+        if ns == "kueue-system":
+            assert "kueue-release" in depends[name], name
+        elif ns == "gpu-operator":
+            assert "gpu-operator-release" in depends[name], name

@@ -11,6 +11,7 @@ container, is refused."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,201 @@ def test_gpu_stack_daemonsets_reach_kubernetes_gpu_nodes(example):
 ])
 def test_oracle_tolerates_taint(toleration, taint, expected):
     assert ks.tolerates(toleration, taint) is expected
+
+
+SCRAPE = docs(Path(__file__).parent / "reference" / "observability" / "scrape-targets.yaml")[0]["workloads"]
+
+
+def scrape_world(example: str) -> tuple[list[dict], list[dict], dict[tuple[str, int], str], list[dict]]:
+    """The pods and Services of the monitored workloads (tests/reference/observability/scrape-targets.yaml)
+    placed in the example's namespaces, which (pod, port) serves each workload's metrics, and the monitors
+    the example deploys: every PodMonitor and ServiceMonitor rendered, plus the GPU Operator's own
+    dcgm-exporter ServiceMonitor where the values enable it."""
+    base = GOLDEN / example
+    header = (base / "kubernetes" / "gpu-operator" / "values.yaml").read_text().splitlines()[1]
+    roles = {"gpu_operator": header.split("(namespace ")[1].rstrip(")"),
+             "observability": docs(base / "observability" / "kubernetes" / "prometheusrule.yaml")[0]["metadata"]["namespace"]}
+    pods, services, metrics = [], [], {}
+    for name, w in SCRAPE.items():
+        ns = roles.get(w["namespace"], w["namespace"])
+        pod_ = {"name": name, "namespace": ns, **w["pod"]}
+        pods.append(pod_)
+        services += [{**s, "namespace": ns, "pods": [pod_]} for s in w["services"]]
+        metrics[(name, w["metrics_port"])] = name
+    monitors = [m for f in ("podmonitors.yaml", "servicemonitors.yaml")
+                for m in docs(base / "observability" / "kubernetes" / f)]
+    dcgm = docs(base / "kubernetes" / "gpu-operator" / "values.yaml")[0].get("dcgmExporter") or {}
+    if dcgm.get("enabled") and (dcgm.get("serviceMonitor") or {}).get("enabled"):
+        m = copy.deepcopy(SCRAPE["dcgm-exporter"]["operator_monitor"])
+        m["metadata"]["namespace"] = roles["gpu_operator"]
+        m["spec"]["namespaceSelector"] = {"matchNames": [roles["gpu_operator"]]}
+        monitors.append(m)
+    return pods, services, metrics, monitors
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_monitor_endpoint_scrapes_its_exporters_metrics_port(example):
+    """Prometheus Operator's target selection (namespace, label selector, port by name) for every
+    PodMonitor and ServiceMonitor the example deploys: each endpoint reaches exactly one workload's metrics
+    port, never nothing (a port name the pod does not declare) and never another port (a selector that
+    also matches a Service on the same pods)."""
+    pods, services, metrics, monitors = scrape_world(example)
+    assert {m["kind"] for m in monitors} == {"PodMonitor", "ServiceMonitor"}
+    for m in monitors:
+        for i, targets in enumerate(ks.monitor_targets(m, pods, services)):
+            where = f"{example}: {m['kind']} {m['metadata']['namespace']}/{m['metadata']['name']} endpoint {i}"
+            assert targets, f"{where} scrapes nothing"
+            wrong = [t for t in targets if t not in metrics]
+            assert not wrong, f"{where} scrapes {wrong}, not a metrics port ({sorted(metrics)})"
+            assert len({metrics[t] for t in targets}) == 1, f"{where} scrapes several workloads: {targets}"
+
+
+@pytest.mark.parametrize("monitor,expected", [
+    ({"kind": "PodMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "podMetricsEndpoints": [{"port": "gpu-metrics"}]}}, [[]]),
+    ({"kind": "PodMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "podMetricsEndpoints": [{"port": "metrics"}]}},
+     [[("x", 9400)]]),
+    ({"kind": "PodMonitor", "metadata": {"namespace": "monitoring"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "podMetricsEndpoints": [{"port": "metrics"}]}}, [[]]),
+    ({"kind": "PodMonitor", "metadata": {"namespace": "monitoring"},
+      "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["x", "y"]}]},
+               "namespaceSelector": {"any": True}, "podMetricsEndpoints": [{"portNumber": 9400}]}},
+     [[("x", 9400)]]),
+    ({"kind": "ServiceMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "endpoints": [{"port": "gpu-metrics"}]}},
+     [[("x", 9400)]]),
+    ({"kind": "ServiceMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchLabels": {"app": "x"}}, "endpoints": [{"port": "metrics"}]}}, [[]]),
+    ({"kind": "ServiceMonitor", "metadata": {"namespace": "gpu-operator"},
+      "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]},
+               "endpoints": [{"targetPort": "metrics"}]}}, [[]]),
+])
+def test_oracle_monitor_targets(monitor, expected):
+    """The port is a name matched against the pod's container port names (PodMonitor) or the Service's
+    port names (ServiceMonitor); the monitor's own namespace unless namespaceSelector says otherwise."""
+    pod_ = {"name": "x", "namespace": "gpu-operator", "labels": {"app": "x"},
+            "ports": [{"name": "metrics", "containerPort": 9400}]}
+    svc = {"name": "x", "namespace": "gpu-operator", "labels": {"app": "x"},
+           "ports": [{"name": "gpu-metrics", "port": 9400, "targetPort": 9400}], "pods": [pod_]}
+    assert ks.monitor_targets(monitor, [pod_], [svc]) == expected
+
+
+# ------------------------------------------------------------------ Pod Security levels
+ROLES = Path(__file__).parent.parent / "roles"
+RESTRICTED_CONTEXT = {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                      "seccompProfile": {"type": "RuntimeDefault"}, "capabilities": {"drop": ["ALL"]}}
+
+
+def memlock_lifted(example: str) -> bool:
+    """RDMA pods can register memory without CAP_IPC_LOCK: their runtime's RLIMIT_MEMLOCK is unlimited.
+    CRI containers inherit containerd's rlimits (containerd/cri#515), and ib_umem_get refuses to pin more than
+    RLIMIT_MEMLOCK without CAP_IPC_LOCK (linux drivers/infiniband/core/umem.c). True when the Kubernetes GPU
+    nodes' container_toolkit role configures containerd and its tasks give containerd LimitMEMLOCK=infinity."""
+    gv = docs(GOLDEN / example / "ansible" / "group_vars" / "cp_kubernetes.yml")
+    if not gv or "containerd" not in (gv[0].get("container_toolkit_runtimes") or []):
+        return False
+    for task in docs(ROLES / "container_toolkit" / "tasks" / "main.yml")[0]:
+        dest = (task.get("ansible.builtin.copy") or {}).get("dest", "")
+        if dest.startswith("/etc/systemd/system/containerd.service.d/") and \
+                "LimitMEMLOCK=infinity" in task["ansible.builtin.copy"].get("content", "").splitlines():
+            return "'containerd' in container_toolkit_runtimes" in str(task.get("when"))
+    return False
+
+
+def sold_pods(example: str, path: Path, rdma: bool) -> dict[str, dict]:
+    """The pods the tenant was sold, in their least-privileged form: GPUs through the device plugin (and the
+    NVLink domain's IMEX channel claim where a ComputeDomain is rendered in its namespace); where its pods
+    get RDMA, the RDMA device, its secondary network (the NetworkAttachmentDefinition in its namespace)
+    and, unless the node runtime lifts the locked-memory limit, CAP_IPC_LOCK."""
+    objs = docs(path)
+    ns = of_kind(objs, "Namespace")[0]["metadata"]["name"]
+    claims = [{"name": "imex", "resourceClaimTemplateName": cd["spec"]["channel"]["resourceClaimTemplate"]["name"]}
+              for cd in docs(GOLDEN / example / "kubernetes" / "nvidia-dra" / "computedomains.yaml")
+              if cd["metadata"]["namespace"] == ns]
+
+    def shaped(name: str, limits: dict, caps: list[str] = (), annotations: dict | None = None) -> dict:
+        sc = copy.deepcopy(RESTRICTED_CONTEXT)
+        if caps:
+            sc["capabilities"]["add"] = list(caps)
+        c = {"name": "main", "image": "registry.example/app:1", "securityContext": sc,
+             "resources": {"limits": limits}}
+        spec: dict = {"containers": [c], "volumes": [{"name": "scratch", "emptyDir": {}}]}
+        if claims:
+            spec["resourceClaims"] = claims
+            c["resources"]["claims"] = [{"name": "imex"}]
+        return {"apiVersion": "v1", "kind": "Pod", "spec": spec,
+                "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}}}
+
+    out = {"gpu": shaped("gpu", {ks.GPU: "1"})}
+    if rdma:
+        nads = [n["metadata"]["name"] for n in of_kind(objs, "NetworkAttachmentDefinition")]
+        caps = [] if memlock_lifted(example) else ["IPC_LOCK"]
+        out["rdma"] = shaped("rdma", {ks.GPU: "1", **{r: "1" for r in rdma_resources(example)}}, caps,
+                             {"k8s.v1.cni.cncf.io/networks": ",".join(nads)} if nads else None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def definitions():
+    from clusterdef.validate.pipeline import validate_file
+    from conftest import CLUSTERS, MATRICES, TODAY
+
+    return {e: validate_file(CLUSTERS / f"{e}.yaml", MATRICES, TODAY).definition for e in EXAMPLES}
+
+
+@pytest.mark.parametrize("path", tenant_files(), ids=lambda p: f"{p.parts[-4]}-{p.stem}")
+def test_tenant_pods_admitted_at_the_namespaces_pod_security_level(path, definitions):
+    """The namespace's enforced Pod Security level admits the pods the tenant was sold: GPU pods, and RDMA
+    pods where tenancy.rdma_reaches_pods says its pods get RDMA (a tenant sold RDMA at a level that refuses
+    what RDMA needs is a sale that cannot be used)."""
+    from clusterdef import tenancy
+
+    example = path.parts[-4]
+    ns = of_kind(docs(path), "Namespace")[0]
+    level = ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+    assert level in ks.LEVELS
+    tenant = ns["metadata"]["labels"].get("clusterdef.dev/tenant") or path.stem
+    rdma = tenancy.rdma_reaches_pods(definitions[example], tenant)
+    pods = sold_pods(example, path, rdma)
+    assert ("rdma" in pods) is rdma and (not rdma or rdma_resources(example))
+    for shape, p in pods.items():
+        refused = ks.pod_security_violations(level, p)
+        assert not refused, f"{path}: a {shape} pod of the tenant is refused at Pod Security {level}: {refused}"
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_rdma_pods_need_no_ipc_lock_on_kubernetes_gpu_nodes(example):
+    """What the RDMA pods above rest on: the Kubernetes GPU nodes' containerd runs with unlimited locked
+    memory, which its containers inherit; without it an RDMA pod needs IPC_LOCK, which baseline refuses."""
+    assert memlock_lifted(example)
+
+
+@pytest.mark.parametrize("level,pod_spec,admitted", [
+    ("baseline", {"containers": [{"name": "a", "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}}]}, False),
+    ("baseline", {"containers": [{"name": "a", "securityContext": {"capabilities": {"add": ["NET_RAW", "CHOWN"]}}}]},
+     False),
+    ("baseline", {"containers": [{"name": "a", "securityContext": {"capabilities": {"add": ["CHOWN"]}}}]}, True),
+    ("baseline", {"containers": [{"name": "a"}]}, True),
+    ("baseline", {"hostNetwork": True, "containers": [{"name": "a"}]}, False),
+    ("baseline", {"containers": [{"name": "a"}], "volumes": [{"name": "h", "hostPath": {"path": "/dev"}}]}, False),
+    ("baseline", {"containers": [{"name": "a", "ports": [{"containerPort": 80, "hostPort": 80}]}]}, False),
+    ("baseline", {"initContainers": [{"name": "i", "securityContext": {"privileged": True}}],
+                  "containers": [{"name": "a"}]}, False),
+    ("baseline", {"securityContext": {"seccompProfile": {"type": "Unconfined"}}, "containers": [{"name": "a"}]}, False),
+    ("restricted", {"containers": [{"name": "a"}]}, False),
+    ("restricted", {"containers": [{"name": "a", "securityContext": RESTRICTED_CONTEXT}]}, True),
+    ("restricted", {"securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "Localhost"}},
+                    "containers": [{"name": "a", "securityContext": {"allowPrivilegeEscalation": False,
+                                                                      "capabilities": {"drop": ["ALL"],
+                                                                                       "add": ["NET_BIND_SERVICE"]}}}]},
+     True),
+    ("restricted", {"containers": [{"name": "a", "securityContext": {
+        **RESTRICTED_CONTEXT, "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}}}]}, False),
+    ("restricted", {"containers": [{"name": "a", "securityContext": {**RESTRICTED_CONTEXT, "runAsUser": 0}}]}, False),
+    ("restricted", {"containers": [{"name": "a", "securityContext": RESTRICTED_CONTEXT}],
+                    "volumes": [{"name": "n", "nfs": {"server": "s", "path": "/"}}]}, False),
+    ("privileged", {"hostNetwork": True, "containers": [{"name": "a", "securityContext": {"privileged": True}}]}, True),
+])
+def test_oracle_pod_security(level, pod_spec, admitted):
+    assert (not ks.pod_security_violations(level, {"spec": pod_spec})) is admitted

@@ -93,12 +93,15 @@ def kubernetes_objects(resolved: Resolved) -> list[dict]:
         "spec": {"groups": groups},
     }]
     if k.gpu_operator.dcgm_exporter.enabled:
+        # The operator's dcgm-exporter pods name their container port `metrics` (NVIDIA/gpu-operator@v26.3.3
+        # assets/state-dcgm-exporter/0800_daemonset.yaml); `gpu-metrics` is the Service's port (0400_service.yaml),
+        # which a PodMonitor never sees: it keeps __meta_kubernetes_pod_container_port_name (promcfg.go).
         objs.append({
             "apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
             "metadata": {"name": "clusterdef-dcgm-exporter", "namespace": k.gpu_operator.namespace, "labels": common},
             "spec": {"selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
                      "attachMetadata": {"node": True},
-                     "podMetricsEndpoints": [{"port": "gpu-metrics", "interval": "15s", "relabelings": relabel}]},
+                     "podMetricsEndpoints": [{"port": "metrics", "interval": "15s", "relabelings": relabel}]},
         })
     objs.append({
         "apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
@@ -107,10 +110,14 @@ def kubernetes_objects(resolved: Resolved) -> list[dict]:
                  "attachMetadata": {"node": True},
                  "podMetricsEndpoints": [{"port": "http-metrics", "interval": "30s", "relabelings": relabel}]},
     })
+    # Kueue's chart gives its metrics, webhook and visibility Services the same control-plane label; only the
+    # component label tells the metrics Service (port `https` -> 8443) from the visibility server's (`https` ->
+    # 8082) (kubernetes-sigs/kueue@v0.19.2 charts/kueue/templates/_helpers.tpl kueue.metricsService.labels).
     objs.append({
         "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
         "metadata": {"name": "clusterdef-kueue", "namespace": "kueue-system", "labels": common},
-        "spec": {"selector": {"matchLabels": {"control-plane": "controller-manager"}},
+        "spec": {"selector": {"matchLabels": {"control-plane": "controller-manager",
+                                              "app.kubernetes.io/component": "metrics-service"}},
                  "endpoints": [{"port": "https", "scheme": "https", "path": "/metrics", "interval": "30s",
                                 "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
                                 "tlsConfig": {"insecureSkipVerify": True}}]},
