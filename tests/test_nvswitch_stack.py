@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from ruamel.yaml import YAML
 
 from clusterdef.knowledge.images import operator_owns_driver
 from clusterdef.render import images
@@ -17,46 +16,18 @@ from clusterdef.render.ansible import variables
 from clusterdef.render.ansible.render import ident
 from clusterdef.resolve import resolve
 from clusterdef.validate.pipeline import validate_file
-from conftest import CLUSTERS, MATRICES, ROOT, TODAY
+from conftest import CLUSTERS, MATRICES, TODAY
+from role_jinja import task_values, template_file
 
-ansible_template = pytest.importorskip("ansible.template")
-from ansible.parsing.dataloader import DataLoader  # noqa: E402
-
-ROLE = ROOT / "roles" / "nvidia_driver"
 FABRIC = ["nvidia-fabricmanager", "libnvidia-nscq"]
-yaml = YAML(typ="safe")
-# ansible-core 2.19 templates only strings marked trusted (files it loads itself are)
-_trust = getattr(ansible_template, "trust_as_template", lambda s: s)
-
-
-def trusted(value):
-    if isinstance(value, str):
-        return _trust(value)
-    if isinstance(value, list):
-        return [trusted(v) for v in value]
-    if isinstance(value, dict):
-        return {k: trusted(v) for k, v in value.items()}
-    return value
 
 
 def role_installs(group_vars: dict, rollback: bool = False) -> tuple[list[str], str]:
     """What the role's apt tasks install (name=version glob) and the pin file it writes, for a host with
-    these inventory variables: defaults < group_vars < role vars, as Ansible orders them."""
-    hostvars = {**yaml.load((ROLE / "defaults" / "main.yml").read_text()), **group_vars,
-                "nvidia_driver_rollback": rollback, "ansible_managed": "managed",
-                **trusted(yaml.load((ROLE / "vars" / "main.yml").read_text()))}
-    templar = ansible_template.Templar(loader=DataLoader(), variables=hostvars)
-    packages = []
-    for task in yaml.load((ROLE / "tasks" / "main.yml").read_text()):
-        if "ansible.builtin.apt" not in task:
-            continue
-        when = task.get("when", True)
-        if not all(c if isinstance(c, bool) else templar.template(_trust("{{ " + c + " }}"))
-                   for c in (when if isinstance(when, list) else [when])):
-            continue
-        packages += templar.template(_trust(task["ansible.builtin.apt"]["name"]))
-    pin = (ROLE / "templates" / "etc/apt/preferences.d/clusterdef-nvidia-driver.pref.j2").read_text()
-    return packages, templar.template(_trust(pin))
+    these inventory variables."""
+    hostvars = {**group_vars, "nvidia_driver_rollback": rollback}
+    packages = [p for names in task_values("nvidia_driver", "ansible.builtin.apt", "name", hostvars) for p in names]
+    return packages, template_file("nvidia_driver", "etc/apt/preferences.d/clusterdef-nvidia-driver.pref.j2", hostvars)
 
 
 def test_role_names_fabric_packages_per_branch():
