@@ -123,6 +123,49 @@ def test_each_job_on_the_host_that_has_its_data(lab, matrix):
     assert jobs["slurmdbd"]["host"] == jobs["slurm"]["host"] == "slurmctl01"
 
 
+def _role_packages(jobs: dict, host: str) -> list[str]:
+    """What roles/backup's apt task installs on `host` with these rendered backup_jobs (the role's own Jinja)."""
+    from role_jinja import task_values
+
+    hostvars = {"backup_jobs": json.loads(json.dumps(jobs)), "backup_host_name": host}  # plain str, not !unsafe
+    mine = task_values("backup", "ansible.builtin.set_fact", "backup_mine", hostvars)[0]
+    return [p for names in task_values("backup", "ansible.builtin.apt", "name", hostvars, {"backup_mine": mine})
+            for p in names]
+
+
+def _commands_run(script: str, commands: list[str]) -> set[str]:
+    """Those of `commands` a shell script calls (comment lines aside)."""
+    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
+    return {c for c in commands if re.search(rf"(^|[\s;|&(]){re.escape(c)}(\s|$)", code, re.M)}
+
+
+def test_each_host_installs_what_its_jobs_run(lab, matrix):
+    """roles/backup installs, on each job's host, the packages carrying the commands its rendered scripts
+    call (knowledge/backup_packages.yaml), and nothing a job there does not call: restic everywhere, the
+    MariaDB client where the accounting database is dumped, etcdctl only where etcd is snapshotted."""
+    from clusterdef.knowledge.backup import backup_packages
+    from clusterdef.render.ansible.render import variables
+
+    carried = backup_packages()["commands"]
+    r = resolve(Definition.model_validate(lab), matrix, CLUSTERS)
+    tree, jobs = backup_target.render(r), variables(r)["backup"]["backup_jobs"]
+    for role, job in jobs.items():
+        scripts = tree[f"backup/{role}/backup.sh"] + tree[f"backup/{role}/restore.sh"]
+        called = {pkg for pkg, cmds in carried.items() if _commands_run(scripts, cmds)}
+        assert called == set(job["packages"]), (role, called, job["packages"])
+    hosts = {job["host"] for job in jobs.values()}
+    installs = {h: sorted(_role_packages(jobs, h)) for h in sorted(hosts)}
+    assert installs == {"k8sctl01": ["etcd-client", "restic"], "mgmt01": ["restic"], "registry01": ["restic"],
+                        "slurmctl01": ["restic"], "slurmdbd01": ["mariadb-client", "restic"]}, installs
+    assert _role_packages(jobs, "gpu001") == []  # a host without a job installs nothing
+    # no etcd job: etcdctl nowhere
+    del lab["backup"]["authoritative"]["etcd"]
+    jobs = variables(resolve(Definition.model_validate(lab), matrix, CLUSTERS))["backup"]["backup_jobs"]
+    assert "etcd" not in jobs
+    assert not [h for h in {j["host"] for j in jobs.values()} if "etcd-client" in _role_packages(jobs, h)]
+    assert sorted(_role_packages(jobs, "slurmdbd01")) == ["mariadb-client", "restic"]
+
+
 def test_secrets_only_by_reference(lab, matrix):
     lab["backup"]["repository"]["password_ref"] = "vault_lab_restic"
     d, tree = _tree(lab, matrix)

@@ -13,7 +13,9 @@ priority 0) over the train nodes, and QOS normal (partition `train`) preempting 
 from __future__ import annotations
 
 import copy
+import os
 import re
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,7 +24,8 @@ import pytest
 from clusterdef import hostlist
 from clusterdef.validate.pipeline import validate_file
 from conftest import MATRICES, TODAY, dump_yaml
-from slurm_helpers import Workdir, accounting_cluster, fake_gpu_slurmds, free_port, host_build, stop, wait_for
+from slurm_helpers import (Controller, MariaDB, Munge, Slurmdbd, Workdir, fake_gpu_slurmds, free_port, host_build, stop,
+                           wait_for)
 from test_slurm_accounting import Jobs
 from test_slurm_daemons import _on_host_slurm, render
 
@@ -60,17 +63,36 @@ def _start(stack: list, data: dict, matrix, tmp_path: Path) -> SimpleNamespace:
     d, tree = render(data, _on_host_slurm(matrix, data["cluster"]["matrix"], build.version))
     hosts = [h for g in d.groups_of("slurm").values() for h in hostlist.names(g.hosts)]
     ports = {h: free_port() for h in hosts}
-    # Day 0 in two steps: slurmctld must register first (it creates the gres/gpu TRES that qos.sh and
-    # accounts.cfg name), but it refuses to start on a partition QOS the database lacks ("Partition
-    # scavenger has an invalid qos") and ignores an unknown AllowQos. So it starts once without the
-    # partitions' QOS and AllowQos, the rendered qos.sh and accounts.cfg are loaded, and it restarts
-    # on the rendered slurm.conf.
-    first = {**tree, "slurm/slurm.conf": re.sub(r" (QOS|AllowQos)=\S+", "", tree["slurm/slurm.conf"])}
-    work, ctl, dbd, env = accounting_cluster(build, first, stack, "cdtiers-", node_ports=ports)
-    ctl.stop()
-    conf = ctl.write(tree, accounting=dbd.address, node_ports=ports, ctld_port=ctl.ctld_port,
-                     slurmd_port=ctl.slurmd_port)
+    # Day 0 in the delivery order (the rendered qos.sh's own two steps): slurmctld refuses to start on a
+    # partition QOS the database lacks ("Partition scavenger has an invalid qos"), and the QOS limits name the
+    # gres/gpu TRES that only slurmctld registers when it starts. So on a fresh database: `qos.sh names`
+    # (slurmdbd alone), slurmctld started on the rendered slurm.conf, then `qos.sh` and accounts.cfg.
+    work = Workdir(build, prefix="cdtiers-")
+    stack.append(work)
+    munge = Munge(work)
+    stack.append(munge)
+    munge.start()
+    db = MariaDB(work)
+    stack.append(db)
+    db.start()
+    ctl = Controller(build, work, munge)
+    dbd = Slurmdbd(ctl, db)
+    conf = ctl.write(tree, accounting=dbd.address, node_ports=ports)
+    stack.append(dbd)
+    dbd.start()
+    env = {**ctl.env, "PATH": os.environ["PATH"]}
+    qos = str(work.host / "etc" / "qos.sh")
+    r = subprocess.run(["sh", qos, "names"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    stack.append(ctl)
     ctl.start()
+    assert re.search(r"\bQoS=scavenger\b", ctl.scontrol("show", "partition", "scavenger")), ctl.log()[-2000:]
+    assert "invalid qos" not in ctl.log()
+    r = subprocess.run(["sh", qos], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = dbd.sacctmgr("-i", "load", f"file={work.host / 'etc' / 'accounts.cfg'}", check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "gres/gpu=32" in dbd.sacctmgr("-n", "-P", "show", "qos", "normal", "format=MaxTRESPU").stdout
     slurmds = fake_gpu_slurmds(build, ctl.env, work.host, hosts, d.hardware["hgx-h100"].gpu.count)
     stack.append(SimpleNamespace(stop=lambda: stop(slurmds)))
 

@@ -31,6 +31,10 @@ case \"\$*\" in
   *--query-gpu*) for i in 0 1; do echo \"$v, \$vbios\"; done;;
   *) echo \"NVIDIA-SMI $v   Driver Version: $v\";; esac"
   pkg nvidia-open "$v-1" "nvidia-driver-open (= $v-1), libnvidia-compute (= $v-1)"
+  # NVSwitch stack (packages.yaml nvswitch_stack): same version as the driver, no dependency on it
+  pkg nvidia-fabricmanager "$v-1" "" /usr/bin/nv-fabricmanager "#!/bin/sh
+echo 'Fabric Manager version is : $v'"
+  pkg libnvidia-nscq "$v-1" ""
 done
 for v in 13.0.1 13.0.2; do pkg cuda-libraries-13-0 "$v-1" ""; done
 for v in 2.28.7 2.30.4; do pkg libnccl2 "$v-1+cuda13.0" ""; done

@@ -31,6 +31,18 @@ def nvidia() -> dict:
     return _data("nvidia_packages.yaml")
 
 
+def fabric_components(hardware) -> list[str]:
+    """Fabric Manager and NSCQ (their R580+ names; `-<branch>` before) for a node type with NVSwitches
+    ("nvswitch" among its firmware components), none otherwise: they must match the driver exactly
+    (nvidia_packages.yaml, the Fabric Manager user guide)."""
+    return list(nvidia()["nvswitch_r580"]) if "nvswitch" in hardware.firmware else []
+
+
+def branch_names(names, branch: int) -> list[str]:
+    """NVIDIA's package names for a driver branch: unversioned from R580, `<name>-<branch>` before."""
+    return list(names) if branch >= 580 else [f"{p}-{branch}" for p in names]
+
+
 def operator_owns_driver(definition, image_name: str) -> bool:
     """The GPU Operator installs driver and toolkit on this image's nodes: every group booting it is a
     Kubernetes GPU group and kubernetes.gpu_operator.driver_owner is `operator`. The image then carries

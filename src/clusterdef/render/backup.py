@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 
 from ..errors import present
+from ..knowledge.backup import backup_packages
 from ..knowledge.slurm import live_state_dir
 from ..model.backup import Backup
 from ..model.secrets import SLURMDBD_STORAGE_PASS
@@ -348,8 +349,17 @@ def install(resolved: Resolved) -> dict[str, dict]:
         secrets = [{"dest": f"{ETC}/restic.password", "content": tree["backup/restic.password.j2"]}]
         if f"backup/{role}/my.cnf.j2" in tree:
             secrets.append({"dest": f"{ETC}/{role}/my.cnf", "content": tree[f"backup/{role}/my.cnf.j2"]})
-        jobs[role] = {"host": r["host"], "files": files, "secrets": secrets, "timer": f"clusterdef-backup-{role}.timer"}
+        jobs[role] = {"host": r["host"], "files": files, "secrets": secrets, "timer": f"clusterdef-backup-{role}.timer",
+                      "packages": packages(role)}
     return jobs
+
+
+def packages(role: str) -> list[str]:
+    """The distribution packages carrying the commands a job runs (knowledge/backup_packages.yaml): restic
+    everywhere, the MariaDB client where the accounting database is dumped, etcdctl where etcd is snapshotted."""
+    data = backup_packages()
+    kind = "set" if role.startswith("set-") else role
+    return list(dict.fromkeys([*data["every"], *data["jobs"][kind]]))
 
 
 def plan(resolved: Resolved) -> str:

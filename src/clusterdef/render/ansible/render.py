@@ -15,6 +15,7 @@ from ...knowledge.services import gpu_groups, group_of_host, is_service_group, s
 from ...knowledge.services import service_groups as service_groups_of
 from ...knowledge.services import table as service_table
 from ..slurm import slurmdbd
+from ...knowledge.images import fabric_components
 
 ROOT = "ansible"
 
@@ -296,6 +297,8 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             "node_admission_firmware": baseline,
             "firmware_baseline": baseline,
             "firmware_tools": tools,
+            # roles/nvidia_driver: Fabric Manager and NSCQ move with the driver on NVSwitch node types, none elsewhere
+            "nvidia_driver_fabric_components": fabric_components(hw),
         }
     return out
 

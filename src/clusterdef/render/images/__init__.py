@@ -44,7 +44,7 @@ from ruamel.yaml import YAML
 
 from ... import probe
 from ...errors import present
-from ...knowledge.images import bases, carried_by, nvidia, operator_owns_driver
+from ...knowledge.images import bases, branch_names, carried_by, fabric_components, nvidia, operator_owns_driver
 from ...knowledge.services import checked_components, component_packages, image_packages, image_services
 from ...matrix import sources
 from ...model.images import Image
@@ -190,11 +190,9 @@ def nvidia_packages(resolved: Resolved, image_name: str) -> dict[str, tuple[list
     branch = int(c.driver.split(".")[0])
     base = bases()[img.distribution]
     driver = list(base["driver"])
-    if any("nvswitch" in d.hardware[g.hardware].firmware for g in d.nodes.values()
-           if g.image == image_name and g.hardware in d.hardware):
+    if nvswitch_image(d, image_name):  # Fabric Manager and NSCQ at exactly the driver's version
         driver += nv["nvswitch_r580"]
-    if branch < 580:  # branch-suffixed names before R580
-        driver = [f"{p}-{branch}" for p in driver]
+    driver = branch_names(driver, branch)
     major, minor = c.cuda.split(".")[:2]
     out = {
         "driver": (driver, f"{c.driver}-*"),
@@ -207,13 +205,18 @@ def nvidia_packages(resolved: Resolved, image_name: str) -> dict[str, tuple[list
     return out
 
 
+def nvswitch_image(d, image_name: str) -> bool:
+    """A node group with NVSwitches boots this image (hardware firmware "nvswitch"): it carries Fabric Manager
+    and NSCQ and starts Fabric Manager at boot (knowledge/nvidia_packages.yaml)."""
+    return any(fabric_components(d.hardware[g.hardware]) for g in d.nodes.values()
+               if g.image == image_name and g.hardware in d.hardware)
+
+
 def _pins_held(resolved: Resolved, image_name: str) -> list[str]:
     """Every driver-branch package name the pin file holds (installed ones and their dependencies)."""
     nv = nvidia()
     branch = int(resolved.set.components.driver.split(".")[0])
-    names = list(nv["driver_components_r580"]) + list(nv["nvswitch_r580"])
-    if branch < 580:
-        names = [f"{p}-{branch}" for p in names]
+    names = branch_names(list(nv["driver_components_r580"]) + list(nv["nvswitch_r580"]), branch)
     return sorted(set(names) | set(nvidia_packages(resolved, image_name).get("driver", ([], ""))[0]))
 
 
@@ -370,6 +373,13 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
         tree[extra + "etc/systemd/system/multi-user.target.d/clusterdef-baseline.conf"] = \
             f"# Rendered by clusterdef: run the first-boot baseline on every boot of image {name}.\n" \
             f"[Unit]\nWants={UNIT}\n"
+        if "driver" in pkgs and nvswitch_image(d, name):
+            # Fabric Manager runs on every boot (FM user guide: `systemctl enable nvidia-fabricmanager`); a drop-in
+            # rather than an enable symlink, which a text tree cannot carry
+            for unit in nv["nvswitch_units"]:
+                tree[extra + f"etc/systemd/system/multi-user.target.d/clusterdef-{unit}.conf"] = (
+                    f"# Rendered by clusterdef: start {unit} on every boot of image {name} (NVSwitch nodes;\n"
+                    f"# its package is pinned to driver {vs.components.driver} with the driver's).\n[Unit]\nWants={unit}\n")
         for rel, text in node_access(resolved, name).items():
             tree[root + rel] = text
         for rel, text in group_files(resolved, name).items():

@@ -368,10 +368,15 @@ def qos_script(resolved: Resolved) -> str:
     _, victim_mode = preempt_modes(s)
     out = ["#!/bin/sh\n", _header(resolved, "qos.sh"),
            "# Creates and sets the QOS; run before `sacctmgr -i load file=accounts.cfg`. Idempotent.\n",
+           "# Day 0 in two steps: `qos.sh names` creates the QOS names only (slurmdbd alone is needed), before\n",
+           "# slurmctld first starts: it refuses a partition QOS= the database lacks (\"Partition X has an invalid\n",
+           "# qos\"). The limits name TRES such as gres/gpu, which exist once slurmctld registered them\n",
+           "# (AccountingStorageTRES): `qos.sh` without argument, after slurmctld started.\n",
            "set -eu\n", 'SACCTMGR=${SACCTMGR:-sacctmgr}\n',
            'have() { "$SACCTMGR" -n -P show qos format=name | grep -qxF -- "$1"; }\n']
     for name in s.qos:
         out.append(f'have {shell(name)} || "$SACCTMGR" -i add qos {shell(name)}\n')
+    out.append('[ "${1:-}" != names ] || exit 0\n')
     # sacctmgr clears a TRES limit per TRES (`gres/gpu=-1`; a bare -1 is refused), so every
     # TRES some QOS limits is set on each QOS: its value there, or -1.
     tres_keys = dict.fromkeys(k for q in s.qos.values() for k in q.max_tres_per_user)

@@ -1,0 +1,14 @@
+"""The packages that carry the commands of the rendered backup jobs (backup_packages.yaml)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.resources import files
+
+from ruamel.yaml import YAML
+
+
+@cache
+def backup_packages() -> dict:
+    """{commands: {package: [command]}, every: [package], jobs: {kind: [package]}}."""
+    return YAML(typ="safe").load(files(__package__).joinpath("backup_packages.yaml").read_text(encoding="utf-8"))
