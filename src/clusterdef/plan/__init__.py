@@ -33,7 +33,7 @@ from . import delivery as delivery_mod
 from . import stages as stages_mod
 from .images import builds_of, identity_findings, image_diff
 from .rollout import Stage, baseline_mismatch, gates, rollback_target
-from ..render.kubernetes.gpu_operator import pool_drivers
+from ..render.kubernetes.gpu_operator import pool_drivers, rollback_pool_drivers
 from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, NONE, ORDER, REFLASH, RELOAD, RESTART,
                          SEVERITY, Problem, slurm_transition, transition)
 from ..resolve import resolve
@@ -439,7 +439,8 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                              stages_mod.nodes_by_group(d, layer_changes, changes), builds_of(new.tree),
                              builds_of(old.tree), {i["image"] for i in image_changes},
                              gates(d, has_slurm, has_k8s, new_set.baseline), moved_pools(old, new),
-                             pool_drivers(d, matrix.sets, rb_set) if rb_set else {})
+                             rollback_pool_drivers(old.definition, d, matrix.sets, old_set.name, rb_set)
+                             if rb_set else {})
 
     warnings += [Problem("rollback-target", p, "set upgrade.rollback.target to a validated set") for p in rb_problems]
     stages: list[Stage] = [stages_mod.image_stage(image_changes)] if image_changes else []

@@ -221,11 +221,14 @@ def canary_pair(s: Scope, prefix: str, hosts: list[str], group: str, switches: l
     warnings: list[Problem] = []
     # a drill can return the canary's driver by label only when the pool's object runs the rollback driver
     drill_driver = driver if driver and s.rb_pools.get(driver["pool"]) == s.moved[driver["pool"]][0] else {}
-    if driver and not drill_driver and pol.rollback.exercise_on_canary and s.rb_set:
-        warnings.append(Problem("kubernetes-canary-drill", f"the rollback drill of {hostlist.fold(hosts)} "
+    drill_ok = pol.rollback.exercise_on_canary and bool(s.rb_set)
+    if driver and not drill_driver and drill_ok:
+        # a drill that cannot move the driver back would run its gates on the new driver: none is planned
+        drill_ok = False
+        warnings.append(Problem("kubernetes-canary-drill", f"no rollback drill of {hostlist.fold(hosts)}: it "
                                 f"cannot return their driver by label: NVIDIADriver {driver['pool']} runs "
-                                f"{s.moved[driver['pool']][0]}, the rollback target {s.rb_set} pins "
-                                f"{s.rb_pools.get(driver['pool'], '(none)')}",
+                                f"{s.moved[driver['pool']][0]}, the rollback target {s.rb_set} gives pool "
+                                f"{driver['pool']} driver {s.rb_pools.get(driver['pool'], '(none)')}",
                                 "roll back to the set the cluster runs now (upgrade.rollback.target: previous)"))
     stages = []
     if s.reimaged(group):
@@ -236,7 +239,7 @@ def canary_pair(s: Scope, prefix: str, hosts: list[str], group: str, switches: l
             *boot_steps(hosts, build, "the rest of the group stays on its default")],
             s.gate_list, switches, "stateless", {"to": build.artefact}, driver))
         back = s.back_build(group)
-        if pol.rollback.exercise_on_canary and s.rb_set and back:
+        if drill_ok and back:
             stages.append(Stage(drill, "rollback-drill", hosts, [
                 *s.driver_steps(hosts, drill_driver, "back"),
                 *boot_steps(hosts, back, f"back to the rollback target {s.rb_set}"),
@@ -248,7 +251,7 @@ def canary_pair(s: Scope, prefix: str, hosts: list[str], group: str, switches: l
     stages.append(Stage(name, "canary", hosts, [drain, *s.driver_steps(hosts, driver, "to"),
                                                 *s.layer_steps(set(hosts), include_daemons=include_daemons)],
                         s.gate_list, switches, s.provisioning(group), {}, driver))
-    if pol.rollback.exercise_on_canary and s.rb_set:
+    if drill_ok:
         stages.append(Stage(drill, "rollback-drill", hosts, [
             *s.driver_steps(hosts, drill_driver, "back"),
             f"roll the canary back to {s.rb_set} (same layers, reverse order)",
