@@ -826,6 +826,12 @@ def test_named_driver_pool_drill_returns_the_canary_to_the_rollback_driver(tmp_p
                                  "(driver 580.95.05, the rollback target's)")
     assert drill["steps"].index("run the gates on the rollback target") == 2  # after the move back
     assert drill["steps"][3].startswith("label kgpu[01-02] clusterdef.dev/driver-pool=fast.canary")
+    # gates by kind, on the stage's own nodes: the Kubernetes canary no srun, the Slurm canary no GPU pod
+    kgates, sgates = stages["kubernetes fast canary"]["gates"], stages["canary"]["gates"]
+    assert "Kubernetes pod on each of kgpu[01-02] (spec.nodeName) requesting nvidia.com/gpu: 8 runs nvidia-smi" \
+        in kgates and not any("srun" in g for g in kgates)
+    assert "Slurm job: `srun --nodelist=gpu[001,003] --nodes=2 --gres=gpu:h100:8` on gpu[001,003] completes" \
+        in sgates and not any("Kubernetes" in g for g in sgates)
 
     # the target gives the pool another driver than its NVIDIADriver runs: no drill, the right driver named
     scope = st.Scope(new.definition, CURRENT, [], [], OLD, {"infer": {"kgpu01", "kgpu02"}}, {}, {}, set(), [],

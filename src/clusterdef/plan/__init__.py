@@ -346,15 +346,20 @@ def _disruption_summary(layer_changes: list[dict], changes: list[Change]) -> dic
             for cls in ORDER if cls in counts}
 
 
-def _baseline_warnings(d: Definition, matrix: Matrix, vs, group: str) -> list[Problem]:
-    """The gate compares the canary's collective with the set's recorded baseline: warn when that was
-    taken on another GPU or fabric kind. An unreadable baseline file is the gate's own problem."""
+def _set_baselines(matrix: Matrix, vs) -> list:
+    """The set's recorded baseline entries ([] without a file; an unreadable one is the gate's own problem)."""
     from ..baseline import BaselineError, load_baselines
 
     try:
-        baselines = load_baselines(Path(matrix.root) / vs.baseline) if vs.baseline else []
+        return load_baselines(Path(matrix.root) / vs.baseline) if vs.baseline else []
     except BaselineError:
         return []
+
+
+def _baseline_warnings(d: Definition, matrix: Matrix, vs, group: str) -> list[Problem]:
+    """The gate compares the canary's collective with the set's recorded baseline: warn when that was
+    taken on another GPU or fabric kind."""
+    baselines = _set_baselines(matrix, vs)
     return [Problem("baseline-hardware", w, "record a baseline on the canary's hardware: `clusterdef baseline "
                     f"record LOG --set {vs.name} --node-group {group} --fabric KIND`")
             for w in baseline_mismatch(d, baselines, group)]
@@ -440,7 +445,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                              builds_of(old.tree), {i["image"] for i in image_changes},
                              gates(d, has_slurm, has_k8s, new_set.baseline), moved_pools(old, new),
                              rollback_pool_drivers(old.definition, d, matrix.sets, old_set.name, rb_set)
-                             if rb_set else {})
+                             if rb_set else {}, _set_baselines(matrix, new_set), new_set.baseline or None)
 
     warnings += [Problem("rollback-target", p, "set upgrade.rollback.target to a validated set") for p in rb_problems]
     stages: list[Stage] = [stages_mod.image_stage(image_changes)] if image_changes else []
@@ -452,7 +457,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                                                          new_set.components.gpu_operator), has_k8s, canary, k8s,
                                               delivered=bool(dsteps))
     cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
-                      scope.gate_list[2:] if canary.hosts else [])] if cp_steps else []
+                      scope.gates_for(canary.hosts)[2:] if canary.hosts else [])] if cp_steps else []
     cp_first = stages_mod.control_plane_first(scope, canary)
     stages_mod.kubernetes_group_canaries(scope, canary, k8s, daemons=bool(cp_stage) and (cp_first or not canary_only))
     warnings += canary.warnings + k8s.warnings + _baseline_warnings(d, matrix, new_set, canary.group)
