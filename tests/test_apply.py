@@ -210,6 +210,8 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     assert new_build.startswith("gpu-node-2026.07.1-2026.07-r580-")
     assert {k: canary[k] for k in ("x", "clusterdef_wave", "clusterdef_stage", "clusterdef_step")} == {
         "x": "1", "clusterdef_wave": "wave_000", "clusterdef_stage": "canary", "clusterdef_step": "upgrade"}
+    # drain reasons name the plan and the stage (reimage.yml: clusterdef:<plan>:<stage>)
+    assert canary["clusterdef_plan"] == "lab/2025.10-r580->2026.07-r580"
     # one pointer per canary host, by MAC, chaining to the new build's script for the group
     assert [(p["host"], p["path"]) for p in canary["clusterdef_boot_pointers"]] == [
         ("gpu001", "ipxe/hosts/host-52-54-00-20-00-11.ipxe"), ("gpu003", "ipxe/hosts/host-52-54-00-20-00-13.ipxe")]

@@ -786,3 +786,59 @@ def test_kubernetes_gpu_group_canary_where_the_image_owns_the_driver(tmp_path):
         st.kubernetes_group_canaries(scope, st.Canary([], "", [], []), out, daemons=daemons)
         assert bool(out.group_stages) is staged, daemons
         assert any("no control-plane stage" in w.message for w in out.warnings) is not staged
+
+
+def _named_pool_lab(tmp: Path, set_name: str, keep: dict | None) -> Path:
+    """The lab with the GPU Operator owning the driver and a named driver pool `fast` (groups infer and
+    canary: three nodes) pinned to `set_name`, rolled back to OLD (a named target)."""
+    from ruamel.yaml import YAML
+
+    from clusterdef.plan.images import builds_of
+    from lab_variants import driver_pool_canary
+
+    d = driver_pool_canary(YAML(typ="safe", pure=True).load(_text("lab", set_name)))
+    d["kubernetes"]["gpu_operator"]["driver_pools"] = {"fast": {"node_groups": ["infer", "canary"],
+                                                                "matrix": set_name}}
+    d["upgrade"]["rollback"] = {"target": OLD}
+    for name, b in builds_of(keep or {}).items():
+        d["images"][name]["published"] = {b.version: {"set": b.set, "digest": b.digest}}
+    out = tmp / f"lab-pool-{set_name}.yaml"
+    out.write_text(json.dumps(d, indent=1))  # JSON is YAML
+    return out
+
+
+def test_named_driver_pool_drill_returns_the_canary_to_the_rollback_driver(tmp_path):
+    """A named driver pool moving 580.95.05 -> 580.126.20 with the rollback target 2025.10-r580 (which pins
+    580.95.05): the drill labels the pool's canary back into the pool (whose NVIDIADriver still runs
+    580.95.05) before its gates, and forward again after; no warning names the new driver as the target's.
+    When the target gives the pool another driver than its object runs, no drill is planned (its gates would
+    run on the new driver) and the warning names the target's driver."""
+    from clusterdef.plan import stages as st
+
+    old = load_side(_named_pool_lab(tmp_path, OLD, None), MATRICES, TODAY, FROM_SIDE_IGNORED)
+    new = load_side(_named_pool_lab(tmp_path, CURRENT, old.tree), MATRICES, TODAY, {"matrix-candidate"})
+    doc = make_plan(old, new).doc
+    assert not [w for w in doc["warnings"] if w["code"] == "kubernetes-canary-drill"]
+    stages = {s["name"]: s for s in doc["rollout"]["stages"]}
+    drill = stages["kubernetes fast rollback drill"]
+    assert drill["driver"] == {"pool": "fast", "canary": "fast.canary"}
+    assert drill["steps"][0] == ("label kgpu[01-02] clusterdef.dev/driver-pool=fast: back on NVIDIADriver fast "
+                                 "(driver 580.95.05, the rollback target's)")
+    assert drill["steps"].index("run the gates on the rollback target") == 2  # after the move back
+    assert drill["steps"][3].startswith("label kgpu[01-02] clusterdef.dev/driver-pool=fast.canary")
+    # gates by kind, on the stage's own nodes: the Kubernetes canary no srun, the Slurm canary no GPU pod
+    kgates, sgates = stages["kubernetes fast canary"]["gates"], stages["canary"]["gates"]
+    assert "Kubernetes pod on each of kgpu[01-02] (spec.nodeName) requesting nvidia.com/gpu: 8 runs nvidia-smi" \
+        in kgates and not any("srun" in g for g in kgates)
+    assert "Slurm job: `srun --nodelist=gpu[001,003] --nodes=2 --gres=gpu:h100:8` on gpu[001,003] completes" \
+        in sgates and not any("Kubernetes" in g for g in sgates)
+
+    # the target gives the pool another driver than its NVIDIADriver runs: no drill, the right driver named
+    scope = st.Scope(new.definition, CURRENT, [], [], OLD, {"infer": {"kgpu01", "kgpu02"}}, {}, {}, set(), [],
+                     moved={"fast": ("580.95.05", "580.126.20")}, rb_pools={"fast": "550.144.03"})
+    stages_, warnings = st.canary_pair(scope, "kubernetes fast ", ["kgpu01", "kgpu02"], "infer", [],
+                                       {"pool": "fast", "canary": "fast.canary"})
+    assert [s.kind for s in stages_] == ["canary"]
+    assert [(w.code, w.message) for w in warnings] == [(
+        "kubernetes-canary-drill", "no rollback drill of kgpu[01-02]: it cannot return their driver by label: "
+        "NVIDIADriver fast runs 580.95.05, the rollback target 2025.10-r580 gives pool fast driver 550.144.03")]

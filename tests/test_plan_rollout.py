@@ -200,8 +200,9 @@ def test_gates_lab_with_a_baseline(lab):
         "drift: `clusterdef drift` shows the nodes on the target set",
         "NCCL all_reduce_perf across the nodes vs baseline (baselines/b.yaml): `clusterdef baseline compare`, "
         "large messages within 5%, #wrong = 0",
-        "Slurm job: `srun --gres=gpu:<type>:N` on the nodes completes",
-        "Kubernetes GPU pod: a pod requesting nvidia.com/gpu runs nvidia-smi on the nodes",
+        "Slurm job (Slurm stages): `srun --nodelist=<the stage's nodes> --gres=gpu:<type>:N` completes",
+        "Kubernetes GPU pod (Kubernetes stages): a pod requesting nvidia.com/gpu on each of the stage's nodes runs "
+        "nvidia-smi",
         "smoke hardware/gpus-and-links: `/usr/bin/nvidia-smi nvlink --status` exits 0 within 60 s",
         "smoke storage/scratch-mounted on train, infer: `/usr/bin/findmnt --mountpoint /scratch` exits 0 "
         "within 600 s",
@@ -225,7 +226,7 @@ def test_gates_without_baseline_or_schedulers_and_smoke_in_layer_order(lab):
     g = rollout.gates(d, True, False, "x.yaml")
     assert g[2] == ("NCCL all_reduce_perf across the nodes vs baseline (x.yaml): `clusterdef baseline compare`, "
                     "large messages within 2.5%, #wrong = 0")
-    assert g[3] == "Slurm job: `srun --gres=gpu:<type>:N` on the nodes completes" and not g[4].startswith("Kub")
+    assert g[3].startswith("Slurm job (Slurm stages): `srun --nodelist=") and not g[4].startswith("Kub")
     g = rollout.gates(d, False, True, "")  # an empty baseline path is no baseline
     assert g[2].endswith("(the target set has no baseline: record one)") and g[3].startswith("Kubernetes GPU pod")
 
@@ -291,6 +292,33 @@ def test_baseline_mismatch_message_and_no_group(lab):
     del lab["nodes"]["train"]["placement"]
     roce = Baseline("s", "all_reduce_perf", 2, 8, {}, gpu_model="NVIDIA H100 80GB HBM3", fabric="roce")
     assert rollout.baseline_mismatch(lab_with(lab), [roce], "train") == []
+
+
+def test_stage_gates_follow_the_stage_control_plane_nodes_and_hardware(lab):
+    """A Slurm stage gets a Slurm job on its nodes and no GPU pod; a Kubernetes stage a pod pinned to each of
+    its nodes and no srun; the collective uses the baseline taken on the group's own GPU and fabric, else says
+    there is none; smoke tests limited to other groups are left out (lab: train is Slurm, infer Kubernetes,
+    both H100-SXM5-80GB x8 on InfiniBand)."""
+    lab["upgrade"]["smoke_tests"] = {"t": {"layer": "hardware", "argv": ["/usr/bin/true"], "node_groups": ["train"]}}
+    d = lab_with(lab)
+    h200 = Baseline("2026.07-c", "all_reduce_perf", 2, 8, {}, gpu_model="NVIDIA H200", fabric="roce")
+    h100 = Baseline("2026.07-c", "all_reduce_perf", 4, 8, {}, gpu_model="NVIDIA H100 80GB HBM3", fabric="infiniband")
+    assert rollout.stage_gates(d, ["gpu001", "gpu003"], ["train"], "baselines/b.yaml", [h200, h100]) == [
+        "node health check on gpu[001,003] (GPUs visible, ECC, NVLink/fabric links, RDMA devices)",
+        "drift: `clusterdef drift` shows gpu[001,003] on the target set",
+        "NCCL all_reduce_perf across gpu[001,003] vs the all_reduce_perf baseline of set 2026.07-c on train's "
+        "hardware and fabric (4 nodes, baselines/b.yaml): `clusterdef baseline compare`, large messages within 5%, "
+        "#wrong = 0",
+        "Slurm job: `srun --nodelist=gpu[001,003] --nodes=2 --gres=gpu:h100:8` on gpu[001,003] completes",
+        "smoke hardware/t on gpu[001,003]: `/usr/bin/true` exits 0 within 600 s"]
+    k = rollout.stage_gates(d, ["kgpu01", "kgpu02"], ["infer"], "baselines/b.yaml", [h200])
+    assert k == [
+        "node health check on kgpu[01-02] (GPUs visible, ECC, NVLink/fabric links, RDMA devices)",
+        "drift: `clusterdef drift` shows kgpu[01-02] on the target set",
+        "NCCL all_reduce_perf across kgpu[01-02] (no baseline of the target set was taken on H100-SXM5-80GB over "
+        "infiniband: nothing to compare with; record one)",
+        "Kubernetes pod on each of kgpu[01-02] (spec.nodeName) requesting nvidia.com/gpu: 8 runs nvidia-smi"]
+    assert not any("srun" in g for g in k)
 
 
 # --------------------------------------------------------------------------- slurm_path

@@ -67,6 +67,7 @@ class Step:
     vars: dict = field(default_factory=dict)  # extra vars of this step (boot pointers of a stateless stage)
     returns: bool = False  # the wave's last step: when it succeeds, its nodes are back in service
     gpus: int = 0          # the GPUs of `hosts` (capacity returned when `returns`)
+    plan: str = ""         # the plan, as drain reasons name it: clusterdef:<plan>:<stage> (<cluster>/<from>-><to>)
 
     @property
     def label(self) -> str:
@@ -74,7 +75,8 @@ class Step:
 
     def extravars(self, extra: dict) -> dict:
         return {**extra, **self.vars, "clusterdef_wave": self.wave or "none", "clusterdef_stage": self.stage,
-                "clusterdef_step": self.action, "clusterdef_rollback": self.rollback}
+                "clusterdef_step": self.action, "clusterdef_rollback": self.rollback,
+                **({"clusterdef_plan": self.plan} if self.plan else {})}
 
     def to_json(self) -> dict:
         return {"stage": self.stage, "kind": self.kind, "action": self.action,
@@ -422,5 +424,13 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
     if problems:
         raise ApplyError(list(dict.fromkeys(problems)), "nothing was run; fix the playbooks folder (--playbooks) "
                          "or the plan")
+    plan = plan_name(doc)
+    for st in steps:
+        st.plan = plan
     return steps
+
+
+def plan_name(doc: dict) -> str:
+    """How drain reasons name the plan (`clusterdef:<plan>:<stage>`): cluster and the set change."""
+    return f"{doc.get('cluster', '')}/{(doc.get('from') or {}).get('set', '')}->{(doc.get('to') or {}).get('set', '')}"
 

@@ -25,6 +25,10 @@ class Canary(Model):
 class Drain(Model):
     timeout_minutes: int = Field(default=120, ge=1, le=10080)
     grace_seconds: int = Field(default=300, ge=0, le=86400)
+    running_jobs: Literal["finish", "requeue"] = "finish"
+    """What a Slurm node's reboot does with the jobs running on it (docs/rollout.md, "Draining"): `finish` waits
+    for them (`scontrol reboot ASAP`: no new job starts there), `requeue` requeues them (`scontrol requeue`) and
+    reboots once they left. Never killed either way."""
 
 
 class Tolerances(Model):

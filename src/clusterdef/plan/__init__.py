@@ -33,7 +33,7 @@ from . import delivery as delivery_mod
 from . import stages as stages_mod
 from .images import builds_of, identity_findings, image_diff
 from .rollout import Stage, baseline_mismatch, gates, rollback_target
-from ..render.kubernetes.gpu_operator import pool_drivers
+from ..render.kubernetes.gpu_operator import pool_drivers, rollback_pool_drivers
 from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, NONE, ORDER, REFLASH, RELOAD, RESTART,
                          SEVERITY, Problem, slurm_transition, transition)
 from ..resolve import resolve
@@ -346,15 +346,20 @@ def _disruption_summary(layer_changes: list[dict], changes: list[Change]) -> dic
             for cls in ORDER if cls in counts}
 
 
-def _baseline_warnings(d: Definition, matrix: Matrix, vs, group: str) -> list[Problem]:
-    """The gate compares the canary's collective with the set's recorded baseline: warn when that was
-    taken on another GPU or fabric kind. An unreadable baseline file is the gate's own problem."""
+def _set_baselines(matrix: Matrix, vs) -> list:
+    """The set's recorded baseline entries ([] without a file; an unreadable one is the gate's own problem)."""
     from ..baseline import BaselineError, load_baselines
 
     try:
-        baselines = load_baselines(Path(matrix.root) / vs.baseline) if vs.baseline else []
+        return load_baselines(Path(matrix.root) / vs.baseline) if vs.baseline else []
     except BaselineError:
         return []
+
+
+def _baseline_warnings(d: Definition, matrix: Matrix, vs, group: str) -> list[Problem]:
+    """The gate compares the canary's collective with the set's recorded baseline: warn when that was
+    taken on another GPU or fabric kind."""
+    baselines = _set_baselines(matrix, vs)
     return [Problem("baseline-hardware", w, "record a baseline on the canary's hardware: `clusterdef baseline "
                     f"record LOG --set {vs.name} --node-group {group} --fabric KIND`")
             for w in baseline_mismatch(d, baselines, group)]
@@ -439,7 +444,8 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                              stages_mod.nodes_by_group(d, layer_changes, changes), builds_of(new.tree),
                              builds_of(old.tree), {i["image"] for i in image_changes},
                              gates(d, has_slurm, has_k8s, new_set.baseline), moved_pools(old, new),
-                             pool_drivers(d, matrix.sets, rb_set) if rb_set else {})
+                             rollback_pool_drivers(old.definition, d, matrix.sets, old_set.name, rb_set)
+                             if rb_set else {}, _set_baselines(matrix, new_set), new_set.baseline or None)
 
     warnings += [Problem("rollback-target", p, "set upgrade.rollback.target to a validated set") for p in rb_problems]
     stages: list[Stage] = [stages_mod.image_stage(image_changes)] if image_changes else []
@@ -451,7 +457,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                                                          new_set.components.gpu_operator), has_k8s, canary, k8s,
                                               delivered=bool(dsteps))
     cp_stage = [Stage("control plane and cluster config", "control-plane", [], cp_steps,
-                      scope.gate_list[2:] if canary.hosts else [])] if cp_steps else []
+                      scope.gates_for(canary.hosts)[2:] if canary.hosts else [])] if cp_steps else []
     cp_first = stages_mod.control_plane_first(scope, canary)
     stages_mod.kubernetes_group_canaries(scope, canary, k8s, daemons=bool(cp_stage) and (cp_first or not canary_only))
     warnings += canary.warnings + k8s.warnings + _baseline_warnings(d, matrix, new_set, canary.group)

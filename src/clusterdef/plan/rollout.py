@@ -119,6 +119,8 @@ def waves(definition: Definition, hosts_by_group: dict[str, set[str]],
 
 
 def gates(definition: Definition, has_slurm: bool, has_k8s: bool, baseline: str | None) -> list[str]:
+    """The rollout's gates in summary (the plan's `rollout.gates`); each stage's own, on its nodes and of its
+    control plane, are `stage_gates`."""
     tol = definition.upgrade.baseline_tolerance.busbw_drop_pct
     out = ["node health check (GPUs visible, ECC, NVLink/fabric links, RDMA devices)",
            "drift: `clusterdef drift` shows the nodes on the target set"]
@@ -128,13 +130,84 @@ def gates(definition: Definition, has_slurm: bool, has_k8s: bool, baseline: str 
     else:
         out.append("NCCL all_reduce_perf across the nodes (the target set has no baseline: record one)")
     if has_slurm:
-        out.append("Slurm job: `srun --gres=gpu:<type>:N` on the nodes completes")
+        out.append("Slurm job (Slurm stages): `srun --nodelist=<the stage's nodes> --gres=gpu:<type>:N` completes")
     if has_k8s:
-        out.append("Kubernetes GPU pod: a pod requesting nvidia.com/gpu runs nvidia-smi on the nodes")
+        out.append("Kubernetes GPU pod (Kubernetes stages): a pod requesting nvidia.com/gpu on each of the stage's "
+                   "nodes runs nvidia-smi")
     for name, t in sorted(definition.upgrade.smoke_tests.items(), key=lambda kv: SMOKE_LAYERS.index(kv[1].layer)):
         where = f" on {', '.join(t.node_groups)}" if t.node_groups else ""
         out.append(f"smoke {t.layer}/{name}{where}: `{shlex.join(t.argv)}` exits 0 within {t.timeout_seconds} s")
     return out
+
+
+def stage_gates(definition: Definition, hosts: list[str], groups: list[str], baseline_file: str | None,
+                baselines: list) -> list[str]:
+    """The gates of one node stage, on its own nodes (`hosts`, of node groups `groups`): Slurm nodes get a
+    Slurm job, Kubernetes nodes a GPU pod pinned to each node, never the other's; the collective is compared
+    with the set's baseline taken on the stage's own GPU and fabric, or says there is none; the smoke tests
+    of its groups. `baselines`: the set's recorded entries (`Baseline`), from `baseline_file`."""
+    d = definition
+    where = hostlist.fold(hosts)
+    tol = d.upgrade.baseline_tolerance.busbw_drop_pct
+    out = [f"node health check on {where} (GPUs visible, ECC, NVLink/fabric links, RDMA devices)",
+           f"drift: `clusterdef drift` shows {where} on the target set"]
+    gpu_groups_ = [g for g in groups if d.hardware[d.nodes[g].hardware].gpu is not None]
+    if gpu_groups_:
+        group = gpu_groups_[0]
+        own = own_baseline(d, baselines, group)
+        if own is not None:
+            out.append(f"NCCL all_reduce_perf across {where} vs the {own.test} baseline of set {own.set} on "
+                       f"{group}'s hardware and fabric ({own.nodes} nodes, {baseline_file}): `clusterdef baseline "
+                       f"compare`, large messages within {tol:g}%, #wrong = 0")
+        else:
+            out.append(f"NCCL all_reduce_perf across {where} (no baseline of the target set was taken on "
+                       f"{_hardware_words(d, group)}: nothing to compare with; record one)")
+    slurm = [g for g in groups if d.nodes[g].control_plane == "slurm"]
+    k8s = [g for g in groups if d.nodes[g].control_plane == "kubernetes"]
+    for g in slurm:
+        gpu = d.hardware[d.nodes[g].hardware].gpu
+        mine = [h for h in hosts if h in set(hostlist.names(d.nodes[g].hosts))]
+        gres = f" --gres=gpu:{gpu.type}:{gpu.count}" if gpu else ""
+        out.append(f"Slurm job: `srun --nodelist={hostlist.fold(mine)} --nodes={len(mine)}{gres}` on "
+                   f"{hostlist.fold(mine)} completes")
+    for g in k8s:
+        gpu = d.hardware[d.nodes[g].hardware].gpu
+        mine = [h for h in hosts if h in set(hostlist.names(d.nodes[g].hosts))]
+        what = f"requesting nvidia.com/gpu: {gpu.count} runs nvidia-smi" if gpu else "runs"
+        out.append(f"Kubernetes pod on each of {hostlist.fold(mine)} (spec.nodeName) {what}")
+    for name, t in sorted(d.upgrade.smoke_tests.items(), key=lambda kv: SMOKE_LAYERS.index(kv[1].layer)):
+        if t.node_groups and not set(t.node_groups) & set(groups):
+            continue
+        out.append(f"smoke {t.layer}/{name} on {where}: `{shlex.join(t.argv)}` exits 0 within {t.timeout_seconds} s")
+    return out
+
+
+def _hardware_words(definition: Definition, group: str) -> str:
+    g = definition.nodes[group]
+    gpu = definition.hardware[g.hardware].gpu
+    fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
+    return f"{gpu.model if gpu else 'no GPU'} over {fabric.kind if fabric else 'no fabric'}"
+
+
+def own_baseline(definition: Definition, baselines: list, group: str):
+    """The set's baseline entry taken on `group`'s GPU and fabric kind (the group's own entries first, then
+    those of no group), or None."""
+    mine = [b for b in baselines if b.node_group == group] or [b for b in baselines if not b.node_group]
+    return next((b for b in mine if not _differences(definition, b, group)), None)
+
+
+def _differences(definition: Definition, b, group: str) -> list[str]:
+    import re
+
+    g = definition.nodes[group]
+    gpu = definition.hardware[g.hardware].gpu
+    fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
+    other = []
+    if gpu and b.gpu_model and not re.search(rf"\b{re.escape(gpu.type)}\b", b.gpu_model, re.IGNORECASE):
+        other.append(f"GPU {b.gpu_model} (the canary's: {gpu.model})")
+    if fabric and b.fabric and b.fabric != fabric.kind:
+        other.append(f"fabric {b.fabric} (the canary's: {fabric.kind})")
+    return other
 
 
 def rollback_target(definition: Definition, matrix: Matrix, old_set: str, new_set: str) -> tuple[str, list[str]]:
@@ -160,23 +233,13 @@ def baseline_mismatch(definition: Definition, baselines: list, group: str) -> li
     """Where the recorded baseline the gate compares with was taken on another GPU or another kind of
     fabric than the canary's group has: a comparison of different hardware (`baselines`: the set's
     entries, `Baseline` objects; those of the group, else those of no group)."""
-    import re
-
     if not group:
         return []
-    g = definition.nodes[group]
-    gpu = definition.hardware[g.hardware].gpu
-    fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
     mine = [b for b in baselines if b.node_group == group] or [b for b in baselines if not b.node_group]
     out = []
     for b in mine:
-        other = []
-        if gpu and b.gpu_model and not re.search(rf"\b{re.escape(gpu.type)}\b", b.gpu_model, re.IGNORECASE):
-            other.append(f"GPU {b.gpu_model} (the canary's: {gpu.model})")
-        if fabric and b.fabric and b.fabric != fabric.kind:
-            other.append(f"fabric {b.fabric} (the canary's: {fabric.kind})")
+        other = _differences(definition, b, group)
         if other:
             out.append(f"the {b.test} baseline of set {b.set} ({b.nodes} nodes) was taken on another "
                        + " and ".join(other) + f": the canary gate on {group} compares different hardware")
     return out
-

@@ -16,7 +16,7 @@ from .diff import Change
 from .images import kept_builds
 from ..knowledge.services import host_services, service_hosts
 from ..knowledge.services import table as service_table
-from .rollout import Stage, choose_canary, waves
+from .rollout import Stage, choose_canary, stage_gates, waves
 from .transition import LAYERS, LIVE, REBOOT, REFLASH, RESTART, Problem, Transition
 
 HOW = {"firmware": "reflash, power-cycle", "driver": "reboot", "cuda-nccl": "reboot into the image",
@@ -64,6 +64,9 @@ class Scope:
     # rollback target's driver per pool (a drill returns a canary by label only to the pool's driver)
     moved: dict[str, tuple[str, str]] = field(default_factory=dict)
     rb_pools: dict[str, str] = field(default_factory=dict)
+    # the target set's recorded baselines (`Baseline` entries) and their file: each stage's collective gate
+    baselines: list = field(default_factory=list)
+    baseline_file: str | None = None
     group_of: dict[str, str] = field(init=False)
     pool_of: dict[str, str] = field(init=False)
 
@@ -93,6 +96,11 @@ class Scope:
             return move
         return [f"apply NVIDIADriver {canary} of the new tree (driver {to}); NVIDIADriver {pool} keeps driver "
                 f"{frm} until the control-plane stage", *move]
+
+    def gates_for(self, hosts: list[str]) -> list[str]:
+        """The gates of a stage on `hosts`: those of their control plane, on them (rollout.stage_gates)."""
+        groups = list(dict.fromkeys(self.group_of[h] for h in hosts if h in self.group_of))
+        return stage_gates(self.d, hosts, groups, self.baseline_file, self.baselines)
 
     def stage_group(self, hosts) -> str:
         groups = {self.group_of.get(h) for h in hosts}
@@ -221,11 +229,14 @@ def canary_pair(s: Scope, prefix: str, hosts: list[str], group: str, switches: l
     warnings: list[Problem] = []
     # a drill can return the canary's driver by label only when the pool's object runs the rollback driver
     drill_driver = driver if driver and s.rb_pools.get(driver["pool"]) == s.moved[driver["pool"]][0] else {}
-    if driver and not drill_driver and pol.rollback.exercise_on_canary and s.rb_set:
-        warnings.append(Problem("kubernetes-canary-drill", f"the rollback drill of {hostlist.fold(hosts)} "
+    drill_ok = pol.rollback.exercise_on_canary and bool(s.rb_set)
+    if driver and not drill_driver and drill_ok:
+        # a drill that cannot move the driver back would run its gates on the new driver: none is planned
+        drill_ok = False
+        warnings.append(Problem("kubernetes-canary-drill", f"no rollback drill of {hostlist.fold(hosts)}: it "
                                 f"cannot return their driver by label: NVIDIADriver {driver['pool']} runs "
-                                f"{s.moved[driver['pool']][0]}, the rollback target {s.rb_set} pins "
-                                f"{s.rb_pools.get(driver['pool'], '(none)')}",
+                                f"{s.moved[driver['pool']][0]}, the rollback target {s.rb_set} gives pool "
+                                f"{driver['pool']} driver {s.rb_pools.get(driver['pool'], '(none)')}",
                                 "roll back to the set the cluster runs now (upgrade.rollback.target: previous)"))
     stages = []
     if s.reimaged(group):
@@ -234,27 +245,27 @@ def canary_pair(s: Scope, prefix: str, hosts: list[str], group: str, switches: l
             drain, *s.driver_steps(hosts, driver, "to"),
             *s.layer_steps(set(hosts), include_daemons=True, image_layers=True),
             *boot_steps(hosts, build, "the rest of the group stays on its default")],
-            s.gate_list, switches, "stateless", {"to": build.artefact}, driver))
+            s.gates_for(hosts), switches, "stateless", {"to": build.artefact}, driver))
         back = s.back_build(group)
-        if pol.rollback.exercise_on_canary and s.rb_set and back:
+        if drill_ok and back:
             stages.append(Stage(drill, "rollback-drill", hosts, [
                 *s.driver_steps(hosts, drill_driver, "back"),
                 *boot_steps(hosts, back, f"back to the rollback target {s.rb_set}"),
                 "run the gates on the rollback target",
                 *s.driver_steps(hosts, drill_driver, "again"),
                 *boot_steps(hosts, build, f"forward to {s.new_set_name} again")],
-                s.gate_list, switches, "stateless", {"to": build.artefact, "back": back.artefact}, drill_driver))
+                s.gates_for(hosts), switches, "stateless", {"to": build.artefact, "back": back.artefact}, drill_driver))
         return stages, warnings
     stages.append(Stage(name, "canary", hosts, [drain, *s.driver_steps(hosts, driver, "to"),
                                                 *s.layer_steps(set(hosts), include_daemons=include_daemons)],
-                        s.gate_list, switches, s.provisioning(group), {}, driver))
-    if pol.rollback.exercise_on_canary and s.rb_set:
+                        s.gates_for(hosts), switches, s.provisioning(group), {}, driver))
+    if drill_ok:
         stages.append(Stage(drill, "rollback-drill", hosts, [
             *s.driver_steps(hosts, drill_driver, "back"),
             f"roll the canary back to {s.rb_set} (same layers, reverse order)",
             "run the gates on the rollback target",
             *s.driver_steps(hosts, drill_driver, "again"),
-            f"re-apply {s.new_set_name} to the canary"], s.gate_list, switches, s.provisioning(group), {},
+            f"re-apply {s.new_set_name} to the canary"], s.gates_for(hosts), switches, s.provisioning(group), {},
             drill_driver))
     return stages, warnings
 
@@ -435,11 +446,11 @@ def wave_stages(s: Scope, wave_hosts: list) -> list[Stage]:
             build = s.new_builds[d.nodes[g].image]
             stages.append(Stage(f"wave {i}", "wave", hosts, [
                 drain, *s.layer_steps(set(hosts), include_daemons=True, image_layers=True),
-                *boot_steps(hosts, build, "only this wave's hosts"), resume], s.gate_list, switches,
+                *boot_steps(hosts, build, "only this wave's hosts"), resume], s.gates_for(hosts), switches,
                 "stateless", {"to": build.artefact}))
         else:
             stages.append(Stage(f"wave {i}", "wave", hosts, [drain, *s.layer_steps(set(hosts), include_daemons=True),
-                                                              resume], s.gate_list, switches, s.provisioning(g)))
+                                                              resume], s.gates_for(hosts), switches, s.provisioning(g)))
     return stages
 
 

@@ -202,6 +202,7 @@ def variables(resolved: Resolved) -> dict[str, dict]:
         "nvidia_driver_rollback_version": bc.driver,
         "node_drain_timeout_s": d.upgrade.drain.timeout_minutes * 60,
         "node_drain_grace_s": d.upgrade.drain.grace_seconds,
+        "node_drain_requeue": d.upgrade.drain.running_jobs == "requeue",
         "node_admission_set": vs.name,
         "cuda_userspace_cuda_version": c.cuda,
         "cuda_userspace_nccl_version": c.nccl,

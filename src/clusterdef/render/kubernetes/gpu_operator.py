@@ -59,6 +59,20 @@ def pool_drivers(definition, sets: dict, set_name: str) -> dict[str, str]:
     return out
 
 
+def rollback_pool_drivers(old, new, sets: dict, old_set: str, rb_set: str) -> dict[str, str]:
+    """Driver pool -> the driver its NVIDIADriver runs once the cluster is back on the rollback target
+    `rb_set`: on the set it runs now (the rollback point), each pool's driver of the old definition (a pool
+    the old one lacks: the target's driver); on another set, that set's driver for every pool (a rollback
+    pins the whole cluster to the target, named pools included). Empty where the operator owns no driver."""
+    now = pool_drivers(new, sets, rb_set)
+    if not now or rb_set not in sets:
+        return {}
+    if rb_set == old_set:
+        before = pool_drivers(old, sets, old_set)
+        return {p: before.get(p, sets[rb_set].components.driver) for p in now}
+    return {p: sets[rb_set].components.driver for p in now}
+
+
 def tolerations(resolved: Resolved) -> list[dict]:
     """What the operands (and the driver) must tolerate: the GPU taint and the Kubernetes groups' own taints."""
     d = resolved.definition

@@ -40,6 +40,10 @@ from .slurmdbd import render as slurmdbd_files
 # Global PreemptMode when QOS preempt each other: the strongest mode a QOS asks for.
 _PREEMPT_ORDER = ("requeue", "cancel", "suspend")
 
+# the program slurmd runs for `scontrol reboot` and how long a node's reboot may take (node_drain_reboot_timeout_s)
+REBOOT_PROGRAM = "/usr/sbin/reboot"
+REBOOT_TIMEOUT_S = 1800
+
 
 def _yes(flag: bool) -> str:
     return "YES" if flag else "NO"
@@ -177,6 +181,11 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
             "HealthCheckInterval": str(hc.interval_s),
             "HealthCheckNodeState": hc.node_state,
         })
+    # `scontrol reboot ASAP nextstate=RESUME` (roles/node_drain/tasks/reboot_slurm.yml: a stateless node's reimage)
+    # has slurmd run RebootProgram once the node is idle; a node that does not register again within
+    # ResumeTimeout is set DOWN (slurm.conf(5) RebootProgram, ResumeTimeout; default 60 s, shorter than a GPU
+    # node's firmware and PXE boot). The pointer the stage wrote picks the build it boots.
+    params.update({"RebootProgram": REBOOT_PROGRAM, "ResumeTimeout": str(REBOOT_TIMEOUT_S)})
     # Passthrough keys win over generated ones (the slurm.conf parser is case-insensitive).
     lowered = {k.lower(): k for k in params}
     for key, value in s.passthrough.items():
