@@ -213,12 +213,13 @@ def test_every_finding_is_the_reviewed_one(path: Path, runs):
 
 @pytest.mark.parametrize(("path", "header"), _params(text=True))
 def test_text_report(path: Path, header: Header, runs):
-    """The same finding as `file:line:` with its code on stderr, no traceback."""
+    """The same finding as `file:line:` with its code in the report on stdout (`validate DEF > report.txt`
+    keeps it), no traceback."""
     t = runs[(path.name, "text")]
     assert "Traceback" not in t.stderr + t.stdout, t.stderr
-    assert t.returncode == 2, f"exit {t.returncode}\n{t.stderr}"
-    located = [ln for ln in t.stderr.splitlines() if f"{path.name}:{header.line}:" in ln]
-    assert located, f"no `{path.name}:{header.line}:` in text output:\n{t.stderr}"
+    assert t.returncode == 2, f"exit {t.returncode}\n{t.stdout}\n{t.stderr}"
+    located = [ln for ln in t.stdout.splitlines() if f"{path.name}:{header.line}:" in ln]
+    assert located, f"no `{path.name}:{header.line}:` in the report on stdout:\n{t.stdout}\nstderr:\n{t.stderr}"
     assert any(header.code in ln for ln in located), f"`{header.code}` not on the located line(s): {located}"
     if header.column is not None:
         at = f"{path.name}:{header.line}:{header.column}:"

@@ -53,8 +53,9 @@ def test_text_report_shows_offending_line(lab, tmp_path):
     r = subprocess.run([sys.executable, "-m", "clusterdef", "validate", str(path)], capture_output=True, text=True)
     assert r.returncode == 2
     line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if t.strip() == "image: gpu-nod")
-    assert f"bad.yaml:{line}:" in r.stderr
-    assert "image: gpu-nod" in r.stderr and "hint:" in r.stderr and "Traceback" not in r.stderr
+    # validate's report is its output: stdout, so `validate DEF > report.txt` keeps it (issue 30)
+    assert f"bad.yaml:{line}:" in r.stdout
+    assert "image: gpu-nod" in r.stdout and "hint:" in r.stdout and "Traceback" not in r.stdout + r.stderr
 
 
 def test_render_writes_tree_manifest_and_resolved(tmp_path):

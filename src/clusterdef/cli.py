@@ -256,7 +256,7 @@ def validate(
     from .validate.pipeline import validate_file
 
     result = validate_file(definition, matrices, _today(today))
-    _report(result, fmt, out if fmt is Format.json else err)
+    _report(result, fmt, out)  # the report is what validate is for: stdout (`validate DEF > report.txt`)
     if not result.ok:
         raise SystemExit(EXIT_BAD)
     d, _ = _validated(result)
