@@ -129,10 +129,11 @@ def rendered_inventory(example: str) -> str:
 
 def test_rendered_inventory_waves():
     waves = inventory_waves(rendered_inventory("lab"))
+    # the pool h100 (infer) and the tenant secure own two nodes each: one at a time (max_unavailable_pct 50)
     assert waves == {"wave_000": ["gpu001", "gpu003"], "wave_001": ["gpu002", "gpu004"],
-                     "wave_002": ["kgpu01", "kgpu02"], "wave_003": ["sgpu01", "sgpu02"],
+                     "wave_002": ["kgpu01"], "wave_003": ["kgpu02"], "wave_004": ["sgpu01"], "wave_005": ["sgpu02"],
                      # service hosts (docs/services.md): apart from GPU nodes, slurmdbd apart from the controller
-                     "wave_004": ["mgmt01", "slurmctl01"], "wave_005": ["k8sctl01", "slurmdbd01"]}
+                     "wave_006": ["mgmt01", "slurmctl01"], "wave_007": ["k8sctl01", "slurmdbd01"]}
     estate = inventory_waves(rendered_inventory("estate"))
     hosts = [h for hs in estate.values() for h in hs]
     assert len(estate) > 10 and len(hosts) == len(set(hosts)) and list(estate)[0] == "wave_000"
@@ -158,7 +159,7 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     # ... the service hosts too: their image is rebuilt for the set (docs/services.md)
     assert sorted(steps[1].hosts) == ["gpu001", "gpu002", "gpu003", "gpu004", "k8sctl01", "kgpu01", "kgpu02",
                                       "mgmt01", "sgpu01", "sgpu02", "slurmctl01", "slurmdbd01"]
-    assert steps[1].limit == "wave_000,wave_001,wave_002,wave_003,wave_004,wave_005"
+    assert steps[1].limit == "wave_000,wave_001,wave_002,wave_003,wave_004,wave_005,wave_006,wave_007"
     assert ran[2] == ("prepare", "prepare", "", None) and steps[2].skipped
     # the canary group train is stateless: the control plane goes first (its image brings slurmd), then
     # reimage.yml points the canary at the new build and reboots it; nothing is installed in place;
@@ -178,10 +179,10 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     # of the inventory) has its own canary, kgpu01, after the control plane, and kgpu02 follows in wave 2
     assert [(r[0], r[2], r[3]) for r in ran if r[1] == "upgrade"] == [
         ("canary", "wave_000", "reimage.yml"), ("kubernetes infer canary", "wave_002", "upgrade.yml"),
-        ("wave 1", "wave_001", "reimage.yml"), ("wave 2", "wave_002", "upgrade.yml"),
-        ("wave 3", "wave_003", "upgrade.yml"), ("wave 4", "wave_004", "upgrade.yml"),
-        ("wave 5", "wave_005", "upgrade.yml")]
-    assert [s.limit for s in steps if s.action == "upgrade" and s.wave == "wave_002"] == ["kgpu01", "kgpu02"]
+        ("wave 1", "wave_001", "reimage.yml"), ("wave 2", "wave_003", "upgrade.yml"),
+        ("wave 3", "wave_004", "upgrade.yml"), ("wave 4", "wave_005", "upgrade.yml"),
+        ("wave 5", "wave_006", "upgrade.yml"), ("wave 6", "wave_007", "upgrade.yml")]
+    assert [s.limit for s in steps if s.action == "upgrade" and s.wave in ("wave_002", "wave_003")] == [None, None]
     # the group defaults move after the last wave, then every changed file reaches its hosts (the final Slurm
     # files, the roles' files; the Kubernetes objects are `pulumi up`'s)
     last = max(i for i, r in enumerate(ran) if r[0] == "boot defaults")
@@ -195,10 +196,11 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     # capacity comes back when a canary or wave's last step passes (8 GPUs per lab node); the rollback
     # drill's nodes were already counted with the canary
     back = [(s.stage, s.action, s.gpus) for s in steps if s.returns]
-    # the service hosts' waves (4 and 5) end with their services' own checks (service-gates.yml), no smoke tests
+    # the service hosts' waves (5 and 6) end with their services' own checks (service-gates.yml), no smoke tests
     assert back == [("canary", "smoke", 16), ("kubernetes infer canary", "smoke", 8), ("wave 1", "smoke", 16),
-                    ("wave 2", "smoke", 8), ("wave 3", "smoke", 16), ("wave 4", "gates", 0), ("wave 5", "gates", 0)]
-    assert {s.playbook.name for s in steps if s.stage in ("wave 4", "wave 5") and s.action == "gates"} == {
+                    ("wave 2", "smoke", 8), ("wave 3", "smoke", 8), ("wave 4", "smoke", 8), ("wave 5", "gates", 0),
+                    ("wave 6", "gates", 0)]
+    assert {s.playbook.name for s in steps if s.stage in ("wave 5", "wave 6") and s.action == "gates"} == {
         "service-gates.yml"}
     # the rollback step and the gates and smoke tests right after it hold the canary to the rollback set
     held_back = [(s.stage, s.action) for s in steps if s.extravars({})["clusterdef_rollback"]]
@@ -293,11 +295,11 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     assert got.index(transition) == got.index(("control-plane", "control plane and cluster config", "none",
                                                "localhost")) + 1
     got.remove(transition)
-    services = [g for g in got if g[1] in ("wave 4", "wave 5")]
-    assert services == [("upgrade", "wave 4", "wave_004", "mgmt01,slurmctl01"),
-                        ("gates", "wave 4", "wave_004", "mgmt01,slurmctl01"),
-                        ("upgrade", "wave 5", "wave_005", "k8sctl01,slurmdbd01"),
-                        ("gates", "wave 5", "wave_005", "k8sctl01,slurmdbd01")]
+    services = [g for g in got if g[1] in ("wave 5", "wave 6")]
+    assert services == [("upgrade", "wave 5", "wave_006", "mgmt01,slurmctl01"),
+                        ("gates", "wave 5", "wave_006", "mgmt01,slurmctl01"),
+                        ("upgrade", "wave 6", "wave_007", "k8sctl01,slurmdbd01"),
+                        ("gates", "wave 6", "wave_007", "k8sctl01,slurmdbd01")]
     got = [g for g in got if g not in services]
     assert got == [
         ("snapshot", "prepare", "none", "gpu001,gpu002,gpu003,gpu004,k8sctl01,kgpu01,kgpu02,mgmt01,sgpu01,sgpu02,"
@@ -322,12 +324,16 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
         ("upgrade", "wave 1", "wave_001", "gpu002,gpu004"),
         ("gates", "wave 1", "wave_001", "gpu002,gpu004"),
         ("smoke", "wave 1", "wave_001", "gpu002,gpu004"),
-        ("upgrade", "wave 2", "wave_002", "kgpu02"),
-        ("gates", "wave 2", "wave_002", "kgpu02"),
-        ("smoke", "wave 2", "wave_002", "kgpu02"),
-        ("upgrade", "wave 3", "wave_003", "sgpu01,sgpu02"),
-        ("gates", "wave 3", "wave_003", "sgpu01,sgpu02"),
-        ("smoke", "wave 3", "wave_003", "sgpu01,sgpu02"),
+        ("upgrade", "wave 2", "wave_003", "kgpu02"),
+        ("gates", "wave 2", "wave_003", "kgpu02"),
+        ("smoke", "wave 2", "wave_003", "kgpu02"),
+        # the tenant secure's two nodes one at a time (upgrade.max_unavailable_pct: 50)
+        ("upgrade", "wave 3", "wave_004", "sgpu01"),
+        ("gates", "wave 3", "wave_004", "sgpu01"),
+        ("smoke", "wave 3", "wave_004", "sgpu01"),
+        ("upgrade", "wave 4", "wave_005", "sgpu02"),
+        ("gates", "wave 4", "wave_005", "sgpu02"),
+        ("smoke", "wave 4", "wave_005", "sgpu02"),
     ]
     assert {line[4] for line in log_lines(log)} == {"check=False"}
     [rec] = records(tmp_path)
@@ -364,12 +370,13 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     assert [t["test"] for t in smoke[0]["smoke"]] == ["gpus-visible", "scratch-mounted"]
     assert smoke[0]["smoke"][0] == {"test": "gpus-visible", "layer": "hardware", "ok": "gpu[001,003]", "failed": "",
                                     "skipped": ""}
-    wave3 = {t["test"]: t for t in smoke[-1]["smoke"]}
-    assert wave3["scratch-mounted"]["ok"] == "" and wave3["scratch-mounted"]["skipped"] == "sgpu[01-02]"
+    wave4 = {t["test"]: t for t in smoke[-1]["smoke"]}
+    assert wave4["scratch-mounted"]["ok"] == "" and wave4["scratch-mounted"]["skipped"] == "sgpu02"
     # capacity back in service wave by wave (8 GPUs a node), the rollback drill not counted twice
     assert [(c["stage"], c["nodes"], c["gpus"], c["gpus_returned"]) for c in rec["capacity"]] == [
         ("canary", 2, 16, 16), ("kubernetes infer canary", 1, 8, 24), ("wave 1", 2, 16, 40), ("wave 2", 1, 8, 48),
-        ("wave 3", 2, 16, 64), ("wave 4", 2, 0, 64), ("wave 5", 2, 0, 64)]  # the service hosts have no GPUs
+        ("wave 3", 1, 8, 56), ("wave 4", 1, 8, 64), ("wave 5", 2, 0, 64),
+        ("wave 6", 2, 0, 64)]  # the service hosts have no GPUs
     assert "capacity back in service: 2 nodes, 16 GPUs" in r.output
 
 
@@ -394,7 +401,7 @@ def test_first_failing_wave_halts_the_rollout(tmp_path):
         ("wave 1", "gates"), ("wave 1", "smoke"), ("wave 2", "upgrade"), ("wave 2", "gates"), ("wave 2", "smoke"),
         ("wave 3", "upgrade"), ("wave 3", "gates"), ("wave 3", "smoke"), ("wave 4", "upgrade")]
     # nor the service hosts' waves, the group defaults or the delivery of the changed files
-    assert {st for st, _ in not_run[9:]} == {"wave 4", "wave 5", "boot defaults", "deliver configuration"}
+    assert {st for st, _ in not_run[9:]} == {"wave 4", "wave 5", "wave 6", "boot defaults", "deliver configuration"}
     assert [c["stage"] for c in rec["capacity"]] == ["canary", "kubernetes infer canary"]  # wave 1's are not back
     assert all(x["rc"] == 0 for x in rec["runs"][:-1])
 

@@ -24,6 +24,7 @@ TRAIN = ["gpu001", "gpu002", "gpu003", "gpu004"]
 def lab_with(lab: dict, **upgrade) -> Definition:
     """The lab definition with `upgrade.<key>` replaced (dicts merged one level deep); `lab` is left as is."""
     lab = copy.deepcopy(lab)
+    upgrade.setdefault("max_unavailable_pct", 100)  # the topology alone; floors: test_waves_keep_capacity_floors
     for k, v in upgrade.items():
         if isinstance(v, dict) and isinstance(lab["upgrade"].get(k), dict):
             lab["upgrade"][k] = {**lab["upgrade"][k], **v}
@@ -188,6 +189,25 @@ def test_waves_never_mix_groups_and_skip_what_is_not_wanted(lab):
     assert rollout.waves(d, {"train": {"gpu003"}}, {"gpu003"}) == []
     assert rollout.waves(d, {"infer": {"kgpu01", "kgpu02"}, "secure": {"sgpu01", "sgpu02"}}, {"kgpu01"}) == [
         (["kgpu02"], ["leaf02"]), (["sgpu01", "sgpu02"], ["leaf01", "leaf02"])]
+
+
+def test_waves_keep_capacity_floors(lab):
+    """A dedicated tenant's nodes are split over several waves: no wave takes more than max_unavailable_pct of a
+    partition, tenant or Kubernetes pool; the plan says the lowest each keeps."""
+    from clusterdef.knowledge import floors
+
+    secure = {"secure": {"sgpu01", "sgpu02"}}
+    assert [w for w, _ in rollout.waves(lab_with(lab, wave_size=8), secure, set())] == [["sgpu01", "sgpu02"]]
+    d = lab_with(lab, wave_size=8, max_unavailable_pct=50)  # the tenant secure owns two nodes: one at a time
+    assert [w for w, _ in rollout.waves(d, secure, set())] == [["sgpu01"], ["sgpu02"]]
+    assert floors.group_limit(d, "secure") == (1, ("partition", "secure"))
+    assert floors.group_limit(d, "train") == (2, ("partition", "train"))
+    assert [w for w, _ in rollout.waves(d, {"train": set(TRAIN)}, set())] == [TRAIN[:2], TRAIN[2:]]
+    low = {(x["kind"], x["name"]): x for x in floors.lowest(d, [["sgpu01"], ["sgpu02"], TRAIN[:2]])}
+    assert low[("tenant", "secure")] == {"kind": "tenant", "name": "secure", "nodes": 2, "gpus": 16,
+                                         "lowest_nodes": 1, "lowest_gpus": 8, "lowest_pct": 50.0}
+    assert low[("partition", "train")]["lowest_nodes"] == 2 and low[("pool", "h100")]["lowest_nodes"] == 2
+    assert floors.cap(128, 25) == 32 and floors.cap(3, 25) == 1 and floors.cap(4, 100) == 4
 
 
 # --------------------------------------------------------------------------- gates

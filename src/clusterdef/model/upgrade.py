@@ -61,6 +61,11 @@ class Upgrade(Model):
     canary: Canary = Field(default_factory=Canary)
     wave_size: int = Field(default=64, ge=1, le=131072)
     max_parallel_waves: int = Field(default=1, ge=1, le=1024)
+    max_unavailable_pct: int = Field(default=25, ge=1, le=100)
+    """The most of any Slurm partition, tenant-owned node group or Kueue flavor (pool) one wave takes down, in
+    percent, rounded down, at least one node; the canary (`canary.nodes`) is its own policy. 25: the GPU
+    Operator's default for its own driver upgrades (upgradePolicy.maxUnavailable, values-v26.3.3.yaml), so a
+    tenant keeps at least three quarters of what it bought while the rollout runs."""
     kubernetes_wave_size: int = Field(default=1, ge=1, le=131072)
     """Kubernetes GPU nodes the GPU Operator upgrades at once (its maxParallelUpgrades and maxUnavailable)."""
     drain: Drain = Field(default_factory=Drain)

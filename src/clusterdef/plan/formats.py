@@ -35,6 +35,21 @@ def _md(v) -> str:
     return _val(v).replace("|", "\\|").replace("\n", " ")
 
 
+def floors_line(ro: dict) -> str:
+    """The lowest capacity each tenant, partition and pool keeps, lowest first, tenants before partitions and
+    pools (a few named, the rest counted; the JSON plan has them all)."""
+    kinds = ("tenant", "partition", "pool")  # what a tenant bought first
+    fl = sorted(ro.get("floors") or [], key=lambda f: (f["lowest_pct"], kinds.index(f["kind"]) if f["kind"] in kinds
+                                                       else len(kinds), f["name"]))
+    if not fl:
+        return ""
+    shown = [f"{f['kind']} {escape_md(f['name'])} {f['lowest_nodes']}/{f['nodes']} nodes ({f['lowest_pct']:g}%)"
+             for f in fl[:6]]
+    more = f"; {len(fl) - 6} more at {fl[6]['lowest_pct']:g}% or above" if len(fl) > 6 else ""
+    return (f"Capacity kept (waves take at most {ro.get('max_unavailable_pct', '-')}% of any partition, tenant or "
+            "pool; the canary its own size), lowest first: " + "; ".join(shown) + more + ".")
+
+
 def _kubernetes_canaries_line(ro: dict) -> list[str]:
     """The Kubernetes GPU nodes' own canaries, by driver pool or node group, or nothing."""
     kc = ro.get("kubernetes_canaries") or []
@@ -132,6 +147,7 @@ def to_markdown(doc: dict) -> str:
             f"`{ro['rollback']['target'] or '-'}`"
             + (" (exercised on the canary before wave 1)." if ro["rollback"]["exercised_on_canary"] else "."),
             *_kubernetes_canaries_line(ro),
+            *([floors_line(ro)] if ro.get("floors") else []),
             f"Rollback point: `{escape_md(_val(pt['file'])).replace('`', chr(39))}` on `{escape_md(pt['set'])}` "
             f"(definition {pt['definition_sha256'][:12]}, rendered tree {pt['tree_sha256'][:12]}), snapshotted by "
             "`clusterdef apply` with every node's versions before the first change.", ""]
@@ -319,6 +335,8 @@ def to_text(doc: dict) -> str:
                    f"{ro['wave_size']}, rollback to {e(ro['rollback']['target'] or '-')}")
         out += [f"  kubernetes canary ({c['by']}) {e(c['name'])}: {e(c['hosts'])}"
                 for c in ro.get("kubernetes_canaries") or []]
+        if ro.get("floors"):
+            out.append(f"  {e(floors_line(ro))}")
         pt = ro["rollback"]["point"]
         out.append(f"[bold]rollback point[/] {e(pt['file'])} on {e(pt['set'])} (definition "
                    f"{pt['definition_sha256'][:12]}, tree {pt['tree_sha256'][:12]})")
