@@ -280,7 +280,13 @@ def test_estate_waves_follow_topology(tmp_path):
     assert [w["nodes"] for w in speech] == [32, 32, 32, 32]
     floor = next(f for f in ro["floors"] if (f["kind"], f["name"]) == ("tenant", "speech"))
     assert (floor["nodes"], floor["lowest_nodes"], floor["lowest_pct"]) == (128, 96, 75.0)
-    assert "tenant speech 96/128 nodes (75%)" in to_markdown(doc)
+    md = to_markdown(doc)
+    assert "tenant speech 96/128 nodes (75%)" in md
+    # the duration estimate: every stage end to end, and the chart GitHub renders
+    est = ro["estimate"]
+    assert est["minutes"] == sum(x["minutes"] for x in est["timeline"]) and len(est["timeline"]) == len(ro["stages"])
+    assert est["lowest_nodes"] == 4096 - 128 and "Lowest in service: 3968 of 4096 GPU nodes." in md
+    assert "```mermaid\nxychart-beta\n" in md
 
 
 def test_candidate_is_canary_only_and_steps_kubernetes(tmp_path):

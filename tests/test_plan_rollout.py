@@ -562,3 +562,29 @@ def test_transition_kubelets_in_two_steps():
     assert (t.apiserver, t.kubelet) == (["1.31", "1.32", "1.33", "1.34", "1.35.0"], ["1.33", "1.35.0"])
     assert t.checks[0] == ("Kubernetes API server 1.30.1 -> 1.31 -> 1.32 -> 1.33 -> 1.34 -> 1.35.0 (one minor at a "
                            "time); kubelets follow: 1.33 -> 1.35.0")
+
+
+# --------------------------------------------------------------------------- duration estimate
+
+
+def test_estimate_lays_the_stages_end_to_end_with_the_timing(lab):
+    from clusterdef.plan import estimate
+
+    stages = [{"name": "prepare", "kind": "prepare", "nodes": 0},
+              {"name": "canary", "kind": "canary", "nodes": 2, "provisioning": "stateless"},
+              {"name": "rollback drill", "kind": "rollback-drill", "nodes": 2, "provisioning": "stateless"},
+              {"name": "wave 1", "kind": "wave", "nodes": 2, "provisioning": "stateful"},
+              {"name": "wave 2", "kind": "wave", "nodes": 2, "services": ["slurmctld"]}]
+    d = lab_with(lab)
+    est = estimate.estimate(stages, d.upgrade, estimate.gpu_nodes(d))
+    # defaults: drain 120, image boot 10, reboot 15, gates 20, a cluster-wide step or service wave 5
+    assert [(x["start"], x["minutes"], x["nodes_down"]) for x in est["timeline"]] == [
+        (0, 5, 0), (5, 150, 2), (155, 40, 2), (195, 155, 2), (350, 5, 0)]
+    assert (est["minutes"], est["gpu_nodes"], est["lowest_nodes"]) == (355, 8, 6)
+    slow = lab_with(lab, timing={"reboot_minutes": 45, "gates_minutes": 0}, drain={"timeout_minutes": 30})
+    assert estimate.estimate(stages[3:4], slow.upgrade, 8)["minutes"] == 30 + 45
+    lines = estimate.chart(est, points=4)
+    assert lines[:2] == ["```mermaid", "xychart-beta"] and lines[-1] == "```"
+    assert 'title "GPU nodes in service, estimate 5 h 55 min"' in lines[2]
+    assert lines[3] == '  x-axis "hours from the start" [0.0, 1.5, 3.0, 4.4]' and lines[5] == "  line [6, 6, 6, 6]"
+    assert estimate.duration(0) == "0 min" and estimate.duration(1500) == "1 d 1 h"

@@ -27,6 +27,21 @@ class Drain(Model):
     grace_seconds: int = Field(default=300, ge=0, le=86400)
 
 
+class Timing(Model):
+    """What the plan's duration estimate assumes (docs/upgrades.md, "Duration and capacity over time"); measure
+    your own and set them. A wave takes its drain (drain.timeout_minutes, the bound apply waits), its move
+    (reboot or image boot) and its gates."""
+    reboot_minutes: int = Field(default=15, ge=1, le=1440)
+    """An in-place reboot, POST to the node back in service (an 8-GPU server's POST with its BMC, NVSwitch and
+    HCA firmware checks takes most of it)."""
+    image_boot_minutes: int = Field(default=10, ge=1, le=1440)
+    """A stateless node pointed at a new build: network boot of the image, no package installation."""
+    gates_minutes: int = Field(default=20, ge=0, le=1440)
+    """Health check, NCCL test across the wave, Slurm job, GPU pod and smoke tests."""
+    step_minutes: int = Field(default=5, ge=0, le=1440)
+    """A cluster-wide step (prepare, control plane, delivery, boot defaults) and a service hosts' wave."""
+
+
 class Tolerances(Model):
     busbw_drop_pct: float = Field(default=5.0, ge=0, le=100)
     """A slowdown beyond this against the recorded baseline fails the gate."""
@@ -69,6 +84,7 @@ class Upgrade(Model):
     kubernetes_wave_size: int = Field(default=1, ge=1, le=131072)
     """Kubernetes GPU nodes the GPU Operator upgrades at once (its maxParallelUpgrades and maxUnavailable)."""
     drain: Drain = Field(default_factory=Drain)
+    timing: Timing = Field(default_factory=Timing)
     baseline_tolerance: Tolerances = Field(default_factory=Tolerances)
     rollback: Rollback = Field(default_factory=Rollback)
     smoke_tests: dict[Name, SmokeTest] = Field(default_factory=dict, max_length=256)
