@@ -853,6 +853,16 @@ def test_resume_continues_at_the_first_unfinished_step_and_refuses_another_run(t
     again = start(opts, None, None, None, MATRICES, TODAY, s.record_path)
     again.close()
     assert again.complete
+    # killed after its last step ended but before the record was closed: resumed, nothing runs, closed
+    s.record_path.write_text(json.dumps({**done, "status": "running", "finished": None}))
+    last = start(opts, None, None, None, MATRICES, TODAY, s.record_path)
+    try:
+        assert not last.complete and last.first == len(last.prep.steps)
+        closed = rec_mod.execute(last.prep.steps, last.private_data_dir, last.inventory, last.record_path,
+                                 last.header, last.extra, True, run=_stub_runner(set(), calls), resume=last.resumed)
+    finally:
+        last.close()
+    assert closed["status"] == "succeeded" and len(closed["runs"]) == len(last.prep.steps)
 
     # the definitions changed and were planned again: the plan file is fresh, the run is not this plan's
     new = tmp_path / "new.yaml"

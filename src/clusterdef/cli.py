@@ -993,8 +993,10 @@ def _apply_run(session, plan_file: Path, check: bool, secret_env) -> None:
               f"{escape(str(doc['to'].get('set')))} on {escape(str(doc.get('cluster')))}, "
               f"{len(steps)} steps{escape(str(mode))}")
     if session.resumed is not None:
+        at = f"step {session.first + 1}/{len(steps)}: {steps[session.first].label}" if session.first < len(steps) \
+            else "its end (every step finished; the record is closed)"
         err.print(f"resuming {escape(str(session.record_path))} ({escape(str(session.resumed.get('status')))}) at "
-                  f"step {session.first + 1}/{len(steps)}: {escape(steps[session.first].label)}")
+                  f"{escape(at)}")
     if secret_env:
         err.print(f"secret environment, values recorded nowhere: {escape(', '.join(secret_env))}")
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
