@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from clusterdef import hostlist
 from clusterdef.render.ansible import render, variables
 from clusterdef.render.ansible.render import patterns, waves
 from clusterdef.resolve import resolve
@@ -97,11 +98,16 @@ def test_lab_pins_and_groups(lab):
 
 def test_waves_align_to_leaf_switches(lab, estate):
     # service hosts last, apart from GPU nodes: slurmdbd never with the controller (docs/services.md)
-    assert waves(lab) == [["gpu001", "gpu003"], ["gpu002", "gpu004"], ["kgpu01", "kgpu02"], ["sgpu01", "sgpu02"],
-                          ["slurmctl01", "mgmt01"], ["slurmdbd01", "k8sctl01"]]
+    # the pool h100 (infer) and the tenant secure have two nodes each: one a wave (max_unavailable_pct 50)
+    assert waves(lab) == [["gpu001", "gpu003"], ["gpu002", "gpu004"], ["kgpu01"], ["kgpu02"], ["sgpu01"],
+                          ["sgpu02"], ["slurmctl01", "mgmt01"], ["slurmdbd01", "k8sctl01"]]
     w = waves(estate)
     assert len(w[0]) == 8  # canary
     assert all(len(x) <= estate.definition.upgrade.wave_size for x in w)
+    # the dedicated tenant speech (su24, gpu[2945-3072]): four waves of 32 (25%), never with other nodes
+    speech = set(hostlist.names("gpu[2945-3072]"))
+    assert [len(x) for x in w if set(x) & speech] == [32, 32, 32, 32] and all(set(x) <= speech for x in w
+                                                                              if set(x) & speech)
     flat = [h for x in w for h in x]
     assert len(flat) == len(set(flat)) == 4096
 

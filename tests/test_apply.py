@@ -129,10 +129,11 @@ def rendered_inventory(example: str) -> str:
 
 def test_rendered_inventory_waves():
     waves = inventory_waves(rendered_inventory("lab"))
+    # the pool h100 (infer) and the tenant secure own two nodes each: one at a time (max_unavailable_pct 50)
     assert waves == {"wave_000": ["gpu001", "gpu003"], "wave_001": ["gpu002", "gpu004"],
-                     "wave_002": ["kgpu01", "kgpu02"], "wave_003": ["sgpu01", "sgpu02"],
+                     "wave_002": ["kgpu01"], "wave_003": ["kgpu02"], "wave_004": ["sgpu01"], "wave_005": ["sgpu02"],
                      # service hosts (docs/services.md): apart from GPU nodes, slurmdbd apart from the controller
-                     "wave_004": ["mgmt01", "slurmctl01"], "wave_005": ["k8sctl01", "slurmdbd01"]}
+                     "wave_006": ["mgmt01", "slurmctl01"], "wave_007": ["k8sctl01", "slurmdbd01"]}
     estate = inventory_waves(rendered_inventory("estate"))
     hosts = [h for hs in estate.values() for h in hs]
     assert len(estate) > 10 and len(hosts) == len(set(hosts)) and list(estate)[0] == "wave_000"
@@ -158,7 +159,7 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     # ... the service hosts too: their image is rebuilt for the set (docs/services.md)
     assert sorted(steps[1].hosts) == ["gpu001", "gpu002", "gpu003", "gpu004", "k8sctl01", "kgpu01", "kgpu02",
                                       "mgmt01", "sgpu01", "sgpu02", "slurmctl01", "slurmdbd01"]
-    assert steps[1].limit == "wave_000,wave_001,wave_002,wave_003,wave_004,wave_005"
+    assert steps[1].limit == "wave_000,wave_001,wave_002,wave_003,wave_004,wave_005,wave_006,wave_007"
     assert ran[2] == ("prepare", "prepare", "", None) and steps[2].skipped
     # the canary group train is stateless: the control plane goes first (its image brings slurmd), then
     # reimage.yml points the canary at the new build and reboots it; nothing is installed in place;
@@ -178,10 +179,10 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     # of the inventory) has its own canary, kgpu01, after the control plane, and kgpu02 follows in wave 2
     assert [(r[0], r[2], r[3]) for r in ran if r[1] == "upgrade"] == [
         ("canary", "wave_000", "reimage.yml"), ("kubernetes infer canary", "wave_002", "upgrade.yml"),
-        ("wave 1", "wave_001", "reimage.yml"), ("wave 2", "wave_002", "upgrade.yml"),
-        ("wave 3", "wave_003", "upgrade.yml"), ("wave 4", "wave_004", "upgrade.yml"),
-        ("wave 5", "wave_005", "upgrade.yml")]
-    assert [s.limit for s in steps if s.action == "upgrade" and s.wave == "wave_002"] == ["kgpu01", "kgpu02"]
+        ("wave 1", "wave_001", "reimage.yml"), ("wave 2", "wave_003", "upgrade.yml"),
+        ("wave 3", "wave_004", "upgrade.yml"), ("wave 4", "wave_005", "upgrade.yml"),
+        ("wave 5", "wave_006", "upgrade.yml"), ("wave 6", "wave_007", "upgrade.yml")]
+    assert [s.limit for s in steps if s.action == "upgrade" and s.wave in ("wave_002", "wave_003")] == [None, None]
     # the group defaults move after the last wave, then every changed file reaches its hosts (the final Slurm
     # files, the roles' files; the Kubernetes objects are `pulumi up`'s)
     last = max(i for i, r in enumerate(ran) if r[0] == "boot defaults")
@@ -195,10 +196,11 @@ def test_real_playbooks_map_including_the_control_plane(tmp_path):
     # capacity comes back when a canary or wave's last step passes (8 GPUs per lab node); the rollback
     # drill's nodes were already counted with the canary
     back = [(s.stage, s.action, s.gpus) for s in steps if s.returns]
-    # the service hosts' waves (4 and 5) end with their services' own checks (service-gates.yml), no smoke tests
+    # the service hosts' waves (5 and 6) end with their services' own checks (service-gates.yml), no smoke tests
     assert back == [("canary", "smoke", 16), ("kubernetes infer canary", "smoke", 8), ("wave 1", "smoke", 16),
-                    ("wave 2", "smoke", 8), ("wave 3", "smoke", 16), ("wave 4", "gates", 0), ("wave 5", "gates", 0)]
-    assert {s.playbook.name for s in steps if s.stage in ("wave 4", "wave 5") and s.action == "gates"} == {
+                    ("wave 2", "smoke", 8), ("wave 3", "smoke", 8), ("wave 4", "smoke", 8), ("wave 5", "gates", 0),
+                    ("wave 6", "gates", 0)]
+    assert {s.playbook.name for s in steps if s.stage in ("wave 5", "wave 6") and s.action == "gates"} == {
         "service-gates.yml"}
     # the rollback step and the gates and smoke tests right after it hold the canary to the rollback set
     held_back = [(s.stage, s.action) for s in steps if s.extravars({})["clusterdef_rollback"]]
@@ -295,11 +297,11 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     assert got.index(transition) == got.index(("control-plane", "control plane and cluster config", "none",
                                                "localhost")) + 1
     got.remove(transition)
-    services = [g for g in got if g[1] in ("wave 4", "wave 5")]
-    assert services == [("upgrade", "wave 4", "wave_004", "mgmt01,slurmctl01"),
-                        ("gates", "wave 4", "wave_004", "mgmt01,slurmctl01"),
-                        ("upgrade", "wave 5", "wave_005", "k8sctl01,slurmdbd01"),
-                        ("gates", "wave 5", "wave_005", "k8sctl01,slurmdbd01")]
+    services = [g for g in got if g[1] in ("wave 5", "wave 6")]
+    assert services == [("upgrade", "wave 5", "wave_006", "mgmt01,slurmctl01"),
+                        ("gates", "wave 5", "wave_006", "mgmt01,slurmctl01"),
+                        ("upgrade", "wave 6", "wave_007", "k8sctl01,slurmdbd01"),
+                        ("gates", "wave 6", "wave_007", "k8sctl01,slurmdbd01")]
     got = [g for g in got if g not in services]
     assert got == [
         ("snapshot", "prepare", "none", "gpu001,gpu002,gpu003,gpu004,k8sctl01,kgpu01,kgpu02,mgmt01,sgpu01,sgpu02,"
@@ -324,12 +326,16 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
         ("upgrade", "wave 1", "wave_001", "gpu002,gpu004"),
         ("gates", "wave 1", "wave_001", "gpu002,gpu004"),
         ("smoke", "wave 1", "wave_001", "gpu002,gpu004"),
-        ("upgrade", "wave 2", "wave_002", "kgpu02"),
-        ("gates", "wave 2", "wave_002", "kgpu02"),
-        ("smoke", "wave 2", "wave_002", "kgpu02"),
-        ("upgrade", "wave 3", "wave_003", "sgpu01,sgpu02"),
-        ("gates", "wave 3", "wave_003", "sgpu01,sgpu02"),
-        ("smoke", "wave 3", "wave_003", "sgpu01,sgpu02"),
+        ("upgrade", "wave 2", "wave_003", "kgpu02"),
+        ("gates", "wave 2", "wave_003", "kgpu02"),
+        ("smoke", "wave 2", "wave_003", "kgpu02"),
+        # the tenant secure's two nodes one at a time (upgrade.max_unavailable_pct: 50)
+        ("upgrade", "wave 3", "wave_004", "sgpu01"),
+        ("gates", "wave 3", "wave_004", "sgpu01"),
+        ("smoke", "wave 3", "wave_004", "sgpu01"),
+        ("upgrade", "wave 4", "wave_005", "sgpu02"),
+        ("gates", "wave 4", "wave_005", "sgpu02"),
+        ("smoke", "wave 4", "wave_005", "sgpu02"),
     ]
     assert {line[4] for line in log_lines(log)} == {"check=False"}
     [rec] = records(tmp_path)
@@ -366,12 +372,13 @@ def test_apply_runs_the_stages_in_order_and_records_them(tmp_path):
     assert [t["test"] for t in smoke[0]["smoke"]] == ["gpus-visible", "scratch-mounted"]
     assert smoke[0]["smoke"][0] == {"test": "gpus-visible", "layer": "hardware", "ok": "gpu[001,003]", "failed": "",
                                     "skipped": ""}
-    wave3 = {t["test"]: t for t in smoke[-1]["smoke"]}
-    assert wave3["scratch-mounted"]["ok"] == "" and wave3["scratch-mounted"]["skipped"] == "sgpu[01-02]"
+    wave4 = {t["test"]: t for t in smoke[-1]["smoke"]}
+    assert wave4["scratch-mounted"]["ok"] == "" and wave4["scratch-mounted"]["skipped"] == "sgpu02"
     # capacity back in service wave by wave (8 GPUs a node), the rollback drill not counted twice
     assert [(c["stage"], c["nodes"], c["gpus"], c["gpus_returned"]) for c in rec["capacity"]] == [
         ("canary", 2, 16, 16), ("kubernetes infer canary", 1, 8, 24), ("wave 1", 2, 16, 40), ("wave 2", 1, 8, 48),
-        ("wave 3", 2, 16, 64), ("wave 4", 2, 0, 64), ("wave 5", 2, 0, 64)]  # the service hosts have no GPUs
+        ("wave 3", 1, 8, 56), ("wave 4", 1, 8, 64), ("wave 5", 2, 0, 64),
+        ("wave 6", 2, 0, 64)]  # the service hosts have no GPUs
     assert "capacity back in service: 2 nodes, 16 GPUs" in r.output
 
 
@@ -396,7 +403,7 @@ def test_first_failing_wave_halts_the_rollout(tmp_path):
         ("wave 1", "gates"), ("wave 1", "smoke"), ("wave 2", "upgrade"), ("wave 2", "gates"), ("wave 2", "smoke"),
         ("wave 3", "upgrade"), ("wave 3", "gates"), ("wave 3", "smoke"), ("wave 4", "upgrade")]
     # nor the service hosts' waves, the group defaults or the delivery of the changed files
-    assert {st for st, _ in not_run[9:]} == {"wave 4", "wave 5", "boot defaults", "deliver configuration"}
+    assert {st for st, _ in not_run[9:]} == {"wave 4", "wave 5", "wave 6", "boot defaults", "deliver configuration"}
     assert [c["stage"] for c in rec["capacity"]] == ["canary", "kubernetes infer canary"]  # wave 1's are not back
     assert all(x["rc"] == 0 for x in rec["runs"][:-1])
 
@@ -757,3 +764,200 @@ def test_versions_snapshot_groups_hosts_and_names_the_missing(tmp_path):
     assert groups == [{"hosts": "gpu[001-002]", "count": 2, "versions": {"driver": "580.95.05", "firmware": {}}},
                       {"hosts": "gpu003", "count": 1, "versions": {"driver": "570", "firmware": {}}}]
     assert missing == ["gpu004", "gpu005", "gpu006", "gpu007"]
+
+
+# --------------------------------------------------------------------------- lock and resumption
+
+def _hold_lock(tmp: Path) -> subprocess.Popen:
+    """Another process holding the lab's apply lock in `tmp` (as a running apply does)."""
+    code = ("import sys, time; from clusterdef.apply.lock import acquire; "
+            "acquire(sys.argv[1], 'lab', 'other.plan.json'); print('held', flush=True); time.sleep(600)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp)], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_apply_is_refused_and_a_killed_holders_lock_is_released(tmp_path):
+    from clusterdef.apply import lock
+
+    pf = make_plan(tmp_path)
+    holder = _hold_lock(tmp_path)
+    try:
+        r = apply(pf, tmp_path / "apply.log")
+        assert r.exit_code == 2, r.output
+        assert "another clusterdef apply of this cluster is running" in r.output and f"pid {holder.pid}" in r.output
+        assert "other.plan.json" in r.output and "Traceback" not in r.output
+        assert not records(tmp_path) and not list(tmp_path.glob("*.apply-*"))  # nothing written, nothing run
+        with pytest.raises(lock.LockHeld):
+            lock.acquire(tmp_path, "lab")
+    finally:
+        holder.kill()  # SIGKILL: no cleanup runs in the holder
+        holder.wait()
+    # the kernel dropped the dead holder's flock: the lock is free again, though its file is still there
+    assert lock.lock_path(tmp_path, "lab").exists()
+    with lock.acquire(tmp_path, "lab", pf) as held:
+        assert lock.read_holder(held.path)["pid"] == str(os.getpid())
+    with lock.acquire(tmp_path, "lab"):  # released on exit from the block
+        pass
+
+
+def _stub_runner(fail_at: set[int], calls: list[str]):
+    """A stand-in for runner.run_playbook: every host reached; the steps whose ident starts with a number
+    in `fail_at` fail."""
+    from clusterdef.apply.runner import RunResult
+
+    def run(pdd, playbook, inventory, extravars, check=False, limit=None, ident="", **_):
+        calls.append(ident)
+        failed = int(ident.split("-", 1)[0]) in fail_at
+        hosts = {h: 1 for h in ("gpu001", "gpu002", "gpu003", "gpu004", "kgpu01", "kgpu02", "sgpu01", "sgpu02",
+                                "mgmt01", "slurmctl01", "slurmdbd01", "k8sctl01", "localhost")}
+        return RunResult(rc=2 if failed else 0, status="failed" if failed else "successful", artifact_dir="",
+                         stats={"processed": hosts})
+    return run
+
+
+def test_resume_continues_at_the_first_unfinished_step_and_refuses_another_run(tmp_path):
+    """Pure resumption (a stub runner): a halted run continues at its failed step, earlier steps are not run
+    again, a second resumption says it is complete, and a run of another plan or definition is refused."""
+    from clusterdef.apply import record as rec_mod
+    from clusterdef.apply.session import options, start
+
+    pf = make_plan(tmp_path)
+    opts = options(pf, None, None, None, FIXTURES, [], [], [], [], True, None)
+    s = start(opts, None, None, None, MATRICES, TODAY)
+    calls: list[str] = []
+    fail_at = next(i for i, st in enumerate(s.prep.steps) if st.stage == "wave 1")
+    try:
+        first = rec_mod.execute(s.prep.steps, s.private_data_dir, s.inventory, s.record_path, s.header, s.extra,
+                                True, run=_stub_runner({fail_at}, calls))
+    finally:
+        s.close()
+    assert first["status"] == "failed" and first["halted_at"] == s.prep.steps[fail_at].label
+    journal = [json.loads(x) for x in rec_mod.journal_path(s.record_path).read_text().splitlines()]
+    assert [(e["index"], e["event"]) for e in journal[-2:]] == [(fail_at, "start"), (fail_at, "end")]
+    ran_before = len(calls)
+
+    r = start(opts, None, None, None, MATRICES, TODAY, s.record_path)
+    try:
+        assert r.first == fail_at and not r.complete and r.private_data_dir == s.private_data_dir
+        done = rec_mod.execute(r.prep.steps, r.private_data_dir, r.inventory, r.record_path, r.header, r.extra, True,
+                               run=_stub_runner(set(), calls), resume=r.resumed)
+    finally:
+        r.close()
+    assert done["status"] == "succeeded" and [x["index"] for x in done["runs"]] == list(range(len(r.prep.steps)))
+    # the resumption ran the failed step and what follows it, never the steps before it
+    assert [int(c.split("-", 1)[0]) for c in calls[ran_before:]][0] == fail_at
+    assert all(int(c.split("-", 1)[0]) >= fail_at for c in calls[ran_before:])
+    assert [a["status"] for a in done["attempts"]] == ["failed"] and done["resumed"][0]["from_step"] == fail_at + 1
+    assert json.loads(s.record_path.read_text()) == done  # the file is the state
+
+    again = start(opts, None, None, None, MATRICES, TODAY, s.record_path)
+    again.close()
+    assert again.complete
+    # killed after its last step ended but before the record was closed: resumed, nothing runs, closed
+    s.record_path.write_text(json.dumps({**done, "status": "running", "finished": None}))
+    last = start(opts, None, None, None, MATRICES, TODAY, s.record_path)
+    try:
+        assert not last.complete and last.first == len(last.prep.steps)
+        closed = rec_mod.execute(last.prep.steps, last.private_data_dir, last.inventory, last.record_path,
+                                 last.header, last.extra, True, run=_stub_runner(set(), calls), resume=last.resumed)
+    finally:
+        last.close()
+    assert closed["status"] == "succeeded" and len(closed["runs"]) == len(last.prep.steps)
+
+    # the definitions changed and were planned again: the plan file is fresh, the run is not this plan's
+    new = tmp_path / "new.yaml"
+    new.write_text(new.read_text().replace("wave_size: 2", "wave_size: 1"))
+    r2 = runner.invoke(app, ["plan", "--from", str(tmp_path / "old.yaml"), "--to", str(new), "-m", str(MATRICES),
+                             "--today", DAY, "-f", "json", "--plan-file", str(pf)])
+    assert r2.exit_code == 0, r2.output
+    with pytest.raises(ApplyError) as exc:
+        start(opts, None, None, None, MATRICES, TODAY, s.record_path)
+    why = "\n".join(exc.value.reasons)
+    assert "the plan changed since the run started" in why and "the to definition changed" in why
+    assert "the to rendered tree changed" in why
+    with lock_free(tmp_path):  # a refusal leaves the lock free
+        pass
+
+
+def lock_free(tmp: Path):
+    from clusterdef.apply import lock
+
+    return lock.acquire(tmp, "lab")
+
+
+def test_resume_without_a_run_or_with_a_bad_one_is_refused(tmp_path):
+    pf = make_plan(tmp_path)
+    r = apply(pf, tmp_path / "apply.log", "--resume")
+    assert r.exit_code == 2 and "no run of" in r.output and "Traceback" not in r.output
+    r = apply(pf, tmp_path / "apply.log", "--run", str(pf))
+    assert r.exit_code == 2 and "give --resume" in r.output
+    r = apply(pf, tmp_path / "apply.log", "--resume", "--run", str(pf))  # a plan file is no run record
+    assert r.exit_code == 2 and "not a run record" in r.output and "Traceback" not in r.output
+    assert not records(tmp_path)
+
+
+def _apply_process(pf: Path, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "clusterdef", "apply", str(pf), "-m", str(MATRICES), "--today",
+                             DAY, *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+@pytest.mark.slow
+def test_resume_after_a_failed_step_and_after_the_apply_was_killed(tmp_path):
+    """A real apply halts at a failing step; `--resume` (its options taken from the record) continues there;
+    killed with SIGKILL in the middle of a step, the run is resumed by a new process (the dead one's lock
+    gone) and completes; while it runs a second apply is refused; once complete, a resumption says so."""
+    import signal
+    import time
+
+    need_ansible_runner()
+    pf = make_plan(tmp_path, CURRENT, CANDIDATE, "--allow-candidate")  # canary only: few steps
+    log, fail, hold = tmp_path / "apply.log", tmp_path / "fail", tmp_path / "hold"
+    fail.write_text("")
+    r = apply(pf, log, "-e", f"apply_fail_file={fail}", "-e", f"apply_hold_file={hold}")
+    assert r.exit_code == 1, r.output
+    assert "halted" in r.output and "canary: upgrade wave_000" in r.output and "--resume" in r.output
+    [halted] = records(tmp_path)
+    assert halted["status"] == "failed" and halted["runs"][-1]["status"] == "failed"
+    artifacts = Path(halted["private_data_dir"]) / "artifacts"
+
+    fail.unlink()
+    hold.write_text("")
+    proc = _apply_process(pf, "--resume")  # no options: the run's own (playbooks, -e ...)
+    try:
+        deadline = time.monotonic() + 180
+        while not Path(f"{hold}.reached").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else ""
+            time.sleep(0.2)
+        [rec] = records(tmp_path)  # written when the step started, before it finished
+        assert rec["status"] == "running" and rec["runs"][-1]["label"] == "canary: upgrade wave_000"
+        assert rec["runs"][-1]["status"] == "running" and rec["runs"][-1]["pid"] == proc.pid
+        second = apply(pf, log, "-e", f"apply_fail_file={fail}", "-e", f"apply_hold_file={hold}")
+        assert second.exit_code == 2 and f"pid {proc.pid}" in second.output, second.output
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    hold.unlink()
+    time.sleep(1)  # an orphaned playbook run, if any, sees the hold file gone and ends
+    r = apply(pf, log, "--resume")
+    assert r.exit_code == 0, r.output
+    assert "resuming" in r.output and "(running) at step 4/" in r.output
+    [rec] = records(tmp_path)
+    assert rec["status"] == "succeeded"
+    assert [x["index"] for x in rec["runs"]] == list(range(len(rec["runs"])))
+    assert [(a["label"], a["status"]) for a in rec["attempts"]] == [
+        ("canary: upgrade wave_000", "failed"), ("canary: upgrade wave_000", "running")]
+    # publish, snapshot and prepare ran once (their records are the first run's); the canary's upgrade three
+    # times: failed, killed, done (one ansible-runner artifact folder per run)
+    assert rec["runs"][:3] == halted["runs"][:3]
+    ran = sorted(p.name for p in artifacts.iterdir())
+    assert [n for n in ran if n.startswith(("00-", "01-", "02-"))] == [
+        "00-image-build-and-publish-publish-all", "01-prepare-snapshot-all", "02-prepare-prepare-all"]
+    assert [n for n in ran if n.startswith("03-")] == ["03-canary-upgrade-wave_000", "03-canary-upgrade-wave_000-r2",
+                                                       "03-canary-upgrade-wave_000-r3"]
+    assert all(n.endswith("-r3") for n in ran if n[:2].isdigit() and int(n[:2]) > 3)
+    r = apply(pf, log, "--resume")
+    assert r.exit_code == 0 and "already complete" in r.output
+    assert sorted(p.name for p in artifacts.iterdir()) == ran  # nothing ran

@@ -104,8 +104,9 @@ def test_lab_old_to_current_content(tmp_path):
     # the service hosts (their image is rebuilt for the set) come last, in waves of their own; Slurm moves from
     # 25.05 to 25.11, so the transition files (every running slurmd parses them) go right after the control
     # plane and the final files, with the rest of the changed files, once every node runs the new set
+    # the tenant secure's two nodes go one at a time (upgrade.max_unavailable_pct: 50): one more wave
     assert kinds == ["image", "prepare", "control-plane", "deliver", "canary", "rollback-drill", "canary",
-                     "rollback-drill", "wave", "wave", "wave", "wave", "wave", "boot-default", "deliver"]
+                     "rollback-drill", "wave", "wave", "wave", "wave", "wave", "wave", "boot-default", "deliver"]
     first, last = ro["stages"][3], ro["stages"][-1]
     assert first["name"] == "deliver the transition configuration" and first["delivery"][0]["transition"]
     assert set(first["delivery"][0]["files"]) == set(doc["slurm_transition"]["files"])
@@ -121,15 +122,15 @@ def test_lab_old_to_current_content(tmp_path):
     assert cp.index("slurmdbd -> 25.11.7 (first; database conversion, dump taken in prepare)") < \
         cp.index("slurmctld -> 25.11.7")
     waves = [s for s in ro["stages"] if s["kind"] == "wave"]
-    assert [w["hosts"] for w in waves] == ["gpu[002,004]", "kgpu02", "sgpu[01-02]", "mgmt01,slurmctl01",
+    assert [w["hosts"] for w in waves] == ["gpu[002,004]", "kgpu02", "sgpu01", "sgpu02", "mgmt01,slurmctl01",
                                            "k8sctl01,slurmdbd01"]
-    assert all(w["steps"][0].startswith("drain ") for w in waves[:3])
+    assert all(w["steps"][0].startswith("drain ") for w in waves[:4])
     # service hosts (docs/services.md): nothing to drain, their services' own checks, no GPU gate
-    for w in waves[3:]:
+    for w in waves[4:]:
         assert w["steps"][0].startswith("take ") and not any("NCCL" in g or "GPU" in g for g in w["gates"])
-    assert waves[3]["gates"][0] == "slurmctld: `scontrol ping` reports the controllers UP"
-    assert "down for this wave (no other host runs it): slurmctld" in waves[3]["steps"][0]
-    assert any(g.startswith("etcd: ") for g in waves[4]["gates"])
+    assert waves[4]["gates"][0] == "slurmctld: `scontrol ping` reports the controllers UP"
+    assert "down for this wave (no other host runs it): slurmctld" in waves[4]["steps"][0]
+    assert any(g.startswith("etcd: ") for g in waves[5]["gates"])
     assert any("NCCL all_reduce_perf" in g and "5%" in g for g in ro["gates"])
     assert any("Slurm job" in g for g in ro["gates"]) and any("GPU pod" in g for g in ro["gates"])
     paths = {f["path"] for f in doc["files"]}
@@ -199,7 +200,7 @@ def test_plan_classes_match_what_each_change_does(tmp_path):
     toolkit = {h: next(x for x in st if x.startswith("layer container-toolkit")) for h, st in waves.items()
                if any(x.startswith("layer container-toolkit") for x in st)}
     assert "restart containerd" in toolkit["kgpu02"]
-    assert "no containerd on these nodes" in toolkit["sgpu[01-02]"]
+    assert "no containerd on these nodes" in toolkit["sgpu01"] and "no containerd" in toolkit["sgpu02"]
     md = to_markdown(doc)
     assert "| container-toolkit | container_toolkit |" in md and "daemon restart on 2; no runtime change on 6" in md
 
@@ -257,6 +258,8 @@ def test_a_recorded_baseline_names_its_gpu_and_fabric(tmp_path):
 
 
 def test_estate_waves_follow_topology(tmp_path):
+    from clusterdef import hostlist
+
     doc = plan_between(tmp_path, "estate", OLD, CURRENT).doc
     ro = doc["rollout"]
     assert ro["canary"]["nodes"] == 8
@@ -268,12 +271,27 @@ def test_estate_waves_follow_topology(tmp_path):
     # every GPU node once: the Slurm nodes' host driver, the Kubernetes nodes' through the GPU Operator
     layers = {lc["component"]: lc["nodes"] for lc in doc["set_change"]["layers"]}
     assert sum(w["nodes"] for w in waves) + 16 == layers["driver"] + layers["gpu_operator"] == 4096
-    assert waves[0]["switches"] == [f"leaf{i:03d}" for i in range(1, 9)]  # 8 leaves of 16 nodes: one SU
+    # su01 is also the whole debug partition (128 nodes): waves of at most 32 (25%), whole leaves of 16
+    assert waves[0]["switches"] == ["leaf001", "leaf002"] and waves[0]["nodes"] == 24  # the canary took 8
+    assert [w["nodes"] for w in waves[1:4]] == [32, 32, 32]
+    # the dedicated tenant speech (su24, 128 nodes) is split over four waves, keeping 96 nodes at worst
+    speech = [w for w in waves if set(hostlist.names(w["hosts"])) & {"gpu2945"} or
+              set(hostlist.names(w["hosts"])) <= set(hostlist.names("gpu[2945-3072]"))]
+    assert [w["nodes"] for w in speech] == [32, 32, 32, 32]
+    floor = next(f for f in ro["floors"] if (f["kind"], f["name"]) == ("tenant", "speech"))
+    assert (floor["nodes"], floor["lowest_nodes"], floor["lowest_pct"]) == (128, 96, 75.0)
+    md = to_markdown(doc)
+    assert "tenant speech 96/128 nodes (75%)" in md
+    # the duration estimate: every stage end to end, and the chart GitHub renders
+    est = ro["estimate"]
+    assert est["minutes"] == sum(x["minutes"] for x in est["timeline"]) and len(est["timeline"]) == len(ro["stages"])
+    assert est["lowest_nodes"] == 4096 - 128 and "Lowest in service: 3968 of 4096 GPU nodes." in md
+    assert "```mermaid\nxychart-beta\n" in md
 
 
 def test_candidate_is_canary_only_and_steps_kubernetes(tmp_path):
     doc = plan_between(tmp_path, "lab", CURRENT, CANDIDATE, allow_candidate=True).doc
-    assert doc["canary_only"] and doc["rollout"]["waves_withheld"] == 5  # 3 of GPU nodes, 2 of service hosts
+    assert doc["canary_only"] and doc["rollout"]["waves_withheld"] == 6  # 4 of GPU nodes, 2 of service hosts
     assert not [s for s in doc["rollout"]["stages"] if s["kind"] == "wave"]
     # the stateless canary boots the candidate's slurmd: the control plane moves before it, with a warning
     cp = next(s for s in doc["rollout"]["stages"] if s["kind"] == "control-plane")
@@ -755,7 +773,9 @@ def test_kubernetes_gpu_group_canary_where_the_image_owns_the_driver(tmp_path):
                            deliveries=Deliveries(side, hosts_yml))
     mine = [(s.action, s.playbook.name) for s in steps if s.stage == "kubernetes infer canary"]
     assert mine == [("upgrade", "upgrade.yml"), ("gates", "enforce-baseline.yml")]
-    assert {s.limit for s in steps if s.stage == "kubernetes infer canary" and s.action == "upgrade"} == {kc["hosts"]}
+    # the h100 pool's floor (50% of two nodes) puts kgpu01 in an inventory wave of its own: no --limit needed
+    assert {(s.wave, s.limit) for s in steps if s.stage == "kubernetes infer canary" and s.action == "upgrade"} == {
+        ("wave_002", None)} and kc["hosts"] == "kgpu01"
 
     (tmp_path / "cand").mkdir()
     cand = plan_between(tmp_path / "cand", "lab", CURRENT, CANDIDATE, allow_candidate=True).doc

@@ -24,6 +24,7 @@ TRAIN = ["gpu001", "gpu002", "gpu003", "gpu004"]
 def lab_with(lab: dict, **upgrade) -> Definition:
     """The lab definition with `upgrade.<key>` replaced (dicts merged one level deep); `lab` is left as is."""
     lab = copy.deepcopy(lab)
+    upgrade.setdefault("max_unavailable_pct", 100)  # the topology alone; floors: test_waves_keep_capacity_floors
     for k, v in upgrade.items():
         if isinstance(v, dict) and isinstance(lab["upgrade"].get(k), dict):
             lab["upgrade"][k] = {**lab["upgrade"][k], **v}
@@ -188,6 +189,25 @@ def test_waves_never_mix_groups_and_skip_what_is_not_wanted(lab):
     assert rollout.waves(d, {"train": {"gpu003"}}, {"gpu003"}) == []
     assert rollout.waves(d, {"infer": {"kgpu01", "kgpu02"}, "secure": {"sgpu01", "sgpu02"}}, {"kgpu01"}) == [
         (["kgpu02"], ["leaf02"]), (["sgpu01", "sgpu02"], ["leaf01", "leaf02"])]
+
+
+def test_waves_keep_capacity_floors(lab):
+    """A dedicated tenant's nodes are split over several waves: no wave takes more than max_unavailable_pct of a
+    partition, tenant or Kubernetes pool; the plan says the lowest each keeps."""
+    from clusterdef.knowledge import floors
+
+    secure = {"secure": {"sgpu01", "sgpu02"}}
+    assert [w for w, _ in rollout.waves(lab_with(lab, wave_size=8), secure, set())] == [["sgpu01", "sgpu02"]]
+    d = lab_with(lab, wave_size=8, max_unavailable_pct=50)  # the tenant secure owns two nodes: one at a time
+    assert [w for w, _ in rollout.waves(d, secure, set())] == [["sgpu01"], ["sgpu02"]]
+    assert floors.group_limit(d, "secure") == (1, ("partition", "secure"))
+    assert floors.group_limit(d, "train") == (2, ("partition", "train"))
+    assert [w for w, _ in rollout.waves(d, {"train": set(TRAIN)}, set())] == [TRAIN[:2], TRAIN[2:]]
+    low = {(x["kind"], x["name"]): x for x in floors.lowest(d, [["sgpu01"], ["sgpu02"], TRAIN[:2]])}
+    assert low[("tenant", "secure")] == {"kind": "tenant", "name": "secure", "nodes": 2, "gpus": 16,
+                                         "lowest_nodes": 1, "lowest_gpus": 8, "lowest_pct": 50.0}
+    assert low[("partition", "train")]["lowest_nodes"] == 2 and low[("pool", "h100")]["lowest_nodes"] == 2
+    assert floors.cap(128, 25) == 32 and floors.cap(3, 25) == 1 and floors.cap(4, 100) == 4
 
 
 # --------------------------------------------------------------------------- gates
@@ -570,3 +590,29 @@ def test_transition_kubelets_in_two_steps():
     assert (t.apiserver, t.kubelet) == (["1.31", "1.32", "1.33", "1.34", "1.35.0"], ["1.33", "1.35.0"])
     assert t.checks[0] == ("Kubernetes API server 1.30.1 -> 1.31 -> 1.32 -> 1.33 -> 1.34 -> 1.35.0 (one minor at a "
                            "time); kubelets follow: 1.33 -> 1.35.0")
+
+
+# --------------------------------------------------------------------------- duration estimate
+
+
+def test_estimate_lays_the_stages_end_to_end_with_the_timing(lab):
+    from clusterdef.plan import estimate
+
+    stages = [{"name": "prepare", "kind": "prepare", "nodes": 0},
+              {"name": "canary", "kind": "canary", "nodes": 2, "provisioning": "stateless"},
+              {"name": "rollback drill", "kind": "rollback-drill", "nodes": 2, "provisioning": "stateless"},
+              {"name": "wave 1", "kind": "wave", "nodes": 2, "provisioning": "stateful"},
+              {"name": "wave 2", "kind": "wave", "nodes": 2, "services": ["slurmctld"]}]
+    d = lab_with(lab)
+    est = estimate.estimate(stages, d.upgrade, estimate.gpu_nodes(d))
+    # defaults: drain 120, image boot 10, reboot 15, gates 20, a cluster-wide step or service wave 5
+    assert [(x["start"], x["minutes"], x["nodes_down"]) for x in est["timeline"]] == [
+        (0, 5, 0), (5, 150, 2), (155, 40, 2), (195, 155, 2), (350, 5, 0)]
+    assert (est["minutes"], est["gpu_nodes"], est["lowest_nodes"]) == (355, 8, 6)
+    slow = lab_with(lab, timing={"reboot_minutes": 45, "gates_minutes": 0}, drain={"timeout_minutes": 30})
+    assert estimate.estimate(stages[3:4], slow.upgrade, 8)["minutes"] == 30 + 45
+    lines = estimate.chart(est, points=4)
+    assert lines[:2] == ["```mermaid", "xychart-beta"] and lines[-1] == "```"
+    assert 'title "GPU nodes in service, estimate 5 h 55 min"' in lines[2]
+    assert lines[3] == '  x-axis "hours from the start" [0.0, 1.5, 3.0, 4.4]' and lines[5] == "  line [6, 6, 6, 6]"
+    assert estimate.duration(0) == "0 min" and estimate.duration(1500) == "1 d 1 h"

@@ -101,6 +101,7 @@ def layouts(draw):
     data["slurm"]["controllers"] = ctls
     data["slurm"]["accounting"]["host"] = "ctl1" if dbd_on_ctl else "dbd1"
     data["upgrade"]["wave_size"] = draw(st.integers(1, 8))
+    data["upgrade"]["max_unavailable_pct"] = draw(st.integers(1, 100))
     return Definition.model_validate(data), draw(st.randoms(use_true_random=False))
 
 
@@ -120,6 +121,24 @@ def _check_waves(d: Definition, waves: list[list[str]], expect: list[str], canar
         assert len(ctl & set(w)) <= 1, f"two controllers in one wave: {w}"
         assert not (dbd & set(w) and (ctl & set(w)) - dbd), f"slurmdbd with a controller: {w}"
         assert len(etcd & set(w)) <= spare, f"etcd quorum lost: {w}"
+        if not (canary and i == 0):  # no wave takes more than max_unavailable_pct of any capacity domain
+            for name, hosts in _domains(d).items():
+                most = max(1, len(hosts) * d.upgrade.max_unavailable_pct // 100)
+                assert len(hosts & set(w)) <= most, f"{name}: {len(hosts & set(w))} of {len(hosts)} down in {w}"
+
+
+def _domains(d: Definition) -> dict[str, set[str]]:
+    """Partitions, tenants' owned node groups and Kueue flavors (GPU groups only), apart from knowledge.floors."""
+    gpu = {n for n, g in d.nodes.items() if not g.services and g.control_plane != "none"}
+
+    def hosts(groups) -> set[str]:
+        return {h for n in groups if n in gpu for h in hostlist.names(d.nodes[n].hosts)}
+
+    out = {f"partition {n}": hosts(p.node_groups) for n, p in (d.slurm.partitions.items() if d.slurm else ())}
+    out.update({f"tenant {n}": hosts(t.isolation.node_groups) for n, t in d.tenants.items()})
+    if d.kubernetes:
+        out.update({f"pool {n}": hosts(f.node_groups) for n, f in d.kubernetes.kueue.flavors.items()})
+    return {k: v for k, v in out.items() if v}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

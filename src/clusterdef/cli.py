@@ -912,23 +912,45 @@ def apply(
     forks: Optional[int] = Option(None, "--forks", min=1, help="Hosts Ansible works on at once in each "
                                         "run (default: Ansible's configuration, 5 unless ANSIBLE_FORKS or "
                                         "ansible.cfg says otherwise); size it to the wave."),
+    resume: bool = Option(False, "--resume", help="Continue the newest run of this plan (or --run) at its first "
+                                 "step not finished OK, once the plan, both definitions and rendered trees are "
+                                 "shown unchanged; options left out take the run's values."),
+    run_record: Optional[Path] = Option(None, "--run", metavar="RECORD", help="With --resume: the run record "
+                                              "to continue (default: the newest <plan>.run-*.json)."),
     matrices: Optional[Path] = MatricesOpt,
     today: Optional[str] = TodayOpt,
 ) -> None:
     """Run a reviewed plan through ansible-runner: canary, gates, rollback drill, control plane, waves; halt at
     the first failing step. After each step it shows which tasks changed (with --check: would change) on which
-    hosts. Writes a run record beside the plan file. Exit 0 done, 1 halted on a failure, 2 a stale or refused
-    plan or bad input (nothing run)."""
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from .apply import ApplyError, report
-    from .apply.runner import RunnerMissing
-    from .apply.session import OptionError, options, start
+    hosts. Writes a run record beside the plan file; --resume continues it. One apply of a cluster at a time.
+    Exit 0 done, 1 halted on a failure, 2 a stale or refused plan, a run that cannot be resumed, another apply
+    running, or bad input (nothing run)."""
+    from .apply import ApplyError
+    from .apply.session import OptionError, options, recorded_options, start
     from .writer import OutputError
 
+    given = {"playbooks": playbooks, "extra_var": extra_var, "secret_env": secret_env, "vault_ids": vault_id,
+             "skip_stage": skip_stage, "check": check, "forks": forks}
+    resume_from = None
     try:
-        opts = options(plan_file, to, from_, base, playbooks, extra_var or [], secret_env or [], vault_id or [],
-                       skip_stage or [], check, forks)
+        if run_record is not None and not resume:
+            raise ApplyError(["--run names a run record to continue: give --resume with it"])
+        if resume:
+            from .apply import resume as resuming
+
+            resume_from = run_record or resuming.latest(plan_file)
+            given = recorded_options(given, resuming.load(resume_from))
+    except ApplyError as exc:
+        for reason in exc.reasons:
+            err.print(f"[red]refused[/]: {escape(reason)}")
+        if exc.hint:
+            err.print(f"  [green]hint:[/] {escape(exc.hint)}")
+        raise SystemExit(EXIT_BAD)
+    check = bool(given["check"])
+    try:
+        opts = options(plan_file, to, from_, base, given["playbooks"], given["extra_var"] or [],
+                       given["secret_env"] or [], given["vault_ids"] or [], given["skip_stage"] or [], check,
+                       given["forks"])
     except OptionError as exc:
         _print_warnings(exc.warnings)
         for p in exc.problems:
@@ -936,7 +958,7 @@ def apply(
         raise SystemExit(EXIT_BAD)
     _print_warnings(opts.warnings)
     try:
-        session = start(opts, to, from_, base, matrices, _today(today))
+        session = start(opts, to, from_, base, matrices, _today(today), resume_from)
     except ApplyError as exc:
         if exc.findings:
             _print_findings(exc.findings, exc.sources)
@@ -948,16 +970,38 @@ def apply(
     except OutputError as exc:
         err.print(f"[red]error[/]: {escape(str(exc))} (nothing was run)")
         raise SystemExit(EXIT_BAD)
+    try:
+        _apply_run(session, plan_file, check, secret_env)
+    finally:
+        session.close()
+
+
+def _apply_run(session, plan_file: Path, check: bool, secret_env) -> None:
+    """apply, once the plan is prepared and the cluster's lock held: the steps with their progress."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from .apply import report
+    from .apply.runner import RunnerMissing
+
     doc, steps = session.prep.doc, session.prep.steps
     mode = " (check mode: nothing changes)" if check else ""
+    if session.complete:
+        out.print(f"[green]already complete[/]: {escape(str(session.record_path))} finished all "
+                  f"{len(steps)} steps of {escape(str(plan_file))}; nothing to resume")
+        return
     err.print(f"applying {escape(str(plan_file))}: {escape(str(doc['from'].get('set')))} -> "
               f"{escape(str(doc['to'].get('set')))} on {escape(str(doc.get('cluster')))}, "
               f"{len(steps)} steps{escape(str(mode))}")
+    if session.resumed is not None:
+        at = f"step {session.first + 1}/{len(steps)}: {steps[session.first].label}" if session.first < len(steps) \
+            else "its end (every step finished; the record is closed)"
+        err.print(f"resuming {escape(str(session.record_path))} ({escape(str(session.resumed.get('status')))}) at "
+                  f"{escape(at)}")
     if secret_env:
         err.print(f"secret environment, values recorded nowhere: {escape(', '.join(secret_env))}")
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
                   "{task.total}"), TimeElapsedColumn(), console=err, transient=True) as progress:
-        bar = progress.add_task("starting", total=len(steps))
+        bar = progress.add_task("starting", total=len(steps), completed=session.first)
         current = {"label": ""}
 
         def on_step(i, step) -> None:
@@ -982,6 +1026,7 @@ def apply(
     if record["status"] != "succeeded":
         not_run = ", ".join(dict.fromkeys(r["stage"] for r in record["not_run"])) or "nothing"
         out.print(f"[red]halted[/] at {escape(record['halted_at'] or '?')}; not run: {escape(not_run)}")
+        out.print(f"  continue with: clusterdef apply {escape(str(plan_file))} --resume")
         raise SystemExit(EXIT_WARN)
     out.print(f"[green]applied[/] {escape(str(plan_file))}{escape(str(mode))}: {len(record['runs'])} steps")
 

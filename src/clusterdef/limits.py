@@ -11,6 +11,7 @@ writer never hangs), and at most its kind's size limit plus one byte is read:
     baseline     4 MiB  a few dozen entries of ~30 sizes each are a few KiB
     plan       256 MiB  a plan file carries the unified diff of every rendered file
     manifest    16 MiB  an output folder's manifest.json: ~150 bytes per rendered file
+    run record 256 MiB  apply's record: per step the changed tasks and folded host lists (--resume reads it)
 
 The limits are far above any real file and far below what hurts a machine.
 
@@ -36,7 +37,7 @@ from .errors import DefinitionError, Finding, Severity
 
 MiB = 1 << 20
 LIMITS = {"definition": 16 * MiB, "inventory": 16 * MiB, "facts": 64 * MiB, "log": 64 * MiB,
-          "baseline": 4 * MiB, "plan": 256 * MiB, "manifest": 16 * MiB,
+          "baseline": 4 * MiB, "plan": 256 * MiB, "manifest": 16 * MiB, "run record": 256 * MiB,
           "ibnetdiscover": 64 * MiB, "rehearsal": 4 * MiB}
 MAX_DEPTH = 64
 MAX_ALIAS_NODES = 100_000

@@ -6,7 +6,9 @@
 - runner.py: one playbook through ansible-runner;
 - events.py: ansible-runner's events summed up (tasks changed per host, smoke tests);
 - snapshot.py: the rollback point (both definitions and trees) and every node's versions before the first change;
-- record.py: the steps run in order, halting at the first failure, with the run record;
+- record.py: the steps run in order, halting at the first failure, with the run record (durable; resumable);
+- resume.py: which run record `--resume` continues, and whether it may (plan, definitions, trees, options);
+- lock.py: one apply of a cluster at a time (an flock the kernel releases with a dead holder);
 - session.py: the verb from its options to the finished record (callbacks for progress);
 - report.py: how a step's result is shown (the change table).
 

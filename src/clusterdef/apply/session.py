@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import record
+from . import ApplyError, lock, record, resume
 from .prepare import Prepared, find_playbooks, prepare
 from .secrets import option_problems
 from .steps import SKIPPABLE
@@ -72,10 +72,27 @@ def options(plan_file: Path, to: Optional[Path], from_: Optional[Path], base: Op
                    warnings)
 
 
+def recorded_options(opts: dict, rec: dict) -> dict:
+    """`--resume`: the options left out on the command line (None) take the run's recorded values; extra
+    vars are the run's with the given ones over them (start refuses any that differ from the run's)."""
+    names = {"playbooks": "playbooks", "secret_env": "secret_env", "vault_ids": "vault_ids", "skip_stage": "skip",
+             "forks": "forks"}
+    out = dict(opts)
+    for opt, key in names.items():
+        if out.get(opt) is None and rec.get(key) is not None:
+            out[opt] = Path(rec[key]) if opt == "playbooks" else rec[key]
+    recorded = rec.get("extravars") if isinstance(rec.get("extravars"), dict) else {}
+    out["extra_var"] = [f"{k}={v}" for k, v in recorded.items()] + list(out.get("extra_var") or [])
+    if not out.get("check"):
+        out["check"] = bool(rec.get("check"))
+    return out
+
+
 @dataclass
 class Session:
-    """A prepared apply: the re-derived plan, its steps, where the record goes; nothing has run yet
-    except the rollback point's snapshot."""
+    """A prepared apply: the re-derived plan, its steps, where the record goes, the cluster's lock
+    (held until `close`); nothing has run yet except the rollback point's snapshot. `resumed`: the
+    run record being continued (`first`: the index of its first step not finished OK)."""
 
     opts: Options
     prep: Prepared
@@ -84,6 +101,15 @@ class Session:
     inventory: Path
     header: dict
     extra: dict[str, str]
+    held: Optional[lock.ClusterLock] = None
+    resumed: Optional[dict] = None
+    first: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """A resumed run that had already finished every step."""
+        return self.resumed is not None and self.first >= len(self.prep.steps) and \
+            self.resumed.get("status") == "succeeded"
 
     def run(self, on_step: Callable | None = None, on_event: Callable | None = None,
             on_done: Callable | None = None) -> dict:
@@ -91,31 +117,76 @@ class Session:
         o = self.opts
         return record.execute(self.prep.steps, self.private_data_dir, self.inventory, self.record_path, self.header,
                               self.extra, o.check, on_step, on_event, on_done, secret_env=o.secret_env,
-                              vault_ids=o.vault_ids, forks=o.forks)
+                              vault_ids=o.vault_ids, forks=o.forks, resume=self.resumed)
+
+    def close(self) -> None:
+        if self.held is not None:
+            self.held.release()
+            self.held = None
 
 
 def start(opts: Options, to: Optional[Path], from_: Optional[Path], base: Optional[str], matrices: Optional[Path],
-          today: date) -> Session:
-    """Prepare the plan (ApplyError: refused, nothing run), write the rendered inventory and the
-    rollback point (both definitions and rendered trees) beside the plan file, before anything runs."""
+          today: date, resume_from: Optional[Path] = None) -> Session:
+    """Prepare the plan (ApplyError: refused, nothing run) and take the cluster's lock (ApplyError when
+    another apply holds it). A new run writes the rendered inventory and the rollback point (both
+    definitions and rendered trees) beside the plan file before anything runs; `resume_from` (a run
+    record) is continued instead, once it is shown to be a run of this plan on these definitions."""
+    prep = prepare(opts.plan_file, to, from_, base, matrices, today, opts.playbooks, set(opts.skip))
+    try:
+        held = lock.acquire(Path(opts.plan_file).resolve().parent, prep.doc.get("cluster") or "", opts.plan_file)
+    except lock.LockHeld as exc:
+        raise ApplyError([str(exc)], "nothing was run; wait for that apply to end (the lock of one that was killed "
+                         "is released with its process), then resume with --resume") from None
+    try:
+        session = _resumed(opts, prep, Path(resume_from)) if resume_from is not None else _fresh(opts, prep)
+    except BaseException:
+        held.release()
+        raise
+    session.held = held
+    return session
+
+
+def _extra(opts: Options, snap: dict) -> dict:
+    return {**opts.extra, "clusterdef_snapshot_dir": snap["facts_dir"],
+            "clusterdef_tree_dir": str(Path(snap["dir"]) / "to" / "tree"),
+            "clusterdef_transition_dir": str(Path(snap["dir"]) / "transition")}
+
+
+def _fresh(opts: Options, prep: Prepared) -> Session:
     from ..writer import write_file_atomic
     from . import snapshot
 
-    prep = prepare(opts.plan_file, to, from_, base, matrices, today, opts.playbooks, set(opts.skip))
     doc = prep.doc
     record_path, pdd = record.run_paths(opts.plan_file)
     inventory = record.write_inventory(pdd, prep.inventory)
     snap = snapshot.write(pdd, prep.old, prep.new)  # the rollback point, before anything runs
-    header = {"plan_file": str(opts.plan_file), "cluster": doc.get("cluster"), "from_set": doc["from"].get("set"),
-              "to_set": doc["to"].get("set"), "rollback_point": doc["rollout"]["rollback"]["point"], "snapshot": snap,
+    header = {"plan_file": str(opts.plan_file), "plan_sha256": doc.get("plan_sha256"), "cluster": doc.get("cluster"),
+              "from_set": doc["from"].get("set"), "to_set": doc["to"].get("set"),
+              "rollback_point": doc["rollout"]["rollback"]["point"], "snapshot": snap,
               "smoke_tests": list(prep.new.definition.upgrade.smoke_tests), "playbooks": str(opts.playbooks),
               "extravars": opts.extra, "secret_env": opts.secret_env, "vault_ids": opts.vault_ids,
-              "forks": opts.forks}
+              "forks": opts.forks, "skip": sorted(opts.skip)}
     # the new rendered tree as the snapshot holds it: what deliver.yml copies onto the hosts
     transition = Path(snap["dir"]) / "transition"  # the Slurm files in force while older slurmd run
     for rel, text in (doc.get("slurm_transition") or {}).get("files", {}).items():
         write_file_atomic(transition / rel, text)
-    extra = {**opts.extra, "clusterdef_snapshot_dir": snap["facts_dir"],
-             "clusterdef_tree_dir": str(Path(snap["dir"]) / "to" / "tree"),
-             "clusterdef_transition_dir": str(transition)}
-    return Session(opts, prep, record_path, pdd, inventory, header, extra)
+    return Session(opts, prep, record_path, pdd, inventory, header, _extra(opts, snap))
+
+
+def _resumed(opts: Options, prep: Prepared, path: Path) -> Session:
+    """The run record at `path` continued: refused (ApplyError) unless it is a run of this plan, on these
+    definitions and rendered trees, with these options, and its finished steps are this plan's steps."""
+    rec = resume.load(path)
+    given = {"playbooks": str(opts.playbooks), "extravars": opts.extra, "secret_env": opts.secret_env,
+             "vault_ids": opts.vault_ids, "forks": opts.forks, "skip": sorted(opts.skip), "check": opts.check}
+    why = resume.changes(rec, prep.doc, prep.old, prep.new) + resume.option_changes(rec, given)
+    try:
+        first = record.first_unfinished(rec, prep.steps) if not why else 0
+    except ValueError as exc:
+        why.append(str(exc))
+    if why:
+        raise ApplyError([f"{path}: cannot resume: {w}" for w in why], "nothing was run; a run continues only what "
+                         "it started: plan again, review the plan, and apply the new plan file without --resume")
+    snap = rec["snapshot"]
+    pdd = Path(rec["private_data_dir"])
+    return Session(opts, prep, path, pdd, Path(rec["inventory"]), {}, _extra(opts, snap), resumed=rec, first=first)

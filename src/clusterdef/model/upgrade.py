@@ -31,6 +31,21 @@ class Drain(Model):
     reboots once they left. Never killed either way."""
 
 
+class Timing(Model):
+    """What the plan's duration estimate assumes (docs/upgrades.md, "Duration and capacity over time"); measure
+    your own and set them. A wave takes its drain (drain.timeout_minutes, the bound apply waits), its move
+    (reboot or image boot) and its gates."""
+    reboot_minutes: int = Field(default=15, ge=1, le=1440)
+    """An in-place reboot, POST to the node back in service (an 8-GPU server's POST with its BMC, NVSwitch and
+    HCA firmware checks takes most of it)."""
+    image_boot_minutes: int = Field(default=10, ge=1, le=1440)
+    """A stateless node pointed at a new build: network boot of the image, no package installation."""
+    gates_minutes: int = Field(default=20, ge=0, le=1440)
+    """Health check, NCCL test across the wave, Slurm job, GPU pod and smoke tests."""
+    step_minutes: int = Field(default=5, ge=0, le=1440)
+    """A cluster-wide step (prepare, control plane, delivery, boot defaults) and a service hosts' wave."""
+
+
 class Tolerances(Model):
     busbw_drop_pct: float = Field(default=5.0, ge=0, le=100)
     """A slowdown beyond this against the recorded baseline fails the gate."""
@@ -65,9 +80,15 @@ class Upgrade(Model):
     canary: Canary = Field(default_factory=Canary)
     wave_size: int = Field(default=64, ge=1, le=131072)
     max_parallel_waves: int = Field(default=1, ge=1, le=1024)
+    max_unavailable_pct: int = Field(default=25, ge=1, le=100)
+    """The most of any Slurm partition, tenant-owned node group or Kueue flavor (pool) one wave takes down, in
+    percent, rounded down, at least one node; the canary (`canary.nodes`) is its own policy. 25: the GPU
+    Operator's default for its own driver upgrades (upgradePolicy.maxUnavailable, values-v26.3.3.yaml), so a
+    tenant keeps at least three quarters of what it bought while the rollout runs."""
     kubernetes_wave_size: int = Field(default=1, ge=1, le=131072)
     """Kubernetes GPU nodes the GPU Operator upgrades at once (its maxParallelUpgrades and maxUnavailable)."""
     drain: Drain = Field(default_factory=Drain)
+    timing: Timing = Field(default_factory=Timing)
     baseline_tolerance: Tolerances = Field(default_factory=Tolerances)
     rollback: Rollback = Field(default_factory=Rollback)
     smoke_tests: dict[Name, SmokeTest] = Field(default_factory=dict, max_length=256)

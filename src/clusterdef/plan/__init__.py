@@ -32,6 +32,8 @@ from .diff import Change, kubernetes_summary, model_changes, tree_diff, tree_has
 from . import delivery as delivery_mod
 from . import stages as stages_mod
 from .images import builds_of, identity_findings, image_diff
+from ..knowledge import floors
+from . import estimate as estimate_mod
 from .rollout import Stage, baseline_mismatch, gates, rollback_target
 from ..render.kubernetes.gpu_operator import pool_drivers, rollback_pool_drivers
 from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, NONE, ORDER, REFLASH, RELOAD, RESTART,
@@ -513,7 +515,11 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                                     for name, hosts in named.items() if hosts],
             "waves": len(wave_list), "waves_withheld": withheld,
             "wave_size": d.upgrade.wave_size,
+            "max_unavailable_pct": d.upgrade.max_unavailable_pct,
+            # the lowest capacity each partition, tenant and Kubernetes pool keeps while the waves run in turn
+            "floors": floors.lowest(d, [st.hosts for st in stages if st.kind in ("canary", "rollback-drill", "wave")]),
             "gates": scope.gate_list,
+            "estimate": estimate_mod.estimate([st.to_json() for st in stages], d.upgrade, estimate_mod.gpu_nodes(d)),
             "rollback": {"target": rb_set, "exercised_on_canary": bool(canary.hosts)
                          and d.upgrade.rollback.exercise_on_canary,
                          # what apply snapshots before the first change and a rollback returns to

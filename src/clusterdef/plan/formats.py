@@ -35,6 +35,34 @@ def _md(v) -> str:
     return _val(v).replace("|", "\\|").replace("\n", " ")
 
 
+def floors_line(ro: dict) -> str:
+    """The lowest capacity each tenant, partition and pool keeps, lowest first, tenants before partitions and
+    pools (a few named, the rest counted; the JSON plan has them all)."""
+    kinds = ("tenant", "partition", "pool")  # what a tenant bought first
+    fl = sorted(ro.get("floors") or [], key=lambda f: (f["lowest_pct"], kinds.index(f["kind"]) if f["kind"] in kinds
+                                                       else len(kinds), f["name"]))
+    if not fl:
+        return ""
+    shown = [f"{f['kind']} {escape_md(f['name'])} {f['lowest_nodes']}/{f['nodes']} nodes ({f['lowest_pct']:g}%)"
+             for f in fl[:6]]
+    more = f"; {len(fl) - 6} more at {fl[6]['lowest_pct']:g}% or above" if len(fl) > 6 else ""
+    return (f"Capacity kept (waves take at most {ro.get('max_unavailable_pct', '-')}% of any partition, tenant or "
+            "pool; the canary its own size), lowest first: " + "; ".join(shown) + more + ".")
+
+
+def estimate_line(ro: dict) -> str:
+    from .estimate import duration
+
+    est = ro.get("estimate")
+    if not est or not est["minutes"]:
+        return ""
+    t = est["timing"]
+    return (f"Estimated duration: {duration(est['minutes'])}, stages one after another; a wave: drain (at most "
+            f"{t['drain_minutes']} min), {t['reboot_minutes']} min reboot or {t['image_boot_minutes']} min image "
+            f"boot, {t['gates_minutes']} min gates (`upgrade.timing`). Lowest in service: {est['lowest_nodes']} of "
+            f"{est['gpu_nodes']} GPU nodes.")
+
+
 def _kubernetes_canaries_line(ro: dict) -> list[str]:
     """The Kubernetes GPU nodes' own canaries, by driver pool or node group, or nothing."""
     kc = ro.get("kubernetes_canaries") or []
@@ -132,6 +160,8 @@ def to_markdown(doc: dict) -> str:
             f"`{ro['rollback']['target'] or '-'}`"
             + (" (exercised on the canary before wave 1)." if ro["rollback"]["exercised_on_canary"] else "."),
             *_kubernetes_canaries_line(ro),
+            *([floors_line(ro)] if ro.get("floors") else []),
+            *([estimate_line(ro)] if estimate_line(ro) else []),
             f"Rollback point: `{escape_md(_val(pt['file'])).replace('`', chr(39))}` on `{escape_md(pt['set'])}` "
             f"(definition {pt['definition_sha256'][:12]}, rendered tree {pt['tree_sha256'][:12]}), snapshotted by "
             "`clusterdef apply` with every node's versions before the first change.", ""]
@@ -150,6 +180,10 @@ def to_markdown(doc: dict) -> str:
             first_wave = next(i for i, s in enumerate(stages) if s["kind"] == "wave")
             out.append(f"  s{first_wave} -. gate fails .-> halt")
         out += ["```", ""]
+    if ro.get("estimate") and ro["estimate"]["minutes"]:
+        from .estimate import chart
+
+        out += [*chart(ro["estimate"]), ""]
     out += ["**Gates** after the canary, the control plane and every wave:", ""]
     out += [f"- {g}" for g in ro["gates"]]  # smoke commands sit in code spans they cannot leave (no `)
     out.append("")
@@ -319,6 +353,10 @@ def to_text(doc: dict) -> str:
                    f"{ro['wave_size']}, rollback to {e(ro['rollback']['target'] or '-')}")
         out += [f"  kubernetes canary ({c['by']}) {e(c['name'])}: {e(c['hosts'])}"
                 for c in ro.get("kubernetes_canaries") or []]
+        if ro.get("floors"):
+            out.append(f"  {e(floors_line(ro))}")
+        if estimate_line(ro):
+            out.append(f"  {e(estimate_line(ro))}")
         pt = ro["rollback"]["point"]
         out.append(f"[bold]rollback point[/] {e(pt['file'])} on {e(pt['set'])} (definition "
                    f"{pt['definition_sha256'][:12]}, tree {pt['tree_sha256'][:12]})")

@@ -70,6 +70,24 @@ SCHEMA = {
                         "gates": _STRS, "stages": {"type": "array", "items": _STAGE},
                         "canary": {"type": "object", "additionalProperties": False, "required": ["hosts", "nodes"],
                                    "properties": {"hosts": _STR, "nodes": _INT}},
+                        "max_unavailable_pct": _INT,
+                        "estimate": {
+                            "type": "object", "additionalProperties": False,
+                            "required": ["minutes", "gpu_nodes", "lowest_nodes", "timing", "timeline"],
+                            "properties": {
+                                "minutes": _INT, "gpu_nodes": _INT, "lowest_nodes": {"type": "integer"},
+                                "timing": {"type": "object", "additionalProperties": _INT},
+                                "timeline": {"type": "array", "items": {
+                                    "type": "object", "additionalProperties": False,
+                                    "required": ["stage", "start", "minutes", "nodes_down"],
+                                    "properties": {"stage": _STR, "start": _INT, "minutes": _INT,
+                                                   "nodes_down": _INT}}}}},
+                        "floors": {"type": "array", "items": {
+                            "type": "object", "additionalProperties": False,
+                            "required": ["kind", "name", "nodes", "gpus", "lowest_nodes", "lowest_gpus", "lowest_pct"],
+                            "properties": {"kind": _STR, "name": _STR, "nodes": _INT, "gpus": _INT,
+                                           "lowest_nodes": _INT, "lowest_gpus": _INT,
+                                           "lowest_pct": {"type": "number", "minimum": 0, "maximum": 100}}}},
                         "kubernetes_canaries": {"type": "array", "items": {
                             "type": "object", "additionalProperties": False,
                             "required": ["by", "name", "hosts", "nodes"],

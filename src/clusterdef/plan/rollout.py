@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from .. import hostlist
 from ..fabric.layout import leaves
+from ..knowledge.floors import group_limit
 from ..knowledge.services import gpu_groups, is_service_group, service_waves
 from ..matrix.load import Matrix
 from ..model import Definition
@@ -86,10 +87,10 @@ def choose_canary(definition: Definition, affected_groups: list[str], group: str
 
 def waves(definition: Definition, hosts_by_group: dict[str, set[str]],
           skip: set[str]) -> list[tuple[list[str], list[str]]]:
-    """Waves of at most `wave_size` nodes that follow the topology: whole leaf switches (or
+    """Waves of at most `wave_size` nodes, and of no more than `max_unavailable_pct` of any partition, tenant's
+    node groups or Kubernetes pool (floors.group_limit), that follow the topology: whole leaf switches (or
     blocks) fill a wave; a leaf larger than a wave is split. Groups never share a wave. Service hosts
     come last, in waves that keep one Slurm controller and an etcd quorum up (services.service_waves)."""
-    size = definition.upgrade.wave_size
     out: list[tuple[list[str], list[str]]] = []
     services: list[str] = []
     for group in definition.nodes:
@@ -99,6 +100,7 @@ def waves(definition: Definition, hosts_by_group: dict[str, set[str]],
         if is_service_group(definition.nodes[group]):
             services += [h for h in hostlist.names(definition.nodes[group].hosts) if h in want and h not in skip]
             continue
+        size = group_limit(definition, group)[0]
         cur: list[str] = []
         cur_sw: list[str] = []
         for name, hosts in leaves(definition, group):
@@ -115,7 +117,7 @@ def waves(definition: Definition, hosts_by_group: dict[str, set[str]],
             cur_sw.append(name)
         if cur:
             out.append((cur, cur_sw))
-    return out + [(w, []) for w in service_waves(definition, services, size)]
+    return out + [(w, []) for w in service_waves(definition, services, definition.upgrade.wave_size)]
 
 
 def gates(definition: Definition, has_slurm: bool, has_k8s: bool, baseline: str | None) -> list[str]:

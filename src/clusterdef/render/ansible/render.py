@@ -11,6 +11,7 @@ from ...model.upgrade import SMOKE_LAYERS
 from ...resolve import Resolved
 from .. import backup, identity, storage, yamlout
 from ..inventory import switch_of
+from ...knowledge.floors import group_limit
 from ...knowledge.services import gpu_groups, group_of_host, is_service_group, service_hosts, service_waves
 from ...knowledge.services import service_groups as service_groups_of
 from ...knowledge.services import table as service_table
@@ -74,11 +75,17 @@ def waves(resolved: Resolved) -> list[list[str]]:
 
     out: list[list[str]] = [canary] if canary else []
     current: list[str] = []
-    for _, hosts in units:
+    last = None
+    for gname, hosts in units:
         hosts = [h for h in hosts if h not in taken]
-        for start in range(0, len(hosts), up.wave_size):
-            piece = hosts[start:start + up.wave_size]
-            if current and len(current) + len(piece) > up.wave_size:
+        size = group_limit(d, gname)[0]  # max_unavailable_pct of its partitions, tenant and pool (knowledge/floors)
+        if current and gname != last:  # groups never share a wave (as the plan's, plan/rollout.waves)
+            out.append(current)
+            current = []
+        last = gname
+        for start in range(0, len(hosts), size):
+            piece = hosts[start:start + size]
+            if current and len(current) + len(piece) > size:
                 out.append(current)
                 current = []
             current.extend(piece)
