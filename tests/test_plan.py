@@ -74,7 +74,8 @@ def test_golden_markdown(tmp_path, example, a, b):
     p = plan_between(tmp_path, example, a, b, allow_candidate=True)
     assert not p.refused, p.refusals
     md = to_markdown(p.doc)
-    assert len(md) < 65536, "a PR comment holds at most 65,536 characters"
+    assert len(md) < 60000, "the plan's comment stays under 60,000 characters (GitHub holds 65,536)"
+    assert "ends here" not in md, "a bundled example's plan fits whole, without the cut note"
     golden = GOLDEN / f"{example}-{a}-to-{b}.md"
     if REFRESH:
         golden.parent.mkdir(exist_ok=True)
@@ -159,12 +160,42 @@ def test_files_whose_only_change_is_the_header_comment_fold_into_one_line(tmp_pa
 
 def test_markdown_fits_a_pull_request_comment_for_any_change(tmp_path):
     doc = plan_between(tmp_path, "lab", OLD, CURRENT).doc
-    assert len(to_markdown(doc)) < 65536
+    assert len(to_markdown(doc)) < 60000
     huge = {**doc, "changes": doc["changes"] * 4000 or [{"path": "x", "dotted": "x", "old": "a", "new": "b",
                                                           "disruption": "live reconfigure", "nodes": 0}] * 4000}
     md = to_markdown(huge)
-    assert len(md) <= 65536 and md.rstrip().endswith("the workflow's artifact).")
+    assert len(md) <= 60000 and md.rstrip().endswith("the workflow's artifact).")
     assert md.count("```") % 2 == 0 and md.count("<details>") == md.count("</details>")
+
+
+def test_a_cut_comment_ends_after_a_whole_block(tmp_path):
+    """Past the limit, the comment ends where no code block and no <details> is open: the last diff is
+    whole or absent, never an empty block that reads as "no change"."""
+    doc = plan_between(tmp_path, "lab", OLD, CURRENT).doc
+    big = "\n".join(f"+line {i} " + "x" * 60 for i in range(400))
+    files = [{**doc["files"][0], "path": f"f{i:03d}.conf", "diff": big, "added": 400, "removed": 0,
+              "header_only": False} for i in range(300)]
+    md = to_markdown({**doc, "files": files, "changes": doc["changes"] * 300})
+    body = md[:md.index("> [!NOTE]")].rstrip("\n")
+    assert len(md) <= 60000
+    assert body.count("```") % 2 == 0 and body.count("<details>") == body.count("</details>")
+    assert body.endswith(("</details>", "```")) or not body.endswith("```diff")
+    for block in body.split("```diff")[1:]:
+        assert block.split("```")[0].strip(), "an empty diff block"
+
+
+def test_rollout_of_many_waves_is_one_item_per_run_of_like_waves(tmp_path):
+    doc = plan_between(tmp_path, "estate", OLD, CURRENT).doc
+    md = to_markdown(doc)
+    stages = doc["rollout"]["stages"]
+    waves = [s for s in stages if s["kind"] == "wave"]
+    assert len(waves) > 20
+    items = [ln for ln in md.splitlines() if ln.startswith("1. **wave")]
+    assert len(items) < len(waves) / 4, items
+    # every wave's hosts are still named in the folded items (the JSON keeps one stage per wave)
+    from clusterdef.hostlist import expand
+    named = {h for ln in items for h in expand(ln.split("`")[1])}
+    assert named == {h for w in waves for h in expand(w["hosts"])}
 
 
 def test_header_only_needs_the_same_body():

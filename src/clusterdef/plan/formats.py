@@ -8,13 +8,15 @@ import json
 
 from rich.markup import escape
 
+from ..hostlist import expand, fold
+
 from .transition import LIVE, NONE, ORDER, REBOOT, REFLASH, RELOAD, RESTART
 
 COLOUR = {REFLASH: "red", REBOOT: "yellow", RELOAD: "yellow", RESTART: "cyan", LIVE: "green", NONE: "dim"}
 MD_DIFF_LINES = 150  # per file in Markdown; the JSON plan keeps whole diffs
 MD_FILES = 40  # more files than this past the diff budget: they are counted per folder
 MD_DIFF_CHARS = 28000  # all diffs together at most
-MD_LIMIT = 65536  # characters in a GitHub pull-request comment
+MD_LIMIT = 60000  # characters: GitHub holds 65,536 in a pull-request comment; room for the workflow's own lines
 MD_RESERVE = 6000  # for the per-folder count of files without a diff and the footer
 
 
@@ -188,18 +190,7 @@ def to_markdown(doc: dict) -> str:
     out += [f"- {g}" for g in ro["gates"]]  # smoke commands sit in code spans they cannot leave (no `)
     out.append("")
     out += ["<details><summary>Stages, step by step</summary>", ""]
-    seen_steps: list[str] | None = None
-    for s in stages:
-        where = f" — {s['nodes']} node(s) `{s['hosts']}`" if s["nodes"] else ""
-        sw = f" on {', '.join(s['switches'])}" if s["switches"] else ""
-        out.append(f"1. **{s['name']}**{where}{sw}")
-        steps = s["steps"][1:]  # after the drain line, waves repeat the same layers
-        if s["kind"] == "wave" and steps == seen_steps:
-            out.append("   - drain, the same layers as the wave before, gates, resume")
-            continue
-        if s["kind"] == "wave":
-            seen_steps = steps
-        out += [f"   - {escape_md(step)}" for step in s["steps"]]
+    out += _stage_lines(stages)
     out += ["", "</details>", ""]
 
     if doc["kubernetes_objects"]:
@@ -220,11 +211,13 @@ def to_markdown(doc: dict) -> str:
     # each, or counted per folder when there are many. Printed in path order.
     budget = min(MD_DIFF_CHARS, MD_LIMIT - MD_RESERVE - len("\n".join(out)))
     bodies = {fd["path"]: "\n".join(fd["diff"].splitlines()[:MD_DIFF_LINES]) for fd in files}
+    # a diff costs its body and its <details> wrapper (summary, fences, the "more lines" note)
+    cost = {p: len(b) + 2 * len(p) + 160 for p, b in bodies.items()}
     chosen: set[str] = set()
-    for fd in sorted(files, key=lambda x: (len(bodies[x["path"]]), x["path"])):
-        if len(bodies[fd["path"]]) <= budget:
+    for fd in sorted(files, key=lambda x: (cost[x["path"]], x["path"])):
+        if cost[fd["path"]] <= budget:
             chosen.add(fd["path"])
-            budget -= len(bodies[fd["path"]])
+            budget -= cost[fd["path"]]
     over = len(files) - len(chosen) > MD_FILES
     unshown: list[dict] = []
     for fd in files:
@@ -258,17 +251,73 @@ def to_markdown(doc: dict) -> str:
     return _fit_comment("\n".join(out))
 
 
+def _stage_lines(stages: list[dict]) -> list[str]:
+    """The stages as a numbered list. A run of waves that repeat the layers of the wave before them is
+    one item (their hosts folded, one wave per stage in the JSON plan), so a rollout of dozens of waves
+    stays a screenful."""
+    out: list[str] = []
+    seen_steps: list[str] | None = None
+    i = 0
+    while i < len(stages):
+        s = stages[i]
+        steps = s["steps"][1:]  # after the drain line, waves repeat the same layers
+        if s["kind"] == "wave" and steps == seen_steps:
+            j = i
+            while j + 1 < len(stages) and stages[j + 1]["kind"] == "wave" and stages[j + 1]["steps"][1:] == steps:
+                j += 1
+            run = stages[i:j + 1]
+            hosts = fold([h for r in run for h in expand(r["hosts"])]) if all(r["hosts"] for r in run) else ""
+            switches = fold(sorted({sw for r in run for sw in r["switches"]}))
+            name = run[0]["name"] if len(run) == 1 else f"{run[0]['name']} to {run[-1]['name']}"
+            count = "" if len(run) == 1 else f"{len(run)} waves, "
+            out.append(f"1. **{name}** — {count}{sum(r['nodes'] for r in run)} node(s)"
+                       + (f" `{hosts}`" if hosts else "") + (f" on {switches}" if switches else ""))
+            out.append("   - " + ("each wave in turn: " if len(run) > 1 else "")
+                       + "drain, the same layers as the wave before, gates, resume")
+            i = j + 1
+            continue
+        if s["kind"] == "wave":
+            seen_steps = steps
+        where = f" — {s['nodes']} node(s) `{s['hosts']}`" if s["nodes"] else ""
+        sw = f" on {', '.join(s['switches'])}" if s["switches"] else ""
+        out.append(f"1. **{s['name']}**{where}{sw}")
+        out += [f"   - {escape_md(step)}" for step in s["steps"]]
+        i += 1
+    return out
+
+
+def _block_ends(lines: list[str]) -> list[int]:
+    """Indices after which no code block and no <details> is open: where a comment may end."""
+    ends, fence, depth = [], False, 0
+    for i, line in enumerate(lines):
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence:
+            depth += line.count("<details>") - line.count("</details>")
+        if not fence and depth == 0:
+            ends.append(i)
+    return ends
+
+
 def _fit_comment(md: str) -> str:
-    """The comment as it is when it fits in a pull-request comment; otherwise cut at a line, its
-    open code block and <details> closed, with a note: the whole plan is the JSON artifact."""
+    """The comment as it is when it fits in a pull-request comment; otherwise it ends after the last
+    whole block (never inside a code block or a <details>) that fits, with a note: the whole plan is
+    the JSON artifact."""
     if len(md) <= MD_LIMIT:
         return md
-    note = ("\n\n> [!NOTE]\n> This plan is longer than a pull-request comment holds and is cut here; "
+    note = ("\n\n> [!NOTE]\n> This plan is longer than a pull-request comment holds and ends here; "
             "the whole plan is the JSON plan (`--format json`, the workflow's artifact).\n")
-    kept = md[:md.rfind("\n", 0, MD_LIMIT - len(note) - 200)]
-    close = "\n```" if kept.count("```") % 2 else ""
-    close += "\n</details>" * max(0, kept.count("<details>") - kept.count("</details>"))
-    return kept + close + note
+    lines = md.split("\n")
+    size, cut = 0, 0
+    offsets = []
+    for line in lines:
+        offsets.append(size + len(line))
+        size += len(line) + 1
+    for i in _block_ends(lines):
+        if offsets[i] > MD_LIMIT - len(note):
+            break
+        cut = i + 1
+    return "\n".join(lines[:cut]).rstrip("\n") + note
 
 
 def _classes(lc: dict) -> str:
