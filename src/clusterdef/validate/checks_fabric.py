@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .. import hostlist
+from .. import hostlist, tenancy
 from ..errors import Finding, Path, error
 from ..fabric.layout import leaves
 from ..knowledge.nvlink_domains import domain_for, table as nvlink_table
@@ -426,3 +426,23 @@ def storage_fabric(ctx: Context) -> Iterable[Finding]:
                             f"filesystem `{fs}` is mounted over storage fabric `{x.network}` by node group `{g}`, "
                             "which has no storage attachment on it",
                             f"add `attachments.storage: {{network: {x.network}, nic: ...}}` to nodes.{g}")
+        yield from _storage_behind_partitions(d, fs, x)
+
+
+def _storage_behind_partitions(d, fs: str, x) -> Iterable[Finding]:
+    """A filesystem served over InfiniBand while tenants are isolated by partition key: partitions.conf
+    makes every end port it does not name (the filesystem's servers: they are no node group's) a limited
+    member of Default only, and every node a full member of its tenant's or the shared key, so no node
+    reaches a server (two limited members cannot talk; partition-config.txt, IBA vol. 1 10.9). clusterdef
+    renders no partition for storage servers, so the promise cannot hold: refuse it."""
+    if d.network.fabrics[x.network].kind != "infiniband" or not tenancy.pkey_tenants(d):
+        return
+    owners = {g: t for t in tenancy.pkey_tenants(d) for g in tenancy.owned_groups(d, t)}
+    cut = sorted({owners.get(g, "shared nodes") for g in x.node_groups if g in d.nodes})
+    yield error("isolation-cuts-storage", ("filesystems", fs, "network"),
+                f"filesystem `{fs}` ({x.kind}) is served over InfiniBand fabric `{x.network}`, where the partition "
+                f"keys of {', '.join(f'`{t}`' for t in tenancy.pkey_tenants(d))} leave its servers limited members "
+                f"of Default only: {', '.join(cut)} mounting it could not reach them",
+                "serve the filesystem over an Ethernet/RoCE storage fabric (a `network` of kind roce or ethernet), "
+                "or isolate these tenants by VLAN instead of partition key; clusterdef does not place storage "
+                "servers in the OpenSM partitions")
