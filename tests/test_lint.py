@@ -67,7 +67,7 @@ def test_validate_hook_fails_on_a_bad_definition():
     assert good.returncode == 0, good.stdout + good.stderr
     bad = subprocess.run([*argv, "clusters/lab.yaml", "tests/bad/1501-tenant-group-is-admin.yaml"], cwd=REPO,
                          capture_output=True, text=True, env=env, timeout=120)
-    assert bad.returncode == 2 and "tenant-group-is-admin" in bad.stderr, bad.stdout + bad.stderr
+    assert bad.returncode == 2 and "tenant-group-is-admin" in bad.stdout, bad.stdout + bad.stderr
 
 
 def _imports(path: Path, package: str) -> list[tuple[int, str]]:

@@ -929,8 +929,8 @@ def apply(
     from .apply.session import OptionError, options, recorded_options, start
     from .writer import OutputError
 
-    given = {"playbooks": playbooks, "extra_var": extra_var, "secret_env": secret_env, "vault_ids": vault_id,
-             "skip_stage": skip_stage, "check": check, "forks": forks}
+    given: dict[str, Any] = {"playbooks": playbooks, "extra_var": extra_var, "secret_env": secret_env,
+                             "vault_ids": vault_id, "skip_stage": skip_stage, "check": check, "forks": forks}
     resume_from = None
     try:
         if run_record is not None and not resume:

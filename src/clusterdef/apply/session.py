@@ -81,7 +81,8 @@ def recorded_options(opts: dict, rec: dict) -> dict:
     for opt, key in names.items():
         if out.get(opt) is None and rec.get(key) is not None:
             out[opt] = Path(rec[key]) if opt == "playbooks" else rec[key]
-    recorded = rec.get("extravars") if isinstance(rec.get("extravars"), dict) else {}
+    extravars = rec.get("extravars")
+    recorded = extravars if isinstance(extravars, dict) else {}
     out["extra_var"] = [f"{k}={v}" for k, v in recorded.items()] + list(out.get("extra_var") or [])
     if not out.get("check"):
         out["check"] = bool(rec.get("check"))
