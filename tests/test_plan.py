@@ -974,3 +974,57 @@ def test_only_the_operator_driver_moves_the_held_nodes_get_a_wave(tmp_path):
     wave = next(s for s in doc["rollout"]["stages"] if s["kind"] == "wave")
     assert wave["hosts"] == "kgpu03" and wave["driver"] == {"pool": "fast", "canary": "fast.canary"}
     assert "NVIDIADriver fast" in wave["steps"][1] and "driver 580.126.20" in wave["steps"][1]
+
+
+@pytest.mark.slow
+def test_driver_pool_playbook_holds_and_releases_with_a_stand_in_kubectl(tmp_path):
+    """playbooks/driver-pool.yml with real ansible-playbook and a stand-in kubectl recording its argv: the hold
+    labels each node `nvidia.com/gpu-driver-upgrade.skip=true`, the release removes the label node by node and
+    reads each node's upgrade state; a node in upgrade-failed fails the play naming it (and only it); a
+    hostile node name is refused before kubectl runs."""
+    import sys
+
+    from conftest import ROOT
+
+    ansible = Path(sys.executable).parent / "ansible-playbook"
+    if not ansible.exists():
+        pytest.skip("ansible-playbook is not installed")
+    log = tmp_path / "kubectl.log"
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(f"""#!{sys.executable}
+import json, sys
+args = sys.argv[1:]
+open({str(log)!r}, "a").write(json.dumps(args) + "\\n")
+if args[0] == "label":
+    print("node/" + args[-2] + (" unlabeled" if args[-1].endswith("-") else " labeled"))
+elif args[0] == "get":
+    print("upgrade-failed" if args[2] == "gpu3078" else "upgrade-done", end="")
+""")
+    kubectl.chmod(0o755)
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0",
+           "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
+
+    def run(vars_: dict):
+        extra = {"ansible_python_interpreter": sys.executable, "clusterdef_kubectl": str(kubectl),
+                 "clusterdef_driver_wait_s": 60, **vars_}
+        return subprocess.run([str(ansible), "-i", "localhost,", "-c", "local", str(ROOT / "playbooks/driver-pool.yml"),
+                               "-e", json.dumps(extra)], env=env, capture_output=True, text=True, timeout=300)
+
+    r = run({"clusterdef_driver_hold": ["gpu3077", "gpu3078"]})
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert [json.loads(ln) for ln in log.read_text().splitlines()] == [
+        ["label", "--overwrite", "node", "gpu3077", "nvidia.com/gpu-driver-upgrade.skip=true"],
+        ["label", "--overwrite", "node", "gpu3078", "nvidia.com/gpu-driver-upgrade.skip=true"]]
+    log.unlink()
+    r = run({"clusterdef_driver_release": ["gpu3077", "gpu3078"]})
+    assert r.returncode != 0
+    assert [json.loads(ln) for ln in log.read_text().splitlines()] == [
+        ["label", "node", "gpu3077", "nvidia.com/gpu-driver-upgrade.skip-"],
+        ["label", "node", "gpu3078", "nvidia.com/gpu-driver-upgrade.skip-"],
+        ["get", "node", "gpu3077", "--output", "jsonpath={.metadata.labels.nvidia\\.com/gpu-driver-upgrade-state}"],
+        ["get", "node", "gpu3078", "--output", "jsonpath={.metadata.labels.nvidia\\.com/gpu-driver-upgrade-state}"]]
+    failed = next(ln for ln in r.stdout.splitlines() if "driver upgrade failed on" in ln)
+    assert "gpu3078" in failed and "gpu3077" not in failed, r.stdout[-2000:]
+    log.unlink()
+    r = run({"clusterdef_driver_release": ["gpu1 --all"]})
+    assert r.returncode != 0 and "refusing" in r.stdout and not log.exists(), r.stdout[-2000:]
