@@ -497,9 +497,9 @@ def wave_stages(s: Scope, wave_hosts: list) -> list[Stage]:
         drain = (f"drain {hostlist.fold(hosts)} (timeout {d.upgrade.drain.timeout_minutes} min, "
                  f"grace {d.upgrade.drain.grace_seconds} s)")
         resume = "resume the nodes; halt the rollout here if any gate fails"
-        pools = {s.held.get(h) for h in hosts}
-        if len(pools) == 1 and None not in pools:  # held nodes: released to the operator's upgrade controller
-            pool = pools.pop()
+        pools = {s.held.get(h, "") for h in hosts}
+        pool = pools.pop() if len(pools) == 1 else ""
+        if pool:  # held nodes: released to the operator's upgrade controller
             release = release_steps(s, hosts, pool)
             driver = {"pool": pool, "canary": canary_pool(pool)}
             if s.reimaged(g):  # their reboot into the new build drains them once more (reimage.yml): said so
