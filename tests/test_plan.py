@@ -553,7 +553,8 @@ def test_kubernetes_driver_canary_before_the_rest(tmp_path):
     With the rendered objects and node labels: in every phase each Kubernetes GPU node is selected by
     exactly one NVIDIADriver (the canary's and the rest's selectors are disjoint and cover the pool),
     the canary runs the new driver while the rest stays on the old one, the drill puts the canary back
-    on the old one, and after the control plane every node runs the new one. Slurm nodes are selected by
+    on the old one, and after the control plane every node's object is the new one's (the held nodes take
+    it in their wave: test_operator_owned_nodes_are_held_then_released_wave_by_wave). Slurm nodes are selected by
     none. The objects are strict-valid against the set's operator NVIDIADriver CRD."""
     from clusterdef import hostlist
     from test_kubernetes_render import REF, chart_tag, crd_validator, errors_of
