@@ -602,7 +602,8 @@ def test_kubernetes_driver_canary_before_the_rest(tmp_path):
     With the rendered objects and node labels: in every phase each Kubernetes GPU node is selected by
     exactly one NVIDIADriver (the canary's and the rest's selectors are disjoint and cover the pool),
     the canary runs the new driver while the rest stays on the old one, the drill puts the canary back
-    on the old one, and after the control plane every node runs the new one. Slurm nodes are selected by
+    on the old one, and after the control plane every node's object is the new one's (the held nodes take
+    it in their wave: test_operator_owned_nodes_are_held_then_released_wave_by_wave). Slurm nodes are selected by
     none. The objects are strict-valid against the set's operator NVIDIADriver CRD."""
     from clusterdef import hostlist
     from test_kubernetes_render import REF, chart_tag, crd_validator, errors_of
@@ -893,3 +894,189 @@ def test_named_driver_pool_drill_returns_the_canary_to_the_rollback_driver(tmp_p
     assert [(w.code, w.message) for w in warnings] == [(
         "kubernetes-canary-drill", "no rollback drill of kgpu[01-02]: it cannot return their driver by label: "
         "NVIDIADriver fast runs 580.95.05, the rollback target 2025.10-r580 gives pool fast driver 550.144.03")]
+
+
+def _operator_owned(d) -> set[str]:
+    """The Kubernetes GPU nodes whose driver the GPU Operator owns."""
+    from clusterdef import hostlist
+
+    if d.kubernetes is None or d.kubernetes.gpu_operator.driver_owner != "operator":
+        return set()
+    return {h for g in d.nodes.values() if g.control_plane == "kubernetes" and d.hardware[g.hardware].gpu
+            for h in hostlist.names(g.hosts)}
+
+
+def _check_hold_and_release(doc: dict, owned: set[str], values: dict) -> set[str]:
+    """Every operator-owned Kubernetes GPU node that no canary moves is held before the control-plane stage
+    and released in exactly one wave, whose drain line is the upgrade controller's (its drain spec the rendered
+    values'); no stage drains an operator-owned node through clusterdef. Returns the held nodes."""
+    from clusterdef import hostlist
+
+    stages = doc["rollout"]["stages"]
+    kinds = [s["kind"] for s in stages]
+    canaries = {h for s in stages if s["kind"] == "canary" and s.get("driver") for h in hostlist.names(s["hosts"])}
+    holds = [s for s in stages if s["kind"] == "driver-hold"]
+    held = {h for s in holds for h in hostlist.names(s["hosts"])}
+    assert held == owned - canaries
+    if held:
+        assert len(holds) == 1 and kinds.index("driver-hold") + 1 == kinds.index("control-plane")
+        assert all(f"{hostlist.fold(sorted(held))} nvidia.com/gpu-driver-upgrade.skip=true" in x
+                   for x in holds[0]["steps"])
+    released: dict[str, int] = {}
+    drain = values["driver"]["upgradePolicy"]["drain"]
+    for s in stages:
+        hosts = set(hostlist.names(s["hosts"])) if s["hosts"] else set()
+        drains = [x for x in s["steps"] if x.startswith("drain ")]
+        if not hosts & owned or s["kind"] not in ("canary", "wave"):
+            continue
+        # the one drain line of a stage on operator-owned nodes is the upgrade controller's, never clusterdef's
+        assert len(drains) == 1 and drains[0] == s["steps"][0], s["name"]
+        assert drains[0].startswith(f"drain {s['hosts']}: by the GPU Operator's upgrade controller, not clusterdef "
+                                    f"(upgradePolicy drain: timeoutSeconds {drain['timeoutSeconds']}, force "
+                                    f"{str(drain['force']).lower()}, deleteEmptyDir "
+                                    f"{str(drain['deleteEmptyDir']).lower()};"), s["name"]
+        if s["kind"] == "wave":
+            assert hosts <= held and s["driver"]["pool"], s["name"]
+            assert s["steps"][1].startswith("release them: remove nvidia.com/gpu-driver-upgrade.skip from each")
+            assert "nvidia.com/gpu-driver-upgrade-state=upgrade-done" in s["steps"][1]
+            for h in hosts:
+                released[h] = released.get(h, 0) + 1
+    assert released == {h: 1 for h in held}
+    if held:  # the control-plane stage releases the pool's new driver to the canary only
+        cp = stages[kinds.index("control-plane")]
+        assert any(f"leaves the held nodes {hostlist.fold(sorted(held))}" in x for x in cp["steps"])
+    return held
+
+
+@pytest.mark.parametrize("example", ["lab", "estate", "gb200"])
+def test_operator_owned_nodes_are_held_then_released_wave_by_wave(tmp_path, example):
+    """Issue 28: the GPU Operator's upgrade controller is the drain authority of the nodes whose driver it
+    owns. For the three examples: every such node no canary moves is labelled out of the driver upgrade
+    (nvidia.com/gpu-driver-upgrade.skip=true) before the control-plane stage moves its pool's NVIDIADriver,
+    released in exactly one wave, whose drain is the controller's with the rendered values' drain spec, and no
+    stage drains one through clusterdef. The estate (driver_owner: operator) holds nodes; apply runs
+    driver-pool.yml for the hold and first in each of those waves, with the node names of the inventory."""
+    from ruamel.yaml import YAML
+
+    from clusterdef.apply.steps import Deliveries, DriverPools, inventory_waves, steps_for_plan
+    from conftest import ROOT
+
+    doc = plan_between(tmp_path, example, OLD, CURRENT).doc
+    new = load_side(tmp_path / f"{example}-{CURRENT}.yaml", MATRICES, TODAY, {"matrix-candidate"})
+    values = YAML(typ="safe", pure=True).load(new.tree["kubernetes/gpu-operator/values.yaml"])
+    owned = _operator_owned(new.definition)
+    held = _check_hold_and_release(doc, owned, values)
+    assert bool(held) is (example == "estate")  # the estate's operator owns the driver; the others' images do
+    if not held:
+        assert not [s for s in doc["rollout"]["stages"] if s["kind"] == "wave" and s.get("driver")]
+        return
+    hosts_yml = new.tree["ansible/inventory/hosts.yml"]
+    waves = inventory_waves(hosts_yml)
+    steps = steps_for_plan(doc, waves, ROOT / "playbooks", pools=DriverPools(new),
+                           deliveries=Deliveries(new, hosts_yml))
+    hold = [s for s in steps if s.kind == "driver-hold"]
+    assert [(s.action, s.playbook.name) for s in hold] == [("driver-hold", "driver-pool.yml")]
+    in_inventory = [h for hs in waves.values() for h in hs]
+    assert hold[0].vars == {"clusterdef_driver_hold": [h for h in in_inventory if h in held]}
+    released = []
+    for stage in {s.stage for s in steps if s.kind == "wave" and s.action == "driver-release"}:
+        mine = [s for s in steps if s.stage == stage]
+        assert [s.action for s in mine][:2] == ["driver-release", "upgrade"], stage  # released first
+        assert mine[0].playbook.name == "driver-pool.yml" and mine[0].limit is None
+        assert mine[0].vars == {"clusterdef_driver_release": mine[0].hosts}
+        released += mine[0].hosts
+    assert sorted(released) == sorted(held)
+    assert step_index(steps, "driver-hold") < step_index(steps, "control-plane")
+
+
+def step_index(steps, action: str) -> int:
+    return next(i for i, s in enumerate(steps) if s.action == action)
+
+
+def _pool_lab(tmp: Path, pool_set: str) -> Path:
+    """The lab on CURRENT with the GPU Operator owning the driver of its Kubernetes GPU groups, pool `fast`
+    (infer, canary: three nodes) pinned to `pool_set`: between two of them only the pool's driver moves."""
+    from ruamel.yaml import YAML
+
+    from lab_variants import driver_pool_canary
+
+    for csv in CLUSTERS.glob("*.csv"):
+        shutil.copyfile(csv, tmp / csv.name)
+    d = driver_pool_canary(YAML(typ="safe", pure=True).load(_text("lab", CURRENT)))
+    d["kubernetes"]["gpu_operator"]["driver_pools"] = {"fast": {"node_groups": ["infer", "canary"],
+                                                                "matrix": pool_set}}
+    out = tmp / f"lab-pool-only-{pool_set}.yaml"
+    out.write_text(json.dumps(d, indent=1))  # JSON is YAML
+    return out
+
+
+def test_only_the_operator_driver_moves_the_held_nodes_get_a_wave(tmp_path):
+    """Only a driver pool's driver moves (the cluster's set stays): the nodes no canary moves got no wave at
+    all before (the control-plane stage released the new driver to them through the upgrade controller).
+    Now they are held before it and released by a wave of their own, drained by the controller only."""
+    from ruamel.yaml import YAML
+
+    old = load_side(_pool_lab(tmp_path, OLD), MATRICES, TODAY, FROM_SIDE_IGNORED)
+    new = load_side(_pool_lab(tmp_path, CURRENT), MATRICES, TODAY, {"matrix-candidate"})
+    doc = make_plan(old, new).doc
+    assert not doc["set_change"]["layers"]  # the cluster's set does not move: the pool's driver alone
+    values = YAML(typ="safe", pure=True).load(new.tree["kubernetes/gpu-operator/values.yaml"])
+    held = _check_hold_and_release(doc, _operator_owned(new.definition), values)
+    assert held == {"kgpu03"}
+    wave = next(s for s in doc["rollout"]["stages"] if s["kind"] == "wave")
+    assert wave["hosts"] == "kgpu03" and wave["driver"] == {"pool": "fast", "canary": "fast.canary"}
+    assert "NVIDIADriver fast" in wave["steps"][1] and "driver 580.126.20" in wave["steps"][1]
+
+
+@pytest.mark.slow
+def test_driver_pool_playbook_holds_and_releases_with_a_stand_in_kubectl(tmp_path):
+    """playbooks/driver-pool.yml with real ansible-playbook and a stand-in kubectl recording its argv: the hold
+    labels each node `nvidia.com/gpu-driver-upgrade.skip=true`, the release removes the label node by node and
+    reads each node's upgrade state; a node in upgrade-failed fails the play naming it (and only it); a
+    hostile node name is refused before kubectl runs."""
+    import sys
+
+    from conftest import ROOT
+
+    ansible = Path(sys.executable).parent / "ansible-playbook"
+    if not ansible.exists():
+        pytest.skip("ansible-playbook is not installed")
+    log = tmp_path / "kubectl.log"
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(f"""#!{sys.executable}
+import json, sys
+args = sys.argv[1:]
+open({str(log)!r}, "a").write(json.dumps(args) + "\\n")
+if args[0] == "label":
+    print("node/" + args[-2] + (" unlabeled" if args[-1].endswith("-") else " labeled"))
+elif args[0] == "get":
+    print("upgrade-failed" if args[2] == "gpu3078" else "upgrade-done", end="")
+""")
+    kubectl.chmod(0o755)
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0",
+           "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
+
+    def run(vars_: dict):
+        extra = {"ansible_python_interpreter": sys.executable, "clusterdef_kubectl": str(kubectl),
+                 "clusterdef_driver_wait_s": 60, **vars_}
+        return subprocess.run([str(ansible), "-i", "localhost,", "-c", "local", str(ROOT / "playbooks/driver-pool.yml"),
+                               "-e", json.dumps(extra)], env=env, capture_output=True, text=True, timeout=300)
+
+    r = run({"clusterdef_driver_hold": ["gpu3077", "gpu3078"]})
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert [json.loads(ln) for ln in log.read_text().splitlines()] == [
+        ["label", "--overwrite", "node", "gpu3077", "nvidia.com/gpu-driver-upgrade.skip=true"],
+        ["label", "--overwrite", "node", "gpu3078", "nvidia.com/gpu-driver-upgrade.skip=true"]]
+    log.unlink()
+    r = run({"clusterdef_driver_release": ["gpu3077", "gpu3078"]})
+    assert r.returncode != 0
+    assert [json.loads(ln) for ln in log.read_text().splitlines()] == [
+        ["label", "node", "gpu3077", "nvidia.com/gpu-driver-upgrade.skip-"],
+        ["label", "node", "gpu3078", "nvidia.com/gpu-driver-upgrade.skip-"],
+        ["get", "node", "gpu3077", "--output", "jsonpath={.metadata.labels.nvidia\\.com/gpu-driver-upgrade-state}"],
+        ["get", "node", "gpu3078", "--output", "jsonpath={.metadata.labels.nvidia\\.com/gpu-driver-upgrade-state}"]]
+    failed = next(ln for ln in r.stdout.splitlines() if "driver upgrade failed on" in ln)
+    assert "gpu3078" in failed and "gpu3077" not in failed, r.stdout[-2000:]
+    log.unlink()
+    r = run({"clusterdef_driver_release": ["gpu1 --all"]})
+    assert r.returncode != 0 and "refusing" in r.stdout and not log.exists(), r.stdout[-2000:]

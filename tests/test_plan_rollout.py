@@ -616,3 +616,51 @@ def test_estimate_lays_the_stages_end_to_end_with_the_timing(lab):
     assert 'title "GPU nodes in service, estimate 5 h 55 min"' in lines[2]
     assert lines[3] == '  x-axis "hours from the start" [0.0, 1.5, 3.0, 4.4]' and lines[5] == "  line [6, 6, 6, 6]"
     assert estimate.duration(0) == "0 min" and estimate.duration(1500) == "1 d 1 h"
+
+
+def test_driver_pool_playbook_holds_and_releases_by_node_name_as_argv():
+    """playbooks/driver-pool.yml, read as data: the hold labels each node of -e clusterdef_driver_hold with the
+    upgrade controller's skip label, the release removes it from each node of -e clusterdef_driver_release, then
+    waits for each node's upgrade state (done or failed) and fails naming the failed ones. kubectl gets argv
+    lists whose node item is the loop's extra-var item alone (never a string a shell would split), the label keys
+    are the ones the renderer names (gpu_operator.UPGRADE_SKIP, UPGRADE_STATE), the names are checked first,
+    and no task of the play goes through a shell."""
+    import re
+    from pathlib import Path
+
+    from ruamel.yaml import YAML
+
+    from clusterdef.render.kubernetes.gpu_operator import UPGRADE_DONE, UPGRADE_FAILED, UPGRADE_SKIP, UPGRADE_STATE
+
+    play = YAML(typ="safe", pure=True).load(
+        (Path(__file__).resolve().parent.parent / "playbooks/driver-pool.yml").read_text())[0]
+    tasks = play["tasks"]
+    assert not [t["name"] for t in tasks if {"ansible.builtin.shell", "shell", "ansible.builtin.raw", "raw",
+                                            "command", "ansible.builtin.script"} & set(t)]
+    for t in tasks:
+        cmd = t.get("ansible.builtin.command")
+        if cmd:
+            assert set(cmd) <= {"argv", "stdin"} and isinstance(cmd["argv"], list), t["name"]
+    by_loop = {t.get("loop", ""): t for t in tasks if "ansible.builtin.command" in t}
+    hold = by_loop["{{ clusterdef_driver_hold | default([]) }}"]
+    assert hold["ansible.builtin.command"]["argv"] == ["{{ driver_pool_kubectl }}", "label", "--overwrite", "node",
+                                                       "{{ item }}", f"{UPGRADE_SKIP}=true"]
+    release = [t for t in tasks if t.get("loop") == "{{ clusterdef_driver_release | default([]) }}"]
+    assert [t["ansible.builtin.command"]["argv"][:5] for t in release] == [
+        ["{{ driver_pool_kubectl }}", "label", "node", "{{ item }}", f"{UPGRADE_SKIP}-"],
+        ["{{ driver_pool_kubectl }}", "get", "node", "{{ item }}", "--output"]]
+    wait = release[1]
+    assert wait["ansible.builtin.command"]["argv"][5] == \
+        "jsonpath={.metadata.labels." + UPGRADE_STATE.replace(".", "\\.", 1) + "}"
+    assert wait["until"] == f"driver_pool_release_state.stdout in ['{UPGRADE_DONE}', '{UPGRADE_FAILED}']"
+    assert tasks.index(release[0]) < tasks.index(wait)
+    fail = next(t for t in tasks if "ansible.builtin.fail" in t)
+    assert tasks.index(fail) > tasks.index(wait)
+    assert f"selectattr('stdout', 'equalto', '{UPGRADE_FAILED}')" in fail["vars"]["driver_pool_failed"]
+    assert "map(attribute='item')" in fail["vars"]["driver_pool_failed"]  # the message names the nodes
+    checks = tasks[0]["ansible.builtin.assert"]["that"]
+    assert tasks[0] is next(t for t in tasks if "ansible.builtin.assert" in t)
+    node = "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+    for var in ("clusterdef_driver_hold", "clusterdef_driver_release"):
+        assert f"({var} | default([])) | reject('match', '{node}') | list == []" in checks
+    assert re.match(node, "gpu3077") and not re.match(node, "gpu1 --all") and not re.match(node, "-l=x")

@@ -10,7 +10,9 @@ each step one `ansible-playbook` run on one upgrade wave group of the *rendered*
 | rollback drill | `rollback.yml`, the gates, `upgrade.yml` again (re-apply the target); stateless: |
 | | `reimage.yml` pointing back at the rollback build, the gates, `reimage.yml` forward again |
 | control plane and cluster config | `control-plane.yml` (required unless `--skip-stage control-plane`) |
-| wave N | `upgrade.yml` on the wave, then the gates; stateless: `reimage.yml`, then the gates |
+| hold the driver pools | `driver-pool.yml`: the pools' nodes no canary moves labelled out of the driver upgrade |
+| wave N | `upgrade.yml` on the wave, then the gates; stateless: `reimage.yml`, then the gates; a wave of |
+| | held nodes first runs `driver-pool.yml` releasing them and waiting for their upgrade state |
 | boot defaults | `boot-pointer.yml`: the new tree's group defaults and entry script, and the stages' pointers removed |
 | driver pool P | `driver-pool.yml`: the Kubernetes canary hosts labelled back into GPU Operator driver pool P |
 
@@ -18,7 +20,11 @@ A canary or rollback drill of a GPU Operator driver pool (`driver` in the stage)
 first: the canary applies the new tree's `<pool>.canary` NVIDIADriver and labels its hosts into it, the
 drill labels them back into the pool (still on the old driver), runs the gates, and labels them forward
 again. The objects and labels (`clusterdef_nvidia_drivers`, `clusterdef_driver_labels`) come from the new
-rendered tree (DriverPools), never from the plan file.
+rendered tree (DriverPools), never from the plan file. The other nodes of a moving pool are held before the
+control-plane stage (`clusterdef_driver_hold`: `nvidia.com/gpu-driver-upgrade.skip=true`) and released by
+their wave (`clusterdef_driver_release`: the label removed, then the wait for the GPU Operator's upgrade
+controller, which drains them; clusterdef does not). Those node names are the stage's hosts found in the
+rendered inventory's upgrade waves (wave_groups), passed as extra vars, never templated into a command.
 
 Stateless steps carry `clusterdef_boot_pointers` (a list of `{host, path, content}` under the boot
 server's HTTP root; empty content removes the file) and `clusterdef_boot_build` (the artefact),
@@ -48,7 +54,7 @@ from . import ApplyError
 
 GATES = ("gates.yml", "enforce-baseline.yml")
 STAGE_KINDS = ("image", "prepare", "canary", "rollback-drill", "control-plane", "wave", "boot-default", "driver-pool",
-               "deliver", "nodes")
+               "driver-hold", "deliver", "nodes")
 SKIPPABLE = ("image", "prepare", "control-plane", "nodes")
 _RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::(\d+))?\]")
 
@@ -315,6 +321,8 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
     touched = [wg for st in rollout if st.get("kind") in ("canary", "wave") for wg in wave_groups(st, waves)]
 
     def pointers(stage: dict, hosts: list[str], key: str) -> dict:
+        if key in ("hold", "release"):  # driver-pool.yml: the upgrade controller's skip label, by node
+            return {f"clusterdef_driver_{key}": list(hosts)}
         if key in ("canary", "pool", "to-canary"):  # driver-pool.yml: labels (and the canary's object)
             if pools is None:
                 raise ApplyError([f"stage {stage['name']!r} moves a driver pool and needs the rendered NVIDIADrivers"])
@@ -339,6 +347,8 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
         if stage.get("driver"):  # a GPU Operator driver pool's canary: labels first (the operator moves the driver)
             if stage["kind"] == "canary":
                 actions = (("driver", drv, "driver-pool.yml", "to-canary"), *actions)
+            elif stage["kind"] == "wave":  # held nodes: released first, the upgrade controller drains them
+                actions = (("driver-release", drv, "driver-pool.yml", "release"), *actions)
             else:  # the drill: back into the pool, the rollback and its gates, then into the canary again
                 cut = next(i for i, a in enumerate(actions) if a[0] == "reapply")
                 actions = (("driver-back", drv, "driver-pool.yml", "pool"), *actions[:cut],
@@ -374,6 +384,10 @@ def steps_for_plan(doc: dict, waves: dict[str, list[str]], playbooks: Path, skip
                 hosts = list(hostlist.names(stage["hosts"])) if stage.get("hosts") else []
                 steps.append(Step(name, kind, "boot-default", pb,  # runs on the boot server, not on the hosts
                                   vars=boot.defaults(groups, hosts) if boot else {}))
+            elif kind == "driver-hold":  # the pools' other nodes out of the driver upgrade until their wave
+                pb = need(_playbook(playbooks, "driver-pool.yml"), "driver-pool.yml", name)
+                hosts = [h for _, hs, _ in wave_groups(stage, waves) for h in hs]
+                steps.append(Step(name, kind, "driver-hold", pb, hosts=hosts, vars=pointers(stage, hosts, "hold")))
             elif kind == "driver-pool":  # the Kubernetes canary hosts back into their pool (kubectl, not the hosts)
                 pb = need(_playbook(playbooks, "driver-pool.yml"), "driver-pool.yml", name)
                 hosts = list(hostlist.names(stage["hosts"])) if stage.get("hosts") else []

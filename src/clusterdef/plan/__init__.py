@@ -454,6 +454,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     stages.append(stages_mod.prepare_stage(_point(old, old_set.name), old_set.name, rb_set))
     canary = stages_mod.canary_stages(scope)
     k8s = stages_mod.kubernetes_canaries(scope, canary)
+    stages_mod.hold(scope, k8s)  # the pools' other nodes wait for their wave (the control plane moves the pools)
     dsteps = delivery_mod.steps(old.tree, new.tree)
     cp_steps = stages_mod.control_plane_steps(scope, t, (old_set.components.gpu_operator,
                                                          new_set.components.gpu_operator), has_k8s, canary, k8s,
@@ -481,6 +482,10 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         boot = stages_mod.boot_default_stage(scope)
         stages += [boot] if boot else []
         stages += stages_mod.driver_pool_stages(scope, k8s)
+    held = stages_mod.hold_stage(scope)
+    cp_at = next((i for i, s in enumerate(stages) if s.kind == "control-plane"), None)
+    if held and cp_at is not None:  # before the control plane releases the pools' new driver
+        stages.insert(cp_at, held)
 
     if any(st.kind in ("canary", "wave") for st in stages):  # the waves install the set's health check node by node
         dsteps = [st for st in dsteps if st["playbook"] != "nodecheck.yml"]

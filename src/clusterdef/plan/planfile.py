@@ -38,7 +38,8 @@ _STAGE = {"type": "object", "additionalProperties": False,
                                             "files": _STRS, "removed": _STRS, "hosts": _STR}}},
                          "services": _STRS,
                          "kind": {"enum": ["image", "prepare", "canary", "rollback-drill", "control-plane", "wave",
-                                           "boot-default", "driver-pool", "deliver", "nodes", "admit"]}}}
+                                           "boot-default", "driver-pool", "driver-hold", "deliver", "nodes",
+                                           "admit"]}}}
 # The fields apply reads are typed exactly; the others only by kind (the comparison with the
 # re-derived plan checks their content).
 SCHEMA = {

@@ -20,7 +20,7 @@ from ..model.upgrade import SMOKE_LAYERS
 class Stage:
     name: str
     kind: str  # image | prepare | control-plane | canary | rollback-drill | wave | boot-default | driver-pool
-    #            | deliver | nodes | admit
+    #            | driver-hold | deliver | nodes | admit
     hosts: list[str] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
     gates: list[str] = field(default_factory=list)

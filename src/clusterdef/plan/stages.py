@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from .. import hostlist
 from ..model import Definition
 from ..render.kubernetes.common import L_DRIVER_POOL
-from ..render.kubernetes.gpu_operator import canary_pool, pools_of
+from ..render.kubernetes.gpu_operator import (UPGRADE_DONE, UPGRADE_FAILED, UPGRADE_SKIP, UPGRADE_STATE, canary_pool,
+                                              pools_of, upgrade_policy)
 from .diff import Change
 from .images import kept_builds
 from ..knowledge.services import host_services, service_hosts
@@ -67,6 +68,8 @@ class Scope:
     # the target set's recorded baselines (`Baseline` entries) and their file: each stage's collective gate
     baselines: list = field(default_factory=list)
     baseline_file: str | None = None
+    # operator-owned Kubernetes GPU nodes no canary moves, held out of the driver upgrade (hold_stage): host -> pool
+    held: dict[str, str] = field(default_factory=dict)
     group_of: dict[str, str] = field(init=False)
     pool_of: dict[str, str] = field(init=False)
 
@@ -226,6 +229,8 @@ def canary_pair(s: Scope, prefix: str, hosts: list[str], group: str, switches: l
     d, pol = s.d, s.d.upgrade
     name, drill = f"{prefix}canary", f"{prefix}rollback drill"
     drain = f"drain {hostlist.fold(hosts)} (timeout {pol.drain.timeout_minutes} min)"
+    if driver and not s.reimaged(group):  # the label below moves their driver: the upgrade controller drains them
+        drain = operator_drain(s, hosts)
     warnings: list[Problem] = []
     # a drill can return the canary's driver by label only when the pool's object runs the rollback driver
     drill_driver = driver if driver and s.rb_pools.get(driver["pool"]) == s.moved[driver["pool"]][0] else {}
@@ -397,8 +402,12 @@ def control_plane_steps(s: Scope, t: Transition | None, gpu_operator: tuple[str,
         if has_k8s and ogo != ngo:
             steps.append(f"GPU Operator {ogo} -> {ngo} (Helm upgrade with the rendered values)")
     for pool, (frm, to) in s.moved.items():
+        held = [h for h, p in s.held.items() if p == pool]
+        rest = (f"the GPU Operator's upgrade controller leaves the held nodes {hostlist.fold(held)} ({UPGRADE_SKIP}"
+                "=true) on the old driver until their wave releases them" if held else
+                f"the GPU Operator upgrades the rest of pool {pool}, maxParallelUpgrades at a time")
         steps.append(f"NVIDIADriver {pool}: driver {frm} -> {to} (`pulumi up` of the new tree, after its canary "
-                     f"passed): the GPU Operator upgrades the rest of pool {pool}, maxParallelUpgrades at a time")
+                     f"passed): {rest}")
     steps += [f"{c.disruption}: {c.dotted}" + (f" ({len(c.hosts)} nodes)" if c.hosts else "")
               for c in s.changes if c.disruption == RESTART or (c.disruption == LIVE and not delivered)]
     if steps and canary.hosts and not s.reimaged(canary.group):
@@ -426,8 +435,54 @@ def control_plane_first(s: Scope, canary: Canary) -> bool:
     return s.reimaged(canary.group) and slurm_moves and s.d.nodes[canary.group].control_plane == "slurm"
 
 
+def hold(s: Scope, k8s: KubernetesCanaries) -> None:
+    """Into `s.held`: the Kubernetes GPU nodes of every moving driver pool that no canary moves. The
+    control-plane stage moves the pool's NVIDIADriver; with `autoUpgrade` the GPU Operator's upgrade
+    controller would then upgrade them all on its own, outside the waves and their gates. Held with its
+    skip label, each waits until its wave releases it (GPU Operator docs, gpu-driver-upgrades.html)."""
+    moved = set(k8s.all_hosts())
+    s.held = {h: pool for g, pool in s.pool_of.items() if pool in s.moved
+              for h in hostlist.names(s.d.nodes[g].hosts) if h not in moved}
+
+
+def operator_drain(s: Scope, hosts: list[str]) -> str:
+    """The drain line of operator-owned nodes whose driver moves: the upgrade controller's, with its drain
+    spec from the rendered values (render/kubernetes/gpu_operator.py upgrade_policy)."""
+    pol = upgrade_policy(s.d)
+    drain, pods = pol["drain"], pol["gpuPodDeletion"]
+    return (f"drain {hostlist.fold(hosts)}: by the GPU Operator's upgrade controller, not clusterdef (upgradePolicy "
+            f"drain: timeoutSeconds {drain['timeoutSeconds']}, force {str(drain['force']).lower()}, deleteEmptyDir "
+            f"{str(drain['deleteEmptyDir']).lower()}; gpuPodDeletion timeoutSeconds {pods['timeoutSeconds']}; "
+            f"maxParallelUpgrades {pol['maxParallelUpgrades']})")
+
+
+def hold_stage(s: Scope) -> Stage | None:
+    """Before the control-plane stage: the held nodes labelled out of the driver upgrade, pool by pool."""
+    if not s.held:
+        return None
+    hosts = sorted(s.held, key=host_order(s.d))
+    steps = [f"label {hostlist.fold([h for h in hosts if s.held[h] == pool])} {UPGRADE_SKIP}=true: the GPU "
+             f"Operator's upgrade controller leaves them on driver {frm} when NVIDIADriver {pool} moves to {to}; "
+             "each wave releases its own" for pool, (frm, to) in s.moved.items() if pool in s.held.values()]
+    return Stage("hold the driver pools", "driver-hold", hosts, steps)
+
+
 def wave_list(s: Scope, canary: Canary, k8s: KubernetesCanaries | None = None) -> list:
-    return waves(s.d, s.by_group, set(canary.hosts) | (k8s.all_hosts() if k8s else set()))
+    """The waves of the nodes the change reaches and of the held nodes (each wave releases its own)."""
+    by_group = {g: set(h) for g, h in s.by_group.items()}
+    for h in s.held:
+        by_group.setdefault(s.group_of[h], set()).add(h)
+    return waves(s.d, by_group, set(canary.hosts) | (k8s.all_hosts() if k8s else set()))
+
+
+def release_steps(s: Scope, hosts: list[str], pool: str) -> list[str]:
+    """A wave of held nodes: the GPU Operator's upgrade controller drains them (its upgradePolicy, the
+    rendered values' own), never clusterdef too; the wave waits for each node's upgrade state."""
+    _, to = s.moved[pool]
+    return [operator_drain(s, hosts),
+            f"release them: remove {UPGRADE_SKIP} from each; the upgrade controller cordons and drains each, moves it "
+            f"to driver {to} (NVIDIADriver {pool}) and uncordons it; wait for {UPGRADE_STATE}={UPGRADE_DONE} on "
+            f"each ({UPGRADE_FAILED} halts the rollout naming the node)"]
 
 
 def wave_stages(s: Scope, wave_hosts: list) -> list[Stage]:
@@ -442,6 +497,24 @@ def wave_stages(s: Scope, wave_hosts: list) -> list[Stage]:
         drain = (f"drain {hostlist.fold(hosts)} (timeout {d.upgrade.drain.timeout_minutes} min, "
                  f"grace {d.upgrade.drain.grace_seconds} s)")
         resume = "resume the nodes; halt the rollout here if any gate fails"
+        pools = {s.held.get(h, "") for h in hosts}
+        pool = pools.pop() if len(pools) == 1 else ""
+        if pool:  # held nodes: released to the operator's upgrade controller
+            release = release_steps(s, hosts, pool)
+            driver = {"pool": pool, "canary": canary_pool(pool)}
+            if s.reimaged(g):  # their reboot into the new build drains them once more (reimage.yml): said so
+                build = s.new_builds[d.nodes[g].image]
+                stages.append(Stage(f"wave {i}", "wave", hosts, [
+                    *release, drain + " for the reboot into the new build (reimage.yml)",
+                    *s.layer_steps(set(hosts), include_daemons=True, image_layers=True),
+                    *boot_steps(hosts, build, "only this wave's hosts"), resume], s.gates_for(hosts), switches,
+                    "stateless", {"to": build.artefact}, driver))
+            else:
+                stages.append(Stage(f"wave {i}", "wave", hosts, [
+                    *release, *s.layer_steps(set(hosts), include_daemons=True),
+                    "back in service: the upgrade controller uncordoned them at upgrade-done; halt the rollout here "
+                    "if any gate fails"], s.gates_for(hosts), switches, s.provisioning(g), {}, driver))
+            continue
         if s.reimaged(g):
             build = s.new_builds[d.nodes[g].image]
             stages.append(Stage(f"wave {i}", "wave", hosts, [

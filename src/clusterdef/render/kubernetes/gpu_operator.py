@@ -86,15 +86,42 @@ def tolerations(resolved: Resolved) -> list[dict]:
     return out
 
 
+# The driver upgrade controller's node labels (NVIDIA/k8s-operator-libs pkg/upgrade/consts.go,
+# UpgradeSkipNodeLabelKeyFmt and UpgradeStateLabelKeyFmt with the driver's name "gpu"): a node labelled
+# skip=true stays in upgrade-required (ProcessUpgradeRequiredNodes passes it over) until the label goes;
+# the state label reads upgrade-done once its driver pod runs the new driver and the node is uncordoned,
+# upgrade-failed when the upgrade failed there.
+UPGRADE_SKIP = "nvidia.com/gpu-driver-upgrade.skip"
+UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+UPGRADE_DONE, UPGRADE_FAILED = "upgrade-done", "upgrade-failed"
+
+
+def upgrade_policy(d) -> dict:
+    """The driver upgrade controller's policy (ClusterPolicy `driver.upgradePolicy`): it drains a node
+    (`drain`, from upgrade.drain) before it reloads the driver there, at most `maxParallelUpgrades` at a
+    time (upgrade.kubernetes_wave_size, at most the Kubernetes GPU nodes). Nodes labelled
+    `nvidia.com/gpu-driver-upgrade.skip=true` it leaves alone: clusterdef's waves hold and release them
+    (plan/stages.py; GPU Operator docs, gpu-driver-upgrades.html, "Skipping Driver Upgrades")."""
+    nodes = sum(gpu_nodes(d, n)[0] for n, g in d.nodes.items()
+                if g.control_plane == "kubernetes" and d.hardware[g.hardware].gpu)
+    # The Kubernetes wave: how many GPU nodes the operator's upgrade controller takes down at once.
+    parallel = max(1, min(d.upgrade.kubernetes_wave_size, nodes or 1))
+    return {
+        "autoUpgrade": True,
+        "maxParallelUpgrades": parallel,
+        "maxUnavailable": parallel,
+        "gpuPodDeletion": {"force": False, "timeoutSeconds": d.upgrade.drain.grace_seconds, "deleteEmptyDir": True},
+        "drain": {"enable": True, "force": False, "timeoutSeconds": d.upgrade.drain.timeout_minutes * 60,
+                  "deleteEmptyDir": True},
+    }
+
+
 def values(resolved: Resolved) -> dict:
     d, vs = resolved.definition, resolved.set
     k = kubernetes_section(d)
     op = k.gpu_operator
     c = vs.components
     facts = resolved.matrix.compat.operator(c.gpu_operator)
-    nodes = sum(gpu_nodes(d, g)[0] for g in kubernetes_gpu_groups(resolved))
-    # The Kubernetes wave: how many GPU nodes the operator's upgrade controller takes down at once.
-    parallel = max(1, min(d.upgrade.kubernetes_wave_size, nodes or 1))
     # One owner per layer: where the node image installs driver and toolkit (driver_owner: image),
     # the operator's are off (validate's gpu-layer-two-owners checks the images against this).
     owned = op.driver_owner == "operator"
@@ -105,14 +132,7 @@ def values(resolved: Resolved) -> dict:
     else:
         driver = {"enabled": owned, "repository": op.driver_repository, "version": c.driver,
                   "rdma": driver_rdma(resolved)}
-    driver["upgradePolicy"] = {
-        "autoUpgrade": True,
-        "maxParallelUpgrades": parallel,
-        "maxUnavailable": parallel,
-        "gpuPodDeletion": {"force": False, "timeoutSeconds": d.upgrade.drain.grace_seconds, "deleteEmptyDir": True},
-        "drain": {"enable": True, "force": False, "timeoutSeconds": d.upgrade.drain.timeout_minutes * 60,
-                  "deleteEmptyDir": True},
-    }
+    driver["upgradePolicy"] = upgrade_policy(d)
     out: dict = {
         "daemonsets": {"tolerations": tolerations(resolved)},
         "mig": {"strategy": op.mig_strategy},
