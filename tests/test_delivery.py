@@ -397,3 +397,21 @@ def test_the_role_runs_the_before_step_ahead_of_the_start_and_the_action():
     assert task["when"] == ["item.0.triggers | intersect(deliver_changed) | length > 0",
                             "item.0.unit not in deliver_inactive or item.0.inactive == 'start'"]
     assert "skip_missing=true" in task["loop"]
+
+
+def test_a_before_step_whose_condition_clusterdef_does_not_know_is_refused(monkeypatch, tmp_path):
+    """delivery.yaml's `before.when` names a CONDITIONS entry; a misspelt one would silently never run."""
+    from clusterdef.render.delivery import files as real_files
+
+    doc = YAML(typ="safe", pure=True).load(real_files("clusterdef.render").joinpath("delivery.yaml").read_text())
+    doc["actions"]["slurm-reconfigure"]["before"]["when"] = "partition_qos"
+    (tmp_path / "delivery.yaml").write_text(json.dumps(doc))
+    monkeypatch.setattr(delivery, "files", lambda _: tmp_path)
+    delivery.rules.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="slurm-reconfigure: before.when 'partition_qos' is not one of partition-qos"):
+            delivery.rules()
+    finally:
+        monkeypatch.undo()
+        delivery.rules.cache_clear()
+    assert delivery.rules()[1]["slurm-reconfigure"]["before"]["when"] in delivery.CONDITIONS
