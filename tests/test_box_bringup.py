@@ -294,6 +294,9 @@ def test_a_refused_check_stops_before_the_next_host_and_keeps_the_previous_file(
     src = tmp / "broken-tree"
     (src / "slurm").mkdir(parents=True)
     (src / "slurm" / "slurm.conf").write_text(broken["slurm/slurm.conf"])
+    # the controller's `qos.sh names` (slurm-reconfigure's before: the lab's partition train has QOS normal)
+    # travels with any step that runs it: payload sends the new tree's qos.sh along
+    (src / "slurm" / "qos.sh").write_text(tree["slurm/qos.sh"])
     inv = tmp / "hosts.yml"
     inv.write_text(tree["ansible/inventory/hosts.yml"])
     extra = payload(broken, src, ["slurm/slurm.conf"], Hosts(tree["ansible/inventory/hosts.yml"]))

@@ -19,7 +19,7 @@ from clusterdef.errors import DefinitionError
 from clusterdef.render import delivery
 from clusterdef.render.ansible.render import ROOT as ANSIBLE
 from clusterdef.validate.pipeline import validate_file
-from conftest import CLUSTERS, MATRICES, TODAY, dump_yaml
+from conftest import CLUSTERS, MATRICES, ROOT, TODAY, dump_yaml
 
 EXAMPLES = sorted(CLUSTERS.glob("*.yaml"))
 
@@ -286,12 +286,14 @@ def test_apply_sends_each_host_its_files_and_actions_in_the_maps_order():
     assert list(p["deliver_files"]) == ["slurmctl01", "slurmdbd01"]
     assert p["clusterdef_deliver_hosts"] == "slurmctl01,slurmdbd01"
     ctl = {f["rel"]: f for f in p["deliver_files"]["slurmctl01"]}
-    assert set(ctl) == {"slurm/slurm.conf", "slurm/gres.conf"} and ctl["slurm/gres.conf"]["src"] == \
+    # qos.sh on the controller too: the lab's partition train has QOS normal, `qos.sh names` runs there first
+    assert set(ctl) == {"slurm/slurm.conf", "slurm/gres.conf", "slurm/qos.sh"} and ctl["slurm/gres.conf"]["src"] == \
         "/snap/tree/slurm/gres.conf"
     assert ctl["slurm/slurm.conf"]["check"][:2] == ["env", "SLURM_CONF={file}"]
     assert {f["rel"] for f in p["deliver_files"]["slurmdbd01"]} == {"slurm/slurm.conf", "slurm/accounts.cfg",
                                                                     "slurm/qos.sh"}
     assert [a["name"] for a in p["deliver_actions"]["slurmctl01"]] == ["slurm-reconfigure"]
+    assert p["deliver_actions"]["slurmctl01"][0]["before"] == [["/etc/slurm/clusterdef/qos.sh", "names"]]
     assert [a["name"] for a in p["deliver_actions"]["slurmdbd01"]] == ["slurm-accounts"]
     assert p["deliver_remove_accounts"] == {"slurmdbd01": ["gone"]}
 
@@ -301,7 +303,7 @@ def test_apply_restarts_the_daemons_a_plugin_change_needs(tmp_path):
     daemons; a partition change does not."""
     from clusterdef.apply.steps import Deliveries, steps_for_plan
     from clusterdef.plan import load_side, make_plan
-    from conftest import ROOT, TODAY
+    from conftest import TODAY
 
     def side(change=None):
         lab = YAML(typ="safe").load((CLUSTERS / "lab.yaml").read_text())
@@ -322,3 +324,94 @@ def test_apply_restarts_the_daemons_a_plugin_change_needs(tmp_path):
         assert [s.vars["clusterdef_slurm_restart"] for s in restart] == ([want] if want else [])
         if want:
             assert steps.index(restart[0]) == 1 + next(i for i, s in enumerate(steps) if s.action == "deliver")
+
+
+def _lab_without_partition_qos(tmp_path) -> dict[str, str]:
+    lab = YAML(typ="safe").load((CLUSTERS / "lab.yaml").read_text())
+    for part in lab["slurm"]["partitions"].values():
+        part.pop("qos", None)
+    return _tree(dump_yaml(lab, tmp_path / "lab.yaml"))
+
+
+def test_a_partition_qos_is_created_on_the_controllers_before_slurmctld_reads_it(tree):
+    """slurmctld exits on a partition QOS= the database lacks, at start and at reconfigure (docs/consumers.md):
+    where a partition carries a QOS, slurm-reconfigure runs `qos.sh names` first on the controller that runs it,
+    qos.sh is delivered there, and the whole qos.sh (limits naming gres/gpu) stays on the accounting host."""
+    files = _map(tree)
+    conf = files["slurm/slurm.conf"]["action"]
+    partition_qos = " QOS=" in tree["slurm/slurm.conf"]
+    assert ("before" in conf) == partition_qos
+    if partition_qos:
+        assert conf["before"]["argv"] == [["/etc/slurm/clusterdef/qos.sh", "names"]]
+        assert conf["before"]["argv"][0][0] == files["slurm/qos.sh"]["path"]
+        assert "slurm_controllers" in files["slurm/qos.sh"]["hosts"].split(":")
+    accounts = files["slurm/qos.sh"]["action"]
+    assert accounts["name"] == "slurm-accounts" and accounts["once"]
+    assert accounts["on"] == files["slurm/accounts.cfg"]["hosts"] in ("slurmdbd", "slurm_controllers[0]")
+
+
+def test_without_a_partition_qos_nothing_runs_before_slurmctld(tmp_path):
+    """The lab with no partition QOS: the reconfigure (or start) has no `before`, so nothing new runs there."""
+    from clusterdef.apply.delivery import Hosts, payload
+
+    tree = _lab_without_partition_qos(tmp_path)
+    assert " QOS=" not in tree["slurm/slurm.conf"]
+    assert "before" not in _map(tree)["slurm/slurm.conf"]["action"]
+    p = payload(tree, Path("/snap/tree"), ["slurm/slurm.conf"], Hosts(tree[f"{ANSIBLE}/inventory/hosts.yml"]))
+    assert p["deliver_actions"]["slurmctl01"][0]["before"] == []
+    assert {f["rel"] for f in p["deliver_files"]["slurmctl01"]} == {"slurm/slurm.conf"}
+
+
+def test_the_before_program_travels_with_any_step_that_runs_it():
+    """A step of slurm.conf alone still puts the new tree's qos.sh on the controller that runs `qos.sh names`
+    (a controller that never had it, a cluster brought up before this step existed); nothing runs the accounts
+    action for it, on the controller or on the accounting host."""
+    from clusterdef.apply.delivery import Hosts, payload
+
+    tree = _tree(CLUSTERS / "lab.yaml")
+    p = payload(tree, Path("/snap/tree"), ["slurm/slurm.conf"], Hosts(tree[f"{ANSIBLE}/inventory/hosts.yml"]))
+    ctl = {f["rel"]: f for f in p["deliver_files"]["slurmctl01"]}
+    assert set(ctl) == {"slurm/slurm.conf", "slurm/qos.sh"}
+    assert (ctl["slurm/qos.sh"]["path"], ctl["slurm/qos.sh"]["mode"], ctl["slurm/qos.sh"]["src"]) == \
+        ("/etc/slurm/clusterdef/qos.sh", "0755", "/snap/tree/slurm/qos.sh")
+    assert {f["rel"] for f in p["deliver_files"]["slurmdbd01"]} == {"slurm/slurm.conf"}
+    assert {h: [a["name"] for a in acts] for h, acts in p["deliver_actions"].items()} == \
+        {"slurmctl01": ["slurm-reconfigure"]}
+
+
+def test_the_role_runs_the_before_step_ahead_of_the_start_and_the_action():
+    """roles/deliver: the `before` argv run after the files are in place and the units asked, ahead of the start
+    of an inactive unit and of the action's argv, for the same actions those run for (a changed trigger; a
+    running unit, or an inactive one the role starts), and not at all where the action has none."""
+    tasks = YAML(typ="safe").load((ROOT / "roles" / "deliver" / "tasks" / "main.yml").read_text())
+    block = next(t for t in tasks if "block" in t)["block"]
+    names = [t["name"] for t in block]
+
+    def index(fragment: str) -> int:
+        return next(i for i, t in enumerate(block) if fragment in json.dumps(t))
+
+    before, start, argv = index("subelements('before'"), index("systemd_service"), index("subelements('argv')")
+    assert index("is-active") < before < start < argv, names
+    task = block[before]
+    assert task["ansible.builtin.command"]["argv"] == "{{ item.1 }}"
+    assert task["when"] == ["item.0.triggers | intersect(deliver_changed) | length > 0",
+                            "item.0.unit not in deliver_inactive or item.0.inactive == 'start'"]
+    assert "skip_missing=true" in task["loop"]
+
+
+def test_a_before_step_whose_condition_clusterdef_does_not_know_is_refused(monkeypatch, tmp_path):
+    """delivery.yaml's `before.when` names a CONDITIONS entry; a misspelt one would silently never run."""
+    from clusterdef.render.delivery import files as real_files
+
+    doc = YAML(typ="safe", pure=True).load(real_files("clusterdef.render").joinpath("delivery.yaml").read_text())
+    doc["actions"]["slurm-reconfigure"]["before"]["when"] = "partition_qos"
+    (tmp_path / "delivery.yaml").write_text(json.dumps(doc))
+    monkeypatch.setattr(delivery, "files", lambda _: tmp_path)
+    delivery.rules.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="slurm-reconfigure: before.when 'partition_qos' is not one of partition-qos"):
+            delivery.rules()
+    finally:
+        monkeypatch.undo()
+        delivery.rules.cache_clear()
+    assert delivery.rules()[1]["slurm-reconfigure"]["before"]["when"] in delivery.CONDITIONS

@@ -13,9 +13,13 @@ priority 0) over the train nodes, and QOS normal (partition `train`) preempting 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +27,8 @@ import pytest
 
 from clusterdef import hostlist
 from clusterdef.validate.pipeline import validate_file
-from conftest import MATRICES, TODAY, dump_yaml
+from clusterdef.resolve import resolve
+from conftest import CLUSTERS, MATRICES, ROOT, TODAY, dump_yaml
 from slurm_helpers import (Controller, MariaDB, Munge, Slurmdbd, Workdir, fake_gpu_slurmds, free_port, host_build, stop,
                            wait_for)
 from test_slurm_accounting import Jobs
@@ -60,13 +65,15 @@ def _start(stack: list, data: dict, matrix, tmp_path: Path) -> SimpleNamespace:
     build = host_build()
     result = validate_file(dump_yaml(data, tmp_path / "lab.yaml"), MATRICES, TODAY)
     assert result.ok, [(f.code, f.message) for f in result.errors]
-    d, tree = render(data, _on_host_slurm(matrix, data["cluster"]["matrix"], build.version))
+    on_host = _on_host_slurm(matrix, data["cluster"]["matrix"], build.version)
+    d, tree = render(data, on_host)
     hosts = [h for g in d.groups_of("slurm").values() for h in hostlist.names(g.hosts)]
     ports = {h: free_port() for h in hosts}
-    # Day 0 in the delivery order (the rendered qos.sh's own two steps): slurmctld refuses to start on a
-    # partition QOS the database lacks ("Partition scavenger has an invalid qos"), and the QOS limits name the
-    # gres/gpu TRES that only slurmctld registers when it starts. So on a fresh database: `qos.sh names`
-    # (slurmdbd alone), slurmctld started on the rendered slurm.conf, then `qos.sh` and accounts.cfg.
+    # Day 0 as `clusterdef apply` delivers it: slurmctld refuses to start on a partition QOS the database lacks
+    # ("Partition scavenger has an invalid qos"), and the QOS limits name the gres/gpu TRES that only slurmctld
+    # registers when it starts. On a fresh database (slurmdbd up, as the control plane stage leaves it), the real
+    # playbooks/deliver.yml with apply's payload: the controller gets its files, runs `qos.sh names` (the action's
+    # `before`), starts slurmctld; then the accounting host runs `qos.sh` and loads accounts.cfg.
     work = Workdir(build, prefix="cdtiers-")
     stack.append(work)
     munge = Munge(work)
@@ -80,19 +87,13 @@ def _start(stack: list, data: dict, matrix, tmp_path: Path) -> SimpleNamespace:
     conf = ctl.write(tree, accounting=dbd.address, node_ports=ports)
     stack.append(dbd)
     dbd.start()
-    env = {**ctl.env, "PATH": os.environ["PATH"]}
-    qos = str(work.host / "etc" / "qos.sh")
-    r = subprocess.run(["sh", qos, "names"], env=env, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stdout + r.stderr
-    stack.append(ctl)
-    ctl.start()
+    stack.append(SimpleNamespace(stop=lambda: _stop_pidfile(work.host / "slurmctld.pid")))
+    _deliver_day0(resolve(d, on_host, CLUSTERS), tree, work.host, ctl.env, tmp_path)
+    assert ctl.ping(), ctl.log()[-2000:]
     assert re.search(r"\bQoS=scavenger\b", ctl.scontrol("show", "partition", "scavenger")), ctl.log()[-2000:]
     assert "invalid qos" not in ctl.log()
-    r = subprocess.run(["sh", qos], env=env, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stdout + r.stderr
-    r = dbd.sacctmgr("-i", "load", f"file={work.host / 'etc' / 'accounts.cfg'}", check=False)
-    assert r.returncode == 0, r.stdout + r.stderr
     assert "gres/gpu=32" in dbd.sacctmgr("-n", "-P", "show", "qos", "normal", "format=MaxTRESPU").stdout
+    assert "vision" in dbd.sacctmgr("-n", "-P", "show", "account", "format=account").stdout.split()
     slurmds = fake_gpu_slurmds(build, ctl.env, work.host, hosts, d.hardware["hgx-h100"].gpu.count)
     stack.append(SimpleNamespace(stop=lambda: stop(slurmds)))
 
@@ -104,6 +105,101 @@ def _start(stack: list, data: dict, matrix, tmp_path: Path) -> SimpleNamespace:
     assert "Ignoring invalid Allow" not in ctl.log()
     Path(ctl.munge.socket).parent.chmod(0o755)  # any local user may talk to munged, as on a real node
     return SimpleNamespace(build=build, d=d, tree=tree, conf=conf, ctl=ctl, dbd=dbd, work=work, hosts=hosts)
+
+
+# systemctl for the deliver role on this test machine: slurmctld alone, daemonized on the test's slurm.conf (its
+# SlurmctldPidFile is the work folder's slurmctld.pid); what ansible's systemd_service and the role ask of it.
+SYSTEMCTL = """#!/bin/sh
+pid=@W@/slurmctld.pid
+running() { [ -s "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null; }
+[ "${2:-}" = slurmctld ] || [ "${3:-}" = slurmctld ] || { echo "test systemctl: slurmctld only: $*" >&2; exit 1; }
+echo "$*" >> @W@/systemctl.calls
+case "$1" in
+  is-active) running ;;
+  is-enabled) echo enabled ;;
+  show) echo Id=slurmctld.service; echo LoadState=loaded
+        if running; then echo ActiveState=active; echo SubState=running
+        else echo ActiveState=inactive; echo SubState=dead; fi ;;
+  start) running && exit 0
+         slurmctld -i -f "$SLURM_CONF" </dev/null >>@W@/slurmctld.out 2>&1 || exit 1
+         for _ in $(seq 60); do scontrol ping 2>/dev/null | grep -q "is UP" && exit 0; sleep 1; done; exit 1 ;;
+  *) echo "test systemctl: unexpected $*" >&2; exit 1 ;;
+esac
+"""
+
+
+def _stop_pidfile(pidfile: Path) -> None:
+    """Stop the slurmctld the test systemctl started, waiting for it to exit."""
+    if not pidfile.is_file():
+        return
+    pid = int(pidfile.read_text().split()[0])
+    try:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            time.sleep(0.1)
+            os.kill(pid, 0)
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _deliver_day0(resolved, slurm_tree: dict[str, str], w: Path, env: dict, tmp_path: Path) -> None:
+    """The Slurm files of the day-0 config stage through playbooks/deliver.yml (local connection), with apply's
+    payload; each host's absolute paths under a folder of its own (the controller's /etc/slurm is the work folder's
+    etc/, where this slurmctld reads), the files' sources the ones Controller.write prepared."""
+    from clusterdef.apply.delivery import Hosts, payload
+    from clusterdef.render import ansible as ansible_target
+    from clusterdef.render import delivery
+    from clusterdef.render.ansible.render import ROOT as ANSIBLE
+
+    ansible = Path(sys.executable).parent / "ansible-playbook"
+    if not ansible.exists():
+        pytest.skip("ansible-playbook is not installed")
+    tree = {**slurm_tree, **ansible_target.render(resolved)}  # the inventory and the map beside the Slurm files
+    tree[delivery.FILE] = delivery.render(resolved, tree)
+    new = w / "new"  # the new tree's files, as the apply snapshot holds them
+    new.mkdir()
+    for rel in tree:
+        if rel.startswith("slurm/") and (w / "etc" / rel[6:]).is_file():
+            (w / "etc" / rel[6:]).rename(new / rel[6:])  # the hosts have none of them yet
+    files = sorted(r for r, e in json.loads(tree["delivery.json"])["files"].items()
+                   if r.startswith("slurm/") and e["via"] == "deliver")
+    p = payload(tree, new, files, Hosts(tree[f"{ANSIBLE}/inventory/hosts.yml"]))
+    assert p["clusterdef_deliver_hosts"] == "slurmctl01,slurmdbd01"
+    assert p["deliver_actions"]["slurmctl01"][0]["before"] == [["/etc/slurm/clusterdef/qos.sh", "names"]]
+    roots = {"slurmctl01": {"/etc/slurm/": f"{w}/etc/"}, "slurmdbd01": {"/": f"{w}/dbd/"}}
+
+    def local(h: str, text: str) -> str:
+        for prefix, there in roots[h].items():
+            text = re.sub(rf"(^|=){re.escape(prefix)}", rf"\g<1>{there}", text)
+        return text
+    for h, fs in p["deliver_files"].items():
+        for f in fs:
+            f["path"] = local(h, f["path"])
+            f["src"] = str(new / f["rel"][6:])
+    for h, acts in p["deliver_actions"].items():
+        for a in acts:
+            a["argv"] = [[local(h, x) for x in argv] for argv in a["argv"]]
+            a["before"] = [[local(h, x) for x in argv] for argv in a["before"]]
+    bin_dir = w / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text(SYSTEMCTL.replace("@W@", str(w)))
+    (bin_dir / "systemctl").chmod(0o755)
+    inventory = tmp_path / "deliver-hosts.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {h: {} for h in p["deliver_files"]}}}))
+    extra = {**p, "deliver_staging": f"{w}/staged", "ansible_connection": "local",
+             "ansible_python_interpreter": sys.executable, "ansible_become": False}
+    r = subprocess.run([str(ansible), "-i", str(inventory), str(ROOT / "playbooks" / "deliver.yml"),
+                        "-e", json.dumps(extra)], capture_output=True, text=True, timeout=300,
+                       env={**env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path),
+                            "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_NOCOLOR": "1"})
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    # the order the role ran them in: qos.sh names on the controller, slurmctld started, then the accounts
+    ran = re.findall(r"^(?:changed|ok): \[(\w+)\] => \(item=(.+?)\)$", r.stdout, re.M)
+    steps = [(h, item) for h, item in ran if item.startswith(("slurm-reconfigure", "slurm-accounts"))]
+    assert [h for h, _ in steps] == ["slurmctl01", "slurmctl01", "slurmdbd01", "slurmdbd01"], r.stdout[-4000:]
+    assert "qos.sh names" in steps[0][1] and "start slurmctld" in steps[1][1], steps
+    assert (w / "systemctl.calls").read_text().count("start slurmctld") == 1
 
 
 def job(c, jid: str) -> dict[str, str]:

@@ -80,6 +80,27 @@ class Hosts:
         return sorted(out, key=self.order.__getitem__)
 
 
+def _with_before_programs(per_host: dict[str, list[dict]], actions: dict[str, dict[str, dict]], entries: dict,
+                          src: dict[str, str], tree_dir: Path, hosts: Hosts) -> None:
+    """An action's `before` runs a delivered program (qos.sh names on a controller): the host gets that file in
+    this step too, even when it did not change (a host that never had it, or a step of other files), so the
+    program there is the new tree's. Unchanged, it triggers nothing."""
+    by_path = {e["path"]: (rel, e) for rel, e in entries.items() if e["via"] == "deliver" and e.get("path")}
+    for h, acts in actions.items():
+        for a in acts.values():
+            for argv in a["before"]:
+                rel, e = by_path.get(argv[0], (None, None))
+                if e is None or h not in hosts(e["hosts"]) or any(f["rel"] == rel for f in per_host.get(h, [])):
+                    continue
+                per_host.setdefault(h, []).append(_file(rel, e, src, tree_dir))
+
+
+def _file(rel: str, e: dict, src: dict[str, str], tree_dir: Path) -> dict:
+    """One file of a host in deliver.yml's terms (meta/argument_specs.yml: deliver_files)."""
+    return {"rel": rel, "path": e["path"], "owner": e["owner"], "group": e["group"], "mode": e["mode"],
+            "check": list(e["check"]["argv"]) if e.get("check") else [], "src": src.get(rel, f"{tree_dir}/{rel}")}
+
+
 def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts,
             remove_accounts: list[str] | None = None, other: tuple[dict[str, dict], str] | None = None) -> dict:
     """Extra vars of deliver.yml for `files` (rel paths of the new tree, all `via: deliver`); `remove_accounts`
@@ -106,11 +127,8 @@ def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts
         if not targets:
             problems.append(f"{rel}: no host of the rendered inventory matches {e['hosts']!r}")
             continue
-        check = [arg for arg in e["check"]["argv"]] if e.get("check") else []
         for h in targets:
-            per_host.setdefault(h, []).append({"rel": rel, "path": e["path"], "owner": e["owner"], "group": e["group"],
-                                               "mode": e["mode"], "check": check,
-                                               "src": src.get(rel, f"{tree_dir}/{rel}")})
+            per_host.setdefault(h, []).append(_file(rel, e, src, tree_dir))
         a = e.get("action")
         if not a:
             continue
@@ -119,10 +137,12 @@ def payload(tree: dict[str, str], tree_dir: Path, files: list[str], hosts: Hosts
             runs_on = [once_done.setdefault(a["name"], runs_on[0])] if runs_on else []
         for h in runs_on:
             slot = actions.setdefault(h, {}).setdefault(a["name"], {
-                "name": a["name"], "argv": a["argv"], "unit": a["unit"], "inactive": a["inactive"], "triggers": []})
+                "name": a["name"], "argv": a["argv"], "unit": a["unit"], "inactive": a["inactive"],
+                "before": a.get("before", {}).get("argv", []), "triggers": []})
             slot["triggers"].append(rel)
     if problems:
         raise ApplyError(problems, "render the new tree with this clusterdef and plan again")
+    _with_before_programs(per_host, actions, entries, src, tree_dir, hosts)
     missing = [h for h in actions if h not in per_host]
     if missing:  # an action runs where none of its files land: deliver.yml would never see them change
         raise ApplyError([f"actions on {', '.join(missing)} have no file there"], "fix delivery.yaml's `on`")

@@ -298,8 +298,9 @@ class Deliveries:
         from .delivery import payload
 
         d = self.new.definition
-        values = delivery.context(resolve(d, self.new.matrix, Path(self.new.result.file).resolve().parent))
-        entries = {rel: e for rel in files if (e := delivery.entry(rel, values)) is not None}
+        resolved = resolve(d, self.new.matrix, Path(self.new.result.file).resolve().parent)
+        values, holds = delivery.context(resolved), delivery.conditions(resolved)
+        entries = {rel: e for rel in files if (e := delivery.entry(rel, values, holds)) is not None}
         return payload(self.tree, Path(self.TREE), files, self.hosts, other=(entries, self.TRANSITION))
 
 

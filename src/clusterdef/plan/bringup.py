@@ -7,7 +7,8 @@ by `clusterdef apply` like any change:
                                 controllers (control-plane.yml; slurmctld starts once its files arrive)
 3. deliver configuration        every rendered file of the `config` stage onto its hosts (deliver.yml: the
                                 consumer's check, then in place, then the daemon started or reloaded: dnsmasq,
-                                slurmctld, the accounts and QOS in slurmdbd, OpenSM, Prometheus), the roles'
+                                slurmctld (after `qos.sh names` on the controller where a partition has a QOS),
+                                then the accounts and QOS limits in slurmdbd, OpenSM, Prometheus), the roles'
                                 files (backup, storage admin), the Kubernetes objects (`pulumi up`, CI)
 4. boot defaults                the iPXE entry script and every group's default boot on the boot server
 5. nodes                        nodes power on and boot (stateless: their image over PXE; stateful: installed and

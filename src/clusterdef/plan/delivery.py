@@ -102,7 +102,9 @@ def steps(old_tree: dict[str, str], new_tree: dict[str, str], rels: list[str] | 
                 st["hosts"].append(part)
         a = e.get("action")
         if a:
-            st["actions"][a["name"]] = {"name": a["name"], "disruption": CLASSES[a["disruption"]], "what": a["what"]}
+            before = f" (first: {a['before']['what']})" if a.get("before") else ""
+            st["actions"][a["name"]] = {"name": a["name"], "disruption": CLASSES[a["disruption"]],
+                                        "what": a["what"] + before}
         if rel == "slurm/slurm.conf" and rel in old_tree and rel in new_tree:
             st["restarts"] = slurm_restarts(old_tree[rel], new_tree[rel])
         if rel == "slurm/accounts.cfg":  # sacctmgr load only adds and modifies: a removal is its own explicit step

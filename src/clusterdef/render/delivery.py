@@ -18,6 +18,7 @@ from importlib.resources import files
 from ruamel.yaml import YAML
 
 from ..resolve import Resolved
+from .slurm import binds_qos
 
 FILE = "delivery.json"
 FORMAT = 1
@@ -64,6 +65,10 @@ def _regex(glob: str) -> re.Pattern:
 def rules() -> tuple[dict, dict, tuple[Rule, ...]]:
     """(checks, actions, rules) from delivery.yaml."""
     doc = YAML(typ="safe", pure=True).load(files("clusterdef.render").joinpath("delivery.yaml").read_text())
+    for name, a in doc["actions"].items():
+        if a.get("before") and a["before"]["when"] not in CONDITIONS:
+            raise ValueError(f"delivery.yaml: action {name}: before.when {a['before']['when']!r} is not one of "
+                             f"{', '.join(CONDITIONS)}")
     return doc["checks"], doc["actions"], tuple(Rule(_regex(r["files"]), r) for r in doc["rules"])
 
 
@@ -75,12 +80,25 @@ def context(resolved: Resolved) -> dict[str, str]:
             "health_check": s.health_check.program if s else "/usr/sbin/clusterdef-nodecheck"}
 
 
+# The `when` of an action's `before`: what of the definition makes that step needed.
+CONDITIONS = {
+    # some partition carries a QOS (slurm.conf QOS= and AllowQos=), which slurmctld needs in the database
+    "partition-qos": lambda resolved: bool(resolved.definition.slurm) and binds_qos(resolved.definition.slurm),
+}
+
+
+def conditions(resolved: Resolved) -> frozenset[str]:
+    """The CONDITIONS that hold for `resolved`."""
+    return frozenset(name for name, holds in CONDITIONS.items() if holds(resolved))
+
+
 def _fill(text: str, values: dict[str, str]) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], text)
 
 
-def entry(rel: str, values: dict[str, str]) -> dict | None:
-    """The delivery of one rendered file, or None when no rule covers it."""
+def entry(rel: str, values: dict[str, str], holds: frozenset[str] = frozenset()) -> dict | None:
+    """The delivery of one rendered file, or None when no rule covers it. `holds`: the CONDITIONS that hold
+    (an action's `before` is in the entry only when its `when` is among them)."""
     checks, actions, all_rules = rules()
     for rule in all_rules:
         m = rule.pattern.match(rel)
@@ -104,9 +122,12 @@ def entry(rel: str, values: dict[str, str]) -> dict | None:
         if r.get("action"):
             a = actions[r["action"]]
             out["action"] = {"name": r["action"], "argv": [list(x) for x in a["argv"]], "once": bool(a.get("once")),
-                             "on": a.get("on", ""), "unit": a.get("unit", ""), "inactive": a.get("inactive", ""),
-                             "disruption": a["disruption"],
+                             "on": _fill(a.get("on", ""), v), "unit": a.get("unit", ""),
+                             "inactive": a.get("inactive", ""), "disruption": a["disruption"],
                              "what": a["what"]}
+            b = a.get("before")
+            if b and b["when"] in holds:
+                out["action"]["before"] = {"argv": [list(x) for x in b["argv"]], "what": b["what"]}
         if r.get("why"):
             out["why"] = r["why"]
         return out
@@ -141,13 +162,13 @@ def unplaced(pattern: str, groups: set[str]) -> str:
 def delivery_map(resolved: Resolved, tree: dict[str, str]) -> dict:
     """Every file of `tree` (and delivery.json itself) with its delivery; Undelivered when a file has none.
     With the ansible target rendered, a file whose hosts the inventory lacks says so (`unplaced`)."""
-    values = context(resolved)
+    values, holds = context(resolved), conditions(resolved)
     inv = tree.get("ansible/inventory/hosts.yml")
     groups = inventory_groups(inv) if inv is not None else None
     out: dict[str, dict] = {}
     missing = []
     for rel in sorted([*tree, FILE]):
-        e = entry(rel, values)
+        e = entry(rel, values, holds)
         if e is None:
             missing.append(rel)
             continue
