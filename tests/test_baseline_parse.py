@@ -316,3 +316,32 @@ def test_gpus_per_node_only_when_ranks_divide_evenly_and_library_codes_never_ove
     assert run.nccl_version == "2.21.5+cuda12.4"  # read from the library's own line, not the header's code
     (bare,) = parse(log(version.split(" nccl-headers")[0], params))
     assert (bare.nccl_tests_version, bare.nccl_version) == ("2.18.3", "")
+
+
+# digits nccl-tests never prints: int() reads the first three, isdigit() passes the superscript that int() then
+# refuses (the traceback of issue 30), and float() reads underscores and padded text
+NOT_ASCII_NUMBERS = ["١٠٢٤", "１０２４", "1024\u00b2", "\u00b9024", "1_024"]
+
+
+@pytest.mark.parametrize("size", NOT_ASCII_NUMBERS)
+def test_a_row_whose_numbers_are_not_ascii_digits_is_not_a_row(size):
+    for line in (ROW_1K.replace("1024", size, 1),  # the size
+                 ROW_1K.replace("256", size.replace("1024", "256").replace("024", "56"), 1),  # the count
+                 ROW_1K.replace("-1", "\u0663", 1),  # the root
+                 ROW_1K.replace("10.00", "1\u0660.00", 1)):  # a figure
+        assert line != ROW_1K
+        run = only(HEAD + log(ROW_2K, line) + FOOT)
+        assert [r.size for r in run.rows] == [2048], line
+
+
+def test_a_log_of_unicode_digit_rows_is_reported_not_raised(tmp_path):
+    from cli_runner import CliRunner
+
+    from clusterdef.cli import app
+
+    path = tmp_path / "unicode.log"
+    path.write_text(HEAD + log(ROW_1K.replace("1024", "1024\u00b2", 1), ROW_1K.replace("1024", "\u0661\u0660\u0662\u0664", 1))
+                    + FOOT)
+    result = CliRunner().invoke(app, ["baseline", "parse", path])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "incomplete" in result.output and "no result rows" in result.output

@@ -12,7 +12,7 @@ from .registry import Context, check
 
 # A serial console speed/parity/bits spec: what is left of `console=ttyS0,115200n8` after a YAML
 # flow list split it at the comma.
-_CONSOLE_TAIL = re.compile(r"^\d{3,7}([noe]\d?r?)?$")
+_CONSOLE_TAIL = re.compile(r"^[0-9]{3,7}([noe][0-9]?r?)?$")
 # Kernel arguments the PXE target writes itself for every node.
 _RESERVED = re.compile(r"^(initrd|clusterdef\.[a-z_]+)=")
 
