@@ -6,6 +6,8 @@ of these checks that the corpus and test_checks.py let through."""
 
 from __future__ import annotations
 
+import pytest
+
 from clusterdef.errors import Severity
 from test_checks import run
 
@@ -91,6 +93,7 @@ def _group_outside(start, last, n=2, group="secure"):
 
 
 def test_a_group_from_the_first_host_address_to_the_last_fits(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     lab["network"]["provisioning"]["server"] = "10.20.0.100"
     lab["nodes"]["mgmt"]["addressing"]["ipv4_start"] = "10.20.0.100"  # the boot server has the server's address
     lab["nodes"]["secure"]["addressing"]["ipv4_start"] = "10.20.0.1"
@@ -99,6 +102,7 @@ def test_a_group_from_the_first_host_address_to_the_last_fits(lab, matrix, tmp_p
 
 
 def test_a_group_on_the_network_address_is_outside(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     lab["network"]["provisioning"]["server"] = "10.20.0.100"
     lab["nodes"]["secure"]["addressing"]["ipv4_start"] = "10.20.0.0"
     assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == _group_outside("10.20.0.0", "10.20.0.1")
@@ -125,12 +129,14 @@ def _dynamic_outside(start, end):
 
 
 def test_a_dynamic_range_of_one_address_at_either_edge_is_fine(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     for start, end in (("10.20.0.254", "10.20.0.254"), ("10.20.0.1", "10.20.0.1")):
         lab["network"]["provisioning"]["dynamic_range"] = {"start": start, "end": end}
         assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == [], start
 
 
 def test_a_dynamic_range_from_the_first_to_the_last_host_address_overlaps_everything(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     lab["network"]["provisioning"]["dynamic_range"] = {"start": "10.20.0.1", "end": "10.20.0.254"}
     dyn = "the dynamic DHCP range"
     assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == [
@@ -152,6 +158,7 @@ def test_a_reversed_dynamic_range_is_not_ordered(lab, matrix, tmp_path):
 
 
 def test_a_dynamic_range_on_the_network_or_broadcast_address_is_outside(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     lab["network"]["provisioning"]["dynamic_range"] = {"start": "10.20.0.200", "end": "10.20.0.255"}
     assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == _dynamic_outside("10.20.0.200", "10.20.0.255")
     lab["network"]["provisioning"]["dynamic_range"] = {"start": "10.20.0.0", "end": "10.20.0.1"}
@@ -436,3 +443,56 @@ def test_blocks_are_checked_like_leaf_switches(lab, matrix, tmp_path):
          "block `b2` lists 1 host(s) in no node group: xgpu1", UNKNOWN_HINT)]
     _as_block(lab, "gpu[003-004],kgpu[01-02],sgpu02")
     assert _found(run(lab, matrix, tmp_path), *TOPO_CODES) == []
+
+
+# ---- addresses that cannot belong to a host (issue 30)
+
+GW_HINT = "give the router an address that no node, boot server or DHCP range has"
+
+
+@pytest.mark.parametrize("mac, why", [
+    ("ff:ff:ff:ff:ff:ff", "is the broadcast address"),
+    ("01:00:5e:00:00:01", "is a multicast address (the first octet 01"),
+    ("33:33:00:00:00:01", "is a multicast address (the first octet 33"),
+    ("00:00:00:00:00:00", "is all zeros"),
+])
+def test_a_mac_no_nic_has_is_refused_in_a_list_and_in_an_inventory(lab, matrix, tmp_path, mac, why):
+    lab["nodes"]["infer"]["addressing"]["mac"]["macs"] = ["52:54:00:20:00:31", mac]
+    (f,) = [f for f in run(lab, matrix, tmp_path).findings if f.severity is E]
+    assert (f.code, f.path) == ("invalid-value", ("nodes", "infer", "addressing", "mac", "macs", 1))
+    assert why in f.message
+    _inventory(lab, tmp_path, f"kgpu01,52:54:00:20:00:31\nkgpu02,{mac}\n")
+    (f,) = _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES)
+    assert f[0] == "mac-inventory" and f"macs.csv:2: {mac} {why}" in f[3] and "kgpu02" in f[3]
+
+
+def test_a_mac_with_the_local_bit_is_a_host_mac(lab, matrix, tmp_path):
+    lab["nodes"]["infer"]["addressing"]["mac"]["macs"] = ["02:00:00:00:00:31", "fe:54:00:20:00:32"]
+    assert run(lab, matrix, tmp_path).ok
+
+
+def test_a_gateway_on_a_node_or_the_dynamic_range_is_refused(lab, matrix, tmp_path):
+    prov = lab["network"]["provisioning"]
+    for gateway, owner in [("10.20.0.3", "node group `ctl`"), ("10.20.0.12", "node group `train`"),
+                           ("10.20.0.220", "the dynamic DHCP range")]:
+        prov["gateway"] = gateway
+        assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == [
+            ("ip-duplicate", E, ("network", "provisioning", "gateway"),
+             f"gateway {gateway} is also an address of {owner}", GW_HINT)], gateway
+    prov["gateway"] = prov["server"]  # the boot server routing for its subnet
+    assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == []
+    prov["gateway"] = "10.20.0.1"
+    assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == []
+
+
+def test_a_management_gateway_on_a_bmc_address_is_refused(lab, matrix, tmp_path):
+    lab["hardware"]["mgmt-server"]["nics"].append({"name": "bmc", "kind": "ethernet", "speed_gbps": 1,
+                                                    "role": "management"})
+    lab["network"]["management"] = {"subnet": "10.30.0.0/24", "gateway": "10.30.0.11"}
+    lab["nodes"]["ctl"]["attachments"] = {"management": {"network": "management", "nic": "bmc",
+                                                         "ipv4_start": "10.30.0.11"}}
+    assert _found(run(lab, matrix, tmp_path), "ip-duplicate") == [
+        ("ip-duplicate", E, ("network", "management", "gateway"),
+         "gateway 10.30.0.11 is also an address of node group `ctl`'s BMCs", GW_HINT)]
+    lab["network"]["management"]["gateway"] = "10.30.0.1"
+    assert _found(run(lab, matrix, tmp_path), "ip-duplicate") == []

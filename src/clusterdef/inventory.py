@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .limits import InputError, read_text
+from .macaddr import host_mac_problem
 
 GUIDS = re.compile(r"^0x[0-9a-f]{16}(;0x[0-9a-f]{16}){0,63}$")
 MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
@@ -60,6 +61,8 @@ def _read(file: Path, stamp) -> Inventory:
                             f"and colon-separated, as in a `list` (write {mac.lower()})")
         elif not MAC.match(mac):
             problems.append(f"{file}:{n}: {mac!r} is not a MAC address (write 52:54:00:12:34:56)")
+        elif host_mac_problem(mac):
+            problems.append(f"{file}:{n}: {host_mac_problem(mac)}: write the MAC of {host}'s provisioning NIC")
         elif host in macs:
             problems.append(f"{file}:{n}: host {host} is listed twice")
         elif len(row) > 2 and row[2].strip() and not GUIDS.match(row[2].strip()):

@@ -93,7 +93,18 @@ def addressing(ctx: Context) -> Iterable[Finding]:
                         "move one range so provisioning addresses are unique")
         if b1 > a1:
             reach = cur
+    if prov.gateway is not None and prov.gateway != prov.server:  # the boot server may route for its subnet
+        yield from gateway_collisions(int(prov.gateway), ranges, ("network", "provisioning", "gateway"))
     yield from _macs(ctx)
+
+
+def gateway_collisions(gateway: int, ranges, path: Path) -> Iterable[Finding]:
+    """A gateway whose address a node, the boot server or the DHCP range also has: two hosts would answer
+    for it (dnsmasq hands the router option to every node, and a node would route for its subnet)."""
+    for first, last, _, name in ranges:
+        if first <= gateway <= last:
+            yield error("ip-duplicate", path, f"gateway {IPv4Address(gateway)} is also an address of {name}",
+                        "give the router an address that no node, boot server or DHCP range has")
 
 
 def _macs(ctx: Context) -> Iterable[Finding]:

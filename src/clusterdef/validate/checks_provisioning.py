@@ -43,7 +43,7 @@ def provisioning(ctx: Context) -> Iterable[Finding]:
                             f"image `{name}`: kernel argument `{argument}` is set by clusterdef for every node",
                             "remove it: the PXE target adds initrd=, clusterdef.image/set/group/server")
 
-    if prov.gateway is not None and prov.gateway not in prov.subnet:
+    if prov.gateway is not None and not (prov.subnet.network_address < prov.gateway < prov.subnet.broadcast_address):
         yield error("ip-outside-subnet", ("network", "provisioning", "gateway"),
                     f"gateway {prov.gateway} is outside the provisioning subnet {prov.subnet}",
                     f"nodes reach the gateway directly: use an address inside {prov.subnet}")
