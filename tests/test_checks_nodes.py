@@ -277,35 +277,58 @@ def test_a_complete_inventory_is_fine(lab, matrix, tmp_path):
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == []
 
 
-def test_three_inventory_problems_are_all_named(lab, matrix, tmp_path):
-    f = _inventory(lab, tmp_path, "a[1,52:54:00:20:00:31\nb[2,52:54:00:20:00:32\nc[3,52:54:00:20:00:33\n")
+def test_three_inventory_problems_are_all_named_with_the_missing_hosts(lab, matrix, tmp_path):
+    _inventory(lab, tmp_path, "a[1,52:54:00:20:00:31\nb[2,52:54:00:20:00:32\nc[3,52:54:00:20:00:33\n")
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
-         f"{f}:1: 'a[1' is not a host name; {f}:2: 'b[2' is not a host name; {f}:3: 'c[3' is not a host name",
-         INV_HINT)]
+         "macs.csv:1: 'a[1' is not a host name; macs.csv:2: 'b[2' is not a host name; macs.csv:3: 'c[3' is not a "
+         "host name", INV_HINT),
+        ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
+         "MAC inventory macs.csv has no entry for 2 host(s): kgpu[01-02]", MISSING_HINT)]
 
 
 def test_more_than_three_inventory_problems_are_counted(lab, matrix, tmp_path):
-    f = _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\ne[5,x\n")
+    _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\ne[5,x\nkgpu01,x\nkgpu02,52:54:00:20:00:32\n")
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
-         f"{f}:1: 'a[1' is not a host name; {f}:2: 'b[2' is not a host name; {f}:3: 'c[3' is not a host name"
-         " (and 2 more)", INV_HINT)]
-    f = _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\n", name="four.csv")
+         "macs.csv:1: 'a[1' is not a host name; macs.csv:2: 'b[2' is not a host name; macs.csv:3: 'c[3' is not a "
+         "host name (and 3 more)", INV_HINT)]  # kgpu01's line is refused (one of the 3 more), not missing
+    _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\nkgpu01,52:54:00:20:00:31\nkgpu02,52:54:00:20:00:32\n",
+               name="four.csv")
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
-         f"{f}:1: 'a[1' is not a host name; {f}:2: 'b[2' is not a host name; {f}:3: 'c[3' is not a host name"
-         " (and 1 more)", INV_HINT)]
+         "four.csv:1: 'a[1' is not a host name; four.csv:2: 'b[2' is not a host name; four.csv:3: 'c[3' is not a "
+         "host name (and 1 more)", INV_HINT)]
 
 
-def test_a_broken_inventory_is_one_finding_and_later_groups_are_still_checked(lab, matrix, tmp_path):
-    f = _inventory(lab, tmp_path, "kgpu01,52:54:00:20:00:11\nkgpu[02,52:54:00:20:00:11\n")
+def test_a_broken_inventory_is_checked_in_full_and_later_groups_are_still_checked(lab, matrix, tmp_path):
+    _inventory(lab, tmp_path, "kgpu01,52:54:00:20:00:11\nkgpu[02,52:54:00:20:00:11\n")
     lab["nodes"]["secure"]["addressing"]["mac"]["macs"] = ["52:54:00:20:00:41", "52:54:00:20:00:12"]
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
+        ("mac-duplicate", E, ("nodes", "infer", "addressing", "mac"),
+         "MAC 52:54:00:20:00:11 is used in both `train` and `infer`", MAC_HINT),
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
-         f"{f}:2: 'kgpu[02' is not a host name", INV_HINT),
+         "macs.csv:2: 'kgpu[02' is not a host name", INV_HINT),
+        ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
+         "MAC inventory macs.csv has no entry for 1 host(s): kgpu02", MISSING_HINT),
         ("mac-duplicate", E, ("nodes", "secure", "addressing", "mac"),
          "MAC 52:54:00:20:00:12 is used in both `train` and `secure`", MAC_HINT)]
+
+
+def test_an_inventory_shared_by_groups_is_reported_once_relative_to_the_definition(lab, matrix, tmp_path):
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv" / "all.csv").write_text(
+        "kgpu01,52:54:00:20:00:31\nkgpu02,52:54:00:20:00:32\nsgpu01,ff:ff:ff:ff:ff:ff\nbad host,x\n")
+    for group in ("infer", "secure"):
+        lab["nodes"][group]["addressing"]["mac"] = {"source": "inventory", "file": "inv/all.csv"}
+    found = _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES)
+    assert found == [
+        ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
+         "inv/all.csv:3: ff:ff:ff:ff:ff:ff is the broadcast address, which no NIC has: write the MAC of sgpu01's "
+         "provisioning NIC; inv/all.csv:4: 'bad host' is not a host name", INV_HINT),
+        ("mac-inventory", E, ("nodes", "secure", "addressing", "mac", "file"),
+         "MAC inventory inv/all.csv has no entry for 1 host(s): sgpu02", MISSING_HINT)]
+    assert str(tmp_path) not in repr(found)
 
 
 def test_hosts_missing_from_an_inventory_are_folded(lab, matrix, tmp_path):
