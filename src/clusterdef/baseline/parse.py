@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterable
 
-from ..limits import InputError, read_bytes
+from ..limits import InputError, iter_lines
 from ..textnum import decimal, is_digits
 
 # --------------------------------------------------------------------------- parsing
@@ -191,8 +192,20 @@ def _row(line: str, check: str) -> Row | None:
 MAX_LINE = 4096
 
 
+# What one log may hold, so that a log of any size is parsed in bounded memory: a real run has a few
+# dozen sizes (a `-d all -o all` sweep a few thousand rows), and a job log a handful of runs.
+MAX_ROWS = 16384
+MAX_RUNS = 256
+
+
 def parse(text: str) -> list[Run]:
     """Every run in an nccl-tests log, in order. Never raises."""
+    return parse_lines(text.splitlines())
+
+
+def parse_lines(lines: Iterable[str]) -> list[Run]:
+    """Every run in the lines of an nccl-tests log, in order, holding one line at a time. Never raises
+    on the log's content (an error reading the file passes through)."""
     runs: list[Run] = []
     run: Run | None = None
     stage = 0  # 0 nothing, 1 version, 2 starting, 3 params, 4 devices/columns, 5 rows, 6 footer
@@ -200,14 +213,14 @@ def parse(text: str) -> list[Run]:
     def start(lineno: int) -> Run:
         nonlocal run, stage
         run = Run(first_line=lineno)
-        runs.append(run)
+        if len(runs) < MAX_RUNS:
+            runs.append(run)
+        elif len(runs) == MAX_RUNS:  # later runs are parsed and dropped; the last kept one says so
+            runs.append(Run(first_line=lineno, failures=[f"line {lineno}: more than {MAX_RUNS} runs in one log; "
+                                                          "the rest are not read"]))
         stage = 0
         return run
 
-    try:
-        lines = text.splitlines()
-    except Exception:  # pragma: no cover - text is a str
-        return []
     for lineno, raw in enumerate(lines, 1):
         line = _clean(raw)
         s = line.strip()
@@ -287,7 +300,10 @@ def parse(text: str) -> list[Run]:
             row = _row(s, (run.check_column if run else "") or "#wrong")
             if row is not None:
                 r = run if run is not None and stage <= 5 else start(lineno)
-                r.rows.append(row)
+                if len(r.rows) < MAX_ROWS:
+                    r.rows.append(row)
+                elif len(r.failures) < 20 and not any("result rows" in f for f in r.failures):
+                    r.failures.append(f"line {lineno}: more than {MAX_ROWS} result rows in one run")
                 stage = 5
                 continue
         if _FAILURE.search(s) and not s.startswith("#"):
@@ -332,12 +348,12 @@ def _finish(run: Run) -> None:
 
 
 def parse_file(path: str | Path) -> list[Run]:
-    """Parse a log read within the log size limit; BaselineError names a file that is not one."""
+    """Parse a log of any size, streamed a line at a time (limits.iter_lines); BaselineError names a file
+    that is not a readable regular file."""
     try:
-        data = read_bytes(path, "log")
+        return parse_lines(iter_lines(path, "log"))
     except InputError as exc:
         raise BaselineError(_why(exc)) from None
-    return parse(data.decode("utf-8", errors="replace"))
 
 
 def _size_name(size: int) -> str:
