@@ -304,7 +304,8 @@ def render(
         write_tree(dest, tree, meta)
     except (OutputError, OSError) as exc:
         err.print(f"[red]error[/]: cannot write {escape(str(dest))}: {escape(str(exc))}")
-        err.print("  [green]hint:[/] choose another --output, or remove the folder")
+        if "which this render does not write" not in str(exc):  # that message carries its own way out
+            err.print("  [green]hint:[/] choose another --output, or remove the folder")
         raise SystemExit(EXIT_BAD)
     out.print(f"[green]rendered[/] {len(tree) + 1} files for cluster {escape(d.cluster.name)} into {escape(str(dest))}")
 
