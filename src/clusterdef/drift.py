@@ -182,7 +182,11 @@ def _bad(file: str, line: int, message: str, hint: str) -> Finding:
 FORMAT_HINT = "each fact is {\"host\": ..., \"collected_at\": ..., \"versions\": {...}}; see docs/facts-format.md"
 
 
-_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+def _skip_space(text: str, i: int) -> int:
+    """The index of the first character at or after `i` that is not JSON whitespace."""
+    while i < len(text) and text[i] in " \t\n\r":
+        i += 1
+    return i
 
 
 def _item_lines(path: Path) -> list[int]:
@@ -194,20 +198,20 @@ def _item_lines(path: Path) -> list[int]:
         text = read_text(path, "facts")
     except InputError:
         return []
-    i = _JSON_SPACE.match(text).end()
+    i = _skip_space(text, 0)
     if not text.startswith("[", i):
         return [text.count("\n", 0, i) + 1]
     decoder, starts = json.JSONDecoder(), []
-    i = _JSON_SPACE.match(text, i + 1).end()
+    i = _skip_space(text, i + 1)
     while i < len(text) and text[i] != "]":
         starts.append(i)
         try:
             _, i = decoder.raw_decode(text, i)
         except ValueError:
             break
-        i = _JSON_SPACE.match(text, i).end()
+        i = _skip_space(text, i)
         if text.startswith(",", i):
-            i = _JSON_SPACE.match(text, i + 1).end()
+            i = _skip_space(text, i + 1)
     lines, line, last = [], 1, 0
     for start in starts:
         line += text.count("\n", last, start)
