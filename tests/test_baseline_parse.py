@@ -316,3 +316,70 @@ def test_gpus_per_node_only_when_ranks_divide_evenly_and_library_codes_never_ove
     assert run.nccl_version == "2.21.5+cuda12.4"  # read from the library's own line, not the header's code
     (bare,) = parse(log(version.split(" nccl-headers")[0], params))
     assert (bare.nccl_tests_version, bare.nccl_version) == ("2.18.3", "")
+
+
+# digits nccl-tests never prints: int() reads the first three, isdigit() passes the superscript that int() then
+# refuses (the traceback of issue 30), and float() reads underscores and padded text
+NOT_ASCII_NUMBERS = ["١٠٢٤", "１０２４", "1024\u00b2", "\u00b9024", "1_024"]
+
+
+@pytest.mark.parametrize("size", NOT_ASCII_NUMBERS)
+def test_a_row_whose_numbers_are_not_ascii_digits_is_not_a_row(size):
+    for line in (ROW_1K.replace("1024", size, 1),  # the size
+                 ROW_1K.replace("256", size.replace("1024", "256").replace("024", "56"), 1),  # the count
+                 ROW_1K.replace("-1", "\u0663", 1),  # the root
+                 ROW_1K.replace("10.00", "1\u0660.00", 1)):  # a figure
+        assert line != ROW_1K
+        run = only(HEAD + log(ROW_2K, line) + FOOT)
+        assert [r.size for r in run.rows] == [2048], line
+
+
+def test_a_log_of_unicode_digit_rows_is_reported_not_raised(tmp_path):
+    from cli_runner import CliRunner
+
+    from clusterdef.cli import app
+
+    path = tmp_path / "unicode.log"
+    path.write_text(HEAD + log(ROW_1K.replace("1024", "1024\u00b2", 1), ROW_1K.replace("1024", "\u0661\u0660\u0662\u0664", 1))
+                    + FOOT)
+    result = CliRunner().invoke(app, ["baseline", "parse", path])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "incomplete" in result.output and "no result rows" in result.output
+
+
+def test_a_log_is_parsed_line_by_line_in_bounded_memory(tmp_path):
+    """Issue 30: a 200 MB NCCL_DEBUG=INFO log was refused by a 64 MiB limit. The file is now streamed (there
+    is no size limit: tests/test_limits.py), so the memory a parse takes does not grow with the file: here
+    8 MiB of INFO lines around one run parse within 4 MiB (a 200 MB log: docs/input-safety.md)."""
+    import tracemalloc
+
+    info = b"[1,0]<stdout>:gpu01:1001:1001 [0] NCCL INFO Channel 00/32 : 0 1 2 3 4 5 6 7 via P2P/IPC/read\n"
+    path = tmp_path / "big.log"
+    block = info * 8192
+    with path.open("wb") as fh:
+        fh.write(HEAD.encode())
+        for _ in range(int(8 * (1 << 20) / len(block)) + 1):
+            fh.write(block)
+        fh.write(log(ROW_1K, ROW_2K).encode() + FOOT.encode())
+    assert path.stat().st_size > 8 << 20
+    tracemalloc.start()
+    try:
+        (run,) = parse_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert run.status == "ok" and [r.size for r in run.rows] == [1024, 2048]
+    assert peak < 4 << 20, peak  # bounded by the read buffer and a line, not the file
+
+
+def test_rows_and_runs_past_the_caps_are_failures_not_memory(monkeypatch):
+    import sys
+
+    parse_module = sys.modules["clusterdef.baseline.parse"]
+
+    monkeypatch.setattr(parse_module, "MAX_ROWS", 1)
+    run = only(HEAD + log(ROW_1K, ROW_2K) + FOOT)
+    assert [r.size for r in run.rows] == [1024] and run.status == "failed" and "more than 1 result rows" in run.reason
+    monkeypatch.setattr(parse_module, "MAX_RUNS", 1)
+    runs = parse(HEAD + log(ROW_1K) + FOOT + HEAD + log(ROW_1K) + FOOT + HEAD + log(ROW_1K) + FOOT)
+    assert len(runs) == 2 and "more than 1 runs" in runs[1].reason

@@ -6,6 +6,8 @@ of these checks that the corpus and test_checks.py let through."""
 
 from __future__ import annotations
 
+import pytest
+
 from clusterdef.errors import Severity
 from test_checks import run
 
@@ -91,6 +93,7 @@ def _group_outside(start, last, n=2, group="secure"):
 
 
 def test_a_group_from_the_first_host_address_to_the_last_fits(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     lab["network"]["provisioning"]["server"] = "10.20.0.100"
     lab["nodes"]["mgmt"]["addressing"]["ipv4_start"] = "10.20.0.100"  # the boot server has the server's address
     lab["nodes"]["secure"]["addressing"]["ipv4_start"] = "10.20.0.1"
@@ -99,6 +102,7 @@ def test_a_group_from_the_first_host_address_to_the_last_fits(lab, matrix, tmp_p
 
 
 def test_a_group_on_the_network_address_is_outside(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     lab["network"]["provisioning"]["server"] = "10.20.0.100"
     lab["nodes"]["secure"]["addressing"]["ipv4_start"] = "10.20.0.0"
     assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == _group_outside("10.20.0.0", "10.20.0.1")
@@ -125,12 +129,14 @@ def _dynamic_outside(start, end):
 
 
 def test_a_dynamic_range_of_one_address_at_either_edge_is_fine(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     for start, end in (("10.20.0.254", "10.20.0.254"), ("10.20.0.1", "10.20.0.1")):
         lab["network"]["provisioning"]["dynamic_range"] = {"start": start, "end": end}
         assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == [], start
 
 
 def test_a_dynamic_range_from_the_first_to_the_last_host_address_overlaps_everything(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     lab["network"]["provisioning"]["dynamic_range"] = {"start": "10.20.0.1", "end": "10.20.0.254"}
     dyn = "the dynamic DHCP range"
     assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == [
@@ -152,6 +158,7 @@ def test_a_reversed_dynamic_range_is_not_ordered(lab, matrix, tmp_path):
 
 
 def test_a_dynamic_range_on_the_network_or_broadcast_address_is_outside(lab, matrix, tmp_path):
+    del lab["network"]["provisioning"]["gateway"]  # the lab's gateway is 10.20.0.1, the edge tested here
     lab["network"]["provisioning"]["dynamic_range"] = {"start": "10.20.0.200", "end": "10.20.0.255"}
     assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == _dynamic_outside("10.20.0.200", "10.20.0.255")
     lab["network"]["provisioning"]["dynamic_range"] = {"start": "10.20.0.0", "end": "10.20.0.1"}
@@ -270,35 +277,58 @@ def test_a_complete_inventory_is_fine(lab, matrix, tmp_path):
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == []
 
 
-def test_three_inventory_problems_are_all_named(lab, matrix, tmp_path):
-    f = _inventory(lab, tmp_path, "a[1,52:54:00:20:00:31\nb[2,52:54:00:20:00:32\nc[3,52:54:00:20:00:33\n")
+def test_three_inventory_problems_are_all_named_with_the_missing_hosts(lab, matrix, tmp_path):
+    _inventory(lab, tmp_path, "a[1,52:54:00:20:00:31\nb[2,52:54:00:20:00:32\nc[3,52:54:00:20:00:33\n")
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
-         f"{f}:1: 'a[1' is not a host name; {f}:2: 'b[2' is not a host name; {f}:3: 'c[3' is not a host name",
-         INV_HINT)]
+         "macs.csv:1: 'a[1' is not a host name; macs.csv:2: 'b[2' is not a host name; macs.csv:3: 'c[3' is not a "
+         "host name", INV_HINT),
+        ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
+         "MAC inventory macs.csv has no entry for 2 host(s): kgpu[01-02]", MISSING_HINT)]
 
 
 def test_more_than_three_inventory_problems_are_counted(lab, matrix, tmp_path):
-    f = _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\ne[5,x\n")
+    _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\ne[5,x\nkgpu01,x\nkgpu02,52:54:00:20:00:32\n")
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
-         f"{f}:1: 'a[1' is not a host name; {f}:2: 'b[2' is not a host name; {f}:3: 'c[3' is not a host name"
-         " (and 2 more)", INV_HINT)]
-    f = _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\n", name="four.csv")
+         "macs.csv:1: 'a[1' is not a host name; macs.csv:2: 'b[2' is not a host name; macs.csv:3: 'c[3' is not a "
+         "host name (and 3 more)", INV_HINT)]  # kgpu01's line is refused (one of the 3 more), not missing
+    _inventory(lab, tmp_path, "a[1,x\nb[2,x\nc[3,x\nd[4,x\nkgpu01,52:54:00:20:00:31\nkgpu02,52:54:00:20:00:32\n",
+               name="four.csv")
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
-         f"{f}:1: 'a[1' is not a host name; {f}:2: 'b[2' is not a host name; {f}:3: 'c[3' is not a host name"
-         " (and 1 more)", INV_HINT)]
+         "four.csv:1: 'a[1' is not a host name; four.csv:2: 'b[2' is not a host name; four.csv:3: 'c[3' is not a "
+         "host name (and 1 more)", INV_HINT)]
 
 
-def test_a_broken_inventory_is_one_finding_and_later_groups_are_still_checked(lab, matrix, tmp_path):
-    f = _inventory(lab, tmp_path, "kgpu01,52:54:00:20:00:11\nkgpu[02,52:54:00:20:00:11\n")
+def test_a_broken_inventory_is_checked_in_full_and_later_groups_are_still_checked(lab, matrix, tmp_path):
+    _inventory(lab, tmp_path, "kgpu01,52:54:00:20:00:11\nkgpu[02,52:54:00:20:00:11\n")
     lab["nodes"]["secure"]["addressing"]["mac"]["macs"] = ["52:54:00:20:00:41", "52:54:00:20:00:12"]
     assert _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES) == [
+        ("mac-duplicate", E, ("nodes", "infer", "addressing", "mac"),
+         "MAC 52:54:00:20:00:11 is used in both `train` and `infer`", MAC_HINT),
         ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
-         f"{f}:2: 'kgpu[02' is not a host name", INV_HINT),
+         "macs.csv:2: 'kgpu[02' is not a host name", INV_HINT),
+        ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
+         "MAC inventory macs.csv has no entry for 1 host(s): kgpu02", MISSING_HINT),
         ("mac-duplicate", E, ("nodes", "secure", "addressing", "mac"),
          "MAC 52:54:00:20:00:12 is used in both `train` and `secure`", MAC_HINT)]
+
+
+def test_an_inventory_shared_by_groups_is_reported_once_relative_to_the_definition(lab, matrix, tmp_path):
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv" / "all.csv").write_text(
+        "kgpu01,52:54:00:20:00:31\nkgpu02,52:54:00:20:00:32\nsgpu01,ff:ff:ff:ff:ff:ff\nbad host,x\n")
+    for group in ("infer", "secure"):
+        lab["nodes"][group]["addressing"]["mac"] = {"source": "inventory", "file": "inv/all.csv"}
+    found = _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES)
+    assert found == [
+        ("mac-inventory", E, ("nodes", "infer", "addressing", "mac", "file"),
+         "inv/all.csv:3: ff:ff:ff:ff:ff:ff is the broadcast address, which no NIC has: write the MAC of sgpu01's "
+         "provisioning NIC; inv/all.csv:4: 'bad host' is not a host name", INV_HINT),
+        ("mac-inventory", E, ("nodes", "secure", "addressing", "mac", "file"),
+         "MAC inventory inv/all.csv has no entry for 1 host(s): sgpu02", MISSING_HINT)]
+    assert str(tmp_path) not in repr(found)
 
 
 def test_hosts_missing_from_an_inventory_are_folded(lab, matrix, tmp_path):
@@ -436,3 +466,56 @@ def test_blocks_are_checked_like_leaf_switches(lab, matrix, tmp_path):
          "block `b2` lists 1 host(s) in no node group: xgpu1", UNKNOWN_HINT)]
     _as_block(lab, "gpu[003-004],kgpu[01-02],sgpu02")
     assert _found(run(lab, matrix, tmp_path), *TOPO_CODES) == []
+
+
+# ---- addresses that cannot belong to a host (issue 30)
+
+GW_HINT = "give the router an address that no node, boot server or DHCP range has"
+
+
+@pytest.mark.parametrize("mac, why", [
+    ("ff:ff:ff:ff:ff:ff", "is the broadcast address"),
+    ("01:00:5e:00:00:01", "is a multicast address (the first octet 01"),
+    ("33:33:00:00:00:01", "is a multicast address (the first octet 33"),
+    ("00:00:00:00:00:00", "is all zeros"),
+])
+def test_a_mac_no_nic_has_is_refused_in_a_list_and_in_an_inventory(lab, matrix, tmp_path, mac, why):
+    lab["nodes"]["infer"]["addressing"]["mac"]["macs"] = ["52:54:00:20:00:31", mac]
+    (f,) = [f for f in run(lab, matrix, tmp_path).findings if f.severity is E]
+    assert (f.code, f.path) == ("invalid-value", ("nodes", "infer", "addressing", "mac", "macs", 1))
+    assert why in f.message
+    _inventory(lab, tmp_path, f"kgpu01,52:54:00:20:00:31\nkgpu02,{mac}\n")
+    (f,) = _found(run(lab, matrix, tmp_path, base_dir=tmp_path), *MAC_CODES)
+    assert f[0] == "mac-inventory" and f"macs.csv:2: {mac} {why}" in f[3] and "kgpu02" in f[3]
+
+
+def test_a_mac_with_the_local_bit_is_a_host_mac(lab, matrix, tmp_path):
+    lab["nodes"]["infer"]["addressing"]["mac"]["macs"] = ["02:00:00:00:00:31", "fe:54:00:20:00:32"]
+    assert run(lab, matrix, tmp_path).ok
+
+
+def test_a_gateway_on_a_node_or_the_dynamic_range_is_refused(lab, matrix, tmp_path):
+    prov = lab["network"]["provisioning"]
+    for gateway, owner in [("10.20.0.3", "node group `ctl`"), ("10.20.0.12", "node group `train`"),
+                           ("10.20.0.220", "the dynamic DHCP range")]:
+        prov["gateway"] = gateway
+        assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == [
+            ("ip-duplicate", E, ("network", "provisioning", "gateway"),
+             f"gateway {gateway} is also an address of {owner}", GW_HINT)], gateway
+    prov["gateway"] = prov["server"]  # the boot server routing for its subnet
+    assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == []
+    prov["gateway"] = "10.20.0.1"
+    assert _found(run(lab, matrix, tmp_path), *ADDR_CODES) == []
+
+
+def test_a_management_gateway_on_a_bmc_address_is_refused(lab, matrix, tmp_path):
+    lab["hardware"]["mgmt-server"]["nics"].append({"name": "bmc", "kind": "ethernet", "speed_gbps": 1,
+                                                    "role": "management"})
+    lab["network"]["management"] = {"subnet": "10.30.0.0/24", "gateway": "10.30.0.11"}
+    lab["nodes"]["ctl"]["attachments"] = {"management": {"network": "management", "nic": "bmc",
+                                                         "ipv4_start": "10.30.0.11"}}
+    assert _found(run(lab, matrix, tmp_path), "ip-duplicate") == [
+        ("ip-duplicate", E, ("network", "management", "gateway"),
+         "gateway 10.30.0.11 is also an address of node group `ctl`'s BMCs", GW_HINT)]
+    lab["network"]["management"]["gateway"] = "10.30.0.1"
+    assert _found(run(lab, matrix, tmp_path), "ip-duplicate") == []

@@ -258,3 +258,10 @@ def test_package_roles_on_a_stateful_group_are_fine(lab, matrix, tmp_path):
         ("role-unknown", ("nodes", "train", "roles", 0)),
         ("stateless-apt-role", ("nodes", "secure", "roles", 0)),
         ("stateless-apt-role", ("nodes", "secure", "roles", 1))]
+
+
+def test_a_gateway_on_the_subnets_network_or_broadcast_address_is_outside(lab, matrix, tmp_path):
+    for gateway in ("10.20.0.0", "10.20.0.255"):
+        lab["network"]["provisioning"]["gateway"] = gateway
+        assert [f.path for f in run(lab, matrix, tmp_path).findings if f.code == "ip-outside-subnet"] == [
+            ("network", "provisioning", "gateway")], gateway

@@ -78,6 +78,24 @@ def test_render_only_selected_target(tmp_path):
     assert cli("render", LAB, "-o", str(out), "-t", "nope").exit_code == 2
 
 
+
+def test_render_of_one_target_over_a_full_tree_is_refused_and_keeps_it(tmp_path):
+    """Issue 30: `render -t slurm` over a full tree deleted the other targets' files."""
+    out = tmp_path / "out"
+    assert cli("render", LAB, "-o", str(out), "--today", "2026-11-30").exit_code == 0
+    before = (out / "manifest.json").read_text()
+    files = json.loads(before)["files"]
+    r = cli("render", LAB, "-o", str(out), "-t", "slurm", "--today", "2026-11-30")
+    assert r.exit_code == 2, r.output
+    text = " ".join(r.output.split())
+    assert "which this render does not write" in text and "pxe" in text and "inventory" in text
+    kept = [rel for rel in files if not rel.startswith("slurm/")]
+    assert f"delete {len(kept) - 2} of their files" in text  # less delivery.yaml and the resolved definition
+    assert (out / "manifest.json").read_text() == before
+    assert all((out / rel).is_file() for rel in files)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing left beside it either
+
+
 def test_render_of_bad_input_writes_nothing_and_keeps_old_tree(lab, tmp_path):
     out = tmp_path / "out"
     assert cli("render", LAB, "-o", str(out), "--today", "2026-11-30").exit_code == 0

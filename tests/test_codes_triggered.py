@@ -112,9 +112,9 @@ def test_file_unreadable_not_utf8(tmp_path):
     assert "at byte 26" in f.message  # 0-based offset of the é
 
 
-@pytest.mark.parametrize("content", [None, '{"versions": {}}'], ids=["empty-folder", "no-host"])
-def test_facts_invalid(tmp_path, content):
-    """Facts problems name the file; they carry no line (the JSON parse errors are json-syntax)."""
+@pytest.mark.parametrize("content, line", [(None, 0), ('\n {"versions": {}}', 2)], ids=["empty-folder", "no-host"])
+def test_facts_invalid(tmp_path, content, line):
+    """Facts problems name the file, and a refused fact the line it starts on (a folder has none)."""
     from clusterdef import drift
 
     where = tmp_path / "facts"
@@ -125,7 +125,7 @@ def test_facts_invalid(tmp_path, content):
     with pytest.raises(drift.FactsError) as exc:
         drift.read_facts(where)
     f = _one(exc.value.findings, "facts-invalid")
-    assert (f.path, f.file, f.line, f.column) == ((), str(where), 0, 0)
+    assert (f.path, f.file, f.line, f.column) == ((), str(where), line, 1 if line else 0)
 
 
 def test_plan_git(tmp_path, monkeypatch):

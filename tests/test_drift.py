@@ -464,7 +464,7 @@ def test_read_facts_findings_in_full(tmp_path):
         "facts-invalid", str(d), 0, 0, f"no *.json fact files in {d}",
         "point --facts at the folder the gpu_facts role writes to")
     (d / "0.json").write_text('{"host": "gpu004",\n "versions": }')  # first: the files after it are still read
-    (d / "a.json").write_text('[{"host": ""}, {"host": "gpu001", "versions": {"firmware": []}}, {"host": 5}, '
+    (d / "a.json").write_text('[{"host": ""},\n  {"host": "gpu001",\n   "versions": {"firmware": []}}, {"host": 5},\n'
                               '{"host": "gpu002", "versions": {}}]')
     (d / "b.json").write_text('{"versions": {}}')
     (d / "c.json").write_text('{"host": "gpu003", "versions": {"driver": "1"}}')
@@ -473,13 +473,13 @@ def test_read_facts_findings_in_full(tmp_path):
     got = [(f.code, f.file, f.line, f.column, f.message, f.hint) for f in exc.value.findings]
     a, b = str(d / "a.json"), str(d / "b.json")
     assert got[0][1].endswith("0.json") and got[0][2] == 2  # the JSON error's line
-    assert got[1:] == [
-        ("facts-invalid", a, 0, 0, f"{a} [0]: a fact needs a non-empty string `host`", drift.FORMAT_HINT),
-        ("facts-invalid", a, 0, 0, f"{a} [1]: `versions` must be a mapping (with `firmware` a mapping)",
+    assert got[1:] == [  # each at the line its fact starts on
+        ("facts-invalid", a, 1, 1, f"{a} [0]: a fact needs a non-empty string `host`", drift.FORMAT_HINT),
+        ("facts-invalid", a, 2, 1, f"{a} [1]: `versions` must be a mapping (with `firmware` a mapping)",
          drift.FORMAT_HINT),
-        ("facts-invalid", a, 0, 0, f"{a} [2]: a fact needs a non-empty string `host`", drift.FORMAT_HINT),
-        ("facts-invalid", b, 0, 0, f"{b}: a fact needs a non-empty string `host`", drift.FORMAT_HINT)]
-    assert str(exc.value).count("; ") == 4 and f"; {a}: {a} [0]: a fact needs" in str(exc.value)
+        ("facts-invalid", a, 3, 1, f"{a} [2]: a fact needs a non-empty string `host`", drift.FORMAT_HINT),
+        ("facts-invalid", b, 1, 1, f"{b}: a fact needs a non-empty string `host`", drift.FORMAT_HINT)]
+    assert str(exc.value).count("; ") == 4 and f"; {a}:1:1: {a} [0]: a fact needs" in str(exc.value)
     for bad in ("0.json", "a.json", "b.json"):
         (d / bad).unlink()
     assert [(f, x["host"]) for f, x in drift.read_facts(d)] == [(str(d / "c.json"), "gpu003")]

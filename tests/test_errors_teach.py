@@ -95,8 +95,8 @@ def test_upper_case_macs_are_refused_alike_in_lists_and_inventories(matrix, tmp_
                    f"kgpu02,52:54:00:20:00:32,{g2}\n")
     inv = read_inventory(csv)
     assert inv.macs == {"kgpu02": "52:54:00:20:00:32"}
-    assert inv.problems == (f"{csv}:2: MAC '52:54:00:20:00:3A' has upper-case letters; MAC addresses are "
-                            "lower-case and colon-separated, as in a `list` (write 52:54:00:20:00:3a)",)
+    assert inv.report("macs.csv") == ["macs.csv:2: MAC '52:54:00:20:00:3A' has upper-case letters; MAC addresses "
+                                      "are lower-case and colon-separated, as in a `list` (write 52:54:00:20:00:3a)"]
     start = LAB.index('        source: list\n        macs: ["52:54:00:20:00:31", "52:54:00:20:00:32"]')
     end = LAB.index("    placement:", start)
     text = LAB[:start] + "        source: inventory\n        file: macs.csv\n" + LAB[end:]

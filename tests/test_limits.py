@@ -112,7 +112,9 @@ def test_json_limits(tmp_path, text, code, line):
 def test_inventory_fifo_and_device_are_problems_not_hangs(fifo):
     for path in (fifo, "/dev/zero"):
         inv = read_inventory(path)
-        assert inv.macs == {} and str(path) in inv.problems[0] and "not a regular file" in inv.problems[0]
+        (problem,) = inv.report("macs.csv")
+        assert inv.macs == {} and not inv.readable and problem.startswith("macs.csv is ")
+        assert "not a regular file" in problem and str(path) not in problem
 
 
 def test_log_device_refused(fifo):
@@ -151,3 +153,13 @@ def test_log_with_huge_numbers_is_noise_not_valueerror():
     text = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
     text += "9" * 5000 + " 256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n"
     assert baseline.parse(text) == [] or all(not r.rows for r in baseline.parse(text))
+
+
+def test_a_log_is_streamed_with_no_size_limit_and_bounded_lines(tmp_path, monkeypatch):
+    """A log is not refused for its size (NCCL_DEBUG=INFO from thousands of ranks is hundreds of MiB): it is
+    read a line at a time; a line past MAX_STREAM_LINE is one empty line, read past, never held."""
+    monkeypatch.setattr(limits, "MAX_STREAM_LINE", 64)
+    p = tmp_path / "x.log"
+    p.write_bytes(b"first\r\nsecond\rthird\n" + b"x" * 1000 + b"\nafter \xff\nlast")
+    assert list(limits.iter_lines(p, "log")) == ["first", "second", "third", "", "after \ufffd", "last"]
+    assert "log" not in limits.LIMITS

@@ -101,3 +101,61 @@ def test_a_loaded_matrix_is_reused_only_while_its_files_are_the_same(tmp_path):
     broken, found = load_matrix(root)
     assert [f.code for f in found] == ["yaml-syntax"]
     assert broken.compat.nccl == ()
+
+
+# every shape a site's own compatibility file can have wrong: (file, text, path of the finding, its line)
+WRONG_SHAPES = [
+    ("cuda-driver-min.yaml", "source: x\nrows: 5\n", ("rows",), 2),
+    ("cuda-driver-min.yaml", "- cuda: '13.0'\n", (), 1),
+    ("cuda-driver-min.yaml", "rows:\n  - cuda: '13.0'\n    min_driver: '580'\n  - 7\n", ("rows", 1), 4),
+    ("cuda-driver-min.yaml", "rows: {cuda: '13.0'}\n", ("rows",), 1),
+    ("cuda-driver-min.yaml", "rows: []\nrow: []\n", ("row",), 2),
+    ("gpu-operator.yaml", "releases: 'v25.10.0'\n", ("releases",), 1),
+    ("nccl-cuda.yaml", "releases:\n  - nccl: '2.28.3'\n    cuda_majors: 12\n", ("releases", 0, "cuda_majors"), 3),
+    ("slurm-releases.yaml", "upgrade_rule: 3\nreleases: []\n", ("upgrade_rule",), 1),
+    ("driver-branches.yaml", "branches: [[]]\n", ("branches", 0), 1),
+    ("kubernetes-skew.yaml", "[1, 2]\n", (), 1),
+    ("kubernetes-skew.yaml", "supported_minor_releases: three\n", ("supported_minor_releases",), 1),
+    ("package-sources.yaml", "sources: 1\n", ("sources",), 1),
+]
+
+
+@pytest.mark.parametrize("name, text, path, line", WRONG_SHAPES)
+def test_a_compat_file_of_the_wrong_shape_is_a_located_finding(tmp_path, name, text, path, line):
+    import shutil
+
+    from conftest import MATRICES
+
+    root = tmp_path / "matrices"
+    shutil.copytree(MATRICES, root)
+    (root / "compat" / name).write_text(text)
+    _, findings = load_matrix(root)
+    assert findings, name
+    first = findings[0]
+    assert (first.file, first.path, first.line) == (str(root / "compat" / name), path, line)
+    assert first.severity is Severity.ERROR and first.hint
+
+
+def test_a_set_file_of_the_wrong_shape_is_a_located_finding(tmp_path):
+    (tmp_path / "sets").mkdir()
+    (tmp_path / "sets" / "x.yaml").write_text("- name: x\n")
+    _, findings = load_matrix(tmp_path)
+    assert [(f.path, f.line) for f in findings] == [((), 1)]
+
+
+def test_the_command_line_reports_a_wrong_shaped_matrices_file_with_exit_2(tmp_path, monkeypatch):
+    import shutil
+
+    from cli_runner import CliRunner
+    from conftest import MATRICES
+
+    from clusterdef.cli import app
+
+    root = tmp_path / "matrices"
+    shutil.copytree(MATRICES, root)
+    (root / "compat" / "cuda-driver-min.yaml").write_text("source: x\nrows: 5\n")
+    monkeypatch.setenv("CLUSTERDEF_MATRICES", str(root))
+    result = CliRunner().invoke(app, ["validate", MATRICES.parent / "clusters" / "lab.yaml"])
+    assert result.exit_code == 2, result.output
+    assert f"{root / 'compat' / 'cuda-driver-min.yaml'}:2:1: error" in result.output
+    assert "Traceback" not in result.output

@@ -273,3 +273,25 @@ def test_single_file_through_symlink_writes_target(tmp_path):
     (tmp_path / "link.json").symlink_to("real.json")
     writer.write_file_atomic(tmp_path / "link.json", "new")
     assert (tmp_path / "link.json").is_symlink() and (tmp_path / "real.json").read_text() == "new"
+
+
+# --------------------------------------------------------------------------- a render of some targets (issue 30)
+
+def test_a_render_of_fewer_targets_is_refused_naming_what_it_would_delete(tmp_path):
+    out = tmp_path / "out"
+    full = {"slurm/slurm.conf": "s\n", "pxe/a.ipxe": "p\n", "pxe/b.ipxe": "p\n", "delivery.yaml": "d\n"}
+    write_tree(out, full, {"cluster": "lab", "targets": ["pxe", "slurm"]})
+    before = (out / "manifest.json").read_text()
+    with pytest.raises(OutputError) as exc:
+        write_tree(out, {"slurm/slurm.conf": "s2\n", "delivery.yaml": "d2\n"}, {"cluster": "lab", "targets": ["slurm"]})
+    message = str(exc.value)
+    assert "holds the targets pxe, which this render does not write" in message
+    assert "delete 2 of their files (pxe/a.ipxe, pxe/b.ipxe)" in message
+    assert (out / "manifest.json").read_text() == before and (out / "pxe" / "a.ipxe").is_file()
+    assert leftovers(tmp_path) == []
+    # the same targets, or more, replace the tree and prune its stale files
+    write_tree(out, {"slurm/slurm.conf": "s3\n", "pxe/a.ipxe": "p\n"}, {"cluster": "lab", "targets": ["pxe", "slurm"]})
+    assert not (out / "pxe" / "b.ipxe").exists()
+    write_tree(out, {"slurm/slurm.conf": "s3\n", "pxe/a.ipxe": "p\n", "images/x": "i\n"},
+               {"cluster": "lab", "targets": ["images", "pxe", "slurm"]})
+    assert (out / "images" / "x").is_file()

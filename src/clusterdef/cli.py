@@ -94,13 +94,14 @@ def _enum_type(enum: type[Enum]) -> Callable[[str], Enum]:
     return convert
 
 
-def _min_int(low: int) -> Callable[[str], int]:
+def _min_int(low: int | None) -> Callable[[str], int]:
     def convert(value: str) -> int:
-        try:
-            n = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-        if n < low:
+        from .textnum import whole
+
+        n = whole(value)
+        if n is None:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number (ASCII digits)")
+        if low is not None and n < low:
             raise argparse.ArgumentTypeError(f"{n} is below {low}")
         return n
     convert.__name__ = "number"
@@ -128,7 +129,7 @@ def _add(sub: argparse.ArgumentParser, name: str, annotation: str, p: Param) -> 
     elif kind == "Path":
         kw["type"] = Path
     elif kind == "int":
-        kw["type"] = _min_int(p.min) if p.min is not None else int
+        kw["type"] = _min_int(p.min)
     if not p.flags:
         sub.add_argument(name, **{k: v for k, v in kw.items() if k != "metavar"}, metavar=name.upper())
         return
@@ -303,7 +304,8 @@ def render(
         write_tree(dest, tree, meta)
     except (OutputError, OSError) as exc:
         err.print(f"[red]error[/]: cannot write {escape(str(dest))}: {escape(str(exc))}")
-        err.print("  [green]hint:[/] choose another --output, or remove the folder")
+        if "which this render does not write" not in str(exc):  # that message carries its own way out
+            err.print("  [green]hint:[/] choose another --output, or remove the folder")
         raise SystemExit(EXIT_BAD)
     out.print(f"[green]rendered[/] {len(tree) + 1} files for cluster {escape(d.cluster.name)} into {escape(str(dest))}")
 

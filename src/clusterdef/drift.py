@@ -27,7 +27,7 @@ from pathlib import Path
 from . import hostlist
 from .errors import Finding, Severity
 from .knowledge.services import checked_components, is_service_group
-from .limits import InputError, load_json
+from .limits import InputError, load_json, read_text
 from .quoting import prom_label, shell
 from .model import Definition
 from .matrix.model import ValidatedSet
@@ -182,6 +182,50 @@ def _bad(file: str, line: int, message: str, hint: str) -> Finding:
 FORMAT_HINT = "each fact is {\"host\": ..., \"collected_at\": ..., \"versions\": {...}}; see docs/facts-format.md"
 
 
+def _skip_space(text: str, i: int) -> int:
+    """The index of the first character at or after `i` that is not JSON whitespace."""
+    while i < len(text) and text[i] in " \t\n\r":
+        i += 1
+    return i
+
+
+def _item_lines(path: Path) -> list[int]:
+    """The 1-based line on which each fact of a facts file starts: one for a single object, one per item of
+    a list. Read again only when a fact is refused (the file passed load_json's limits already)."""
+    import json
+
+    try:
+        text = read_text(path, "facts")
+    except InputError:
+        return []
+    i = _skip_space(text, 0)
+    if not text.startswith("[", i):
+        return [text.count("\n", 0, i) + 1]
+    decoder, starts = json.JSONDecoder(), []
+    i = _skip_space(text, i + 1)
+    while i < len(text) and text[i] != "]":
+        starts.append(i)
+        try:
+            _, i = decoder.raw_decode(text, i)
+        except ValueError:
+            break
+        i = _skip_space(text, i)
+        if text.startswith(",", i):
+            i = _skip_space(text, i + 1)
+    lines, line, last = [], 1, 0
+    for start in starts:
+        line += text.count("\n", last, start)
+        last = start
+        lines.append(line)
+    return lines
+
+
+def _line_of(cache: dict[Path, list[int]], path: Path, item: int) -> int:
+    if path not in cache:
+        cache[path] = _item_lines(path)
+    return cache[path][item] if item < len(cache[path]) else 0
+
+
 def read_facts(path: str | Path) -> list[tuple[str, dict]]:
     """(file, fact) pairs from a file or a directory of *.json. Raises FactsError with
     every problem (file:line) when any file is not valid facts."""
@@ -202,15 +246,17 @@ def read_facts(path: str | Path) -> list[tuple[str, dict]]:
             problems.extend(exc.findings)
             continue
         items = data if isinstance(data, list) else [data]
+        lines: dict[Path, list[int]] = {}  # read once, when the file's first fact is refused
         for i, item in enumerate(items):
             where = f"{f}" + (f" [{i}]" if isinstance(data, list) else "")
             if not isinstance(item, dict) or not isinstance(item.get("host"), str) or not item["host"]:
-                problems.append(_bad(str(f), 0, f"{where}: a fact needs a non-empty string `host`", FORMAT_HINT))
+                problems.append(_bad(str(f), _line_of(lines, f, i), f"{where}: a fact needs a non-empty string `host`",
+                                     FORMAT_HINT))
                 continue
             versions = item.get("versions")
             if not isinstance(versions, dict) or not isinstance(versions.get("firmware", {}), dict):
-                problems.append(_bad(str(f), 0, f"{where}: `versions` must be a mapping (with `firmware` a mapping)",
-                                     FORMAT_HINT))
+                problems.append(_bad(str(f), _line_of(lines, f, i),
+                                     f"{where}: `versions` must be a mapping (with `firmware` a mapping)", FORMAT_HINT))
                 continue
             facts.append((str(f), item))
     if problems:

@@ -26,7 +26,7 @@ MAX_NAMES = 2**17
 _ALPHABET = re.compile(r"^[a-z0-9\-\[\],/]+$")
 _LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
-_RANGE = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?:/(\d{1,9}))?)?$")
+_RANGE = re.compile(r"^([0-9]{1,9})(?:-([0-9]{1,9})(?:/([0-9]{1,9}))?)?$")
 
 
 def _split_top(expr: str) -> list[str]:
@@ -178,7 +178,7 @@ def contiguous(hosts, sep: str = "-") -> list[str]:
     runs, others, fast = _index_runs(hosts)
     if not fast:
         ns = NodeSet(fold(hosts), resolver=RESOLVER_NOGROUP)
-        return [re.sub(r"\[(\d+)-(\d+)\]", rf"[\1{sep}\2]", str(part)) for part in ns.contiguous()]
+        return [re.sub(r"\[([0-9]+)-([0-9]+)\]", rf"[\1{sep}\2]", str(part)) for part in ns.contiguous()]
     return [f"{prefix}{_span(width, a, b)}" if a == b else f"{prefix}[{_span(width, a, b, sep)}]"
             for (prefix, width), spans in runs.items() for a, b in spans]
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .limits import InputError, read_text
+from .macaddr import host_mac_problem
 
 GUIDS = re.compile(r"^0x[0-9a-f]{16}(;0x[0-9a-f]{16}){0,63}$")
 MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
@@ -21,8 +22,14 @@ HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 class Inventory:
     file: Path
     macs: dict[str, str] = field(default_factory=dict)  # host -> MAC (lower case: upper case is refused)
-    problems: tuple[str, ...] = ()  # human-readable, each naming file:line
+    problems: tuple[tuple[int, str], ...] = ()  # (line, what is wrong), line 0 for the whole file; no path
     guids: dict[str, tuple[str, ...]] = field(default_factory=dict)  # host -> InfiniBand port GUIDs (column 3)
+    refused: frozenset[str] = frozenset()  # hosts whose line is refused (a problem, not a missing host)
+    readable: bool = True  # False: the file could not be read at all, so no host can be looked up in it
+
+    def report(self, name: str) -> list[str]:
+        """The problems, each as `name:line: what` with `name` the path as the definition wrote it."""
+        return [f"{name}:{n}: {what}" if n else f"{name} {what}" for n, what in self.problems]
 
 
 def read_inventory(file: Path) -> Inventory:
@@ -35,41 +42,57 @@ def read_inventory(file: Path) -> Inventory:
     return _read(Path(file), stamp)
 
 
+def _unreadable(file: Path, what: str) -> Inventory:
+    what = what.replace(str(file), "").strip() if str(file) in what else what
+    return Inventory(file, {}, ((0, what),), readable=False)
+
+
 @lru_cache(maxsize=64)
 def _read(file: Path, stamp) -> Inventory:
     try:
         rows = list(csv.reader(io.StringIO(read_text(file, "inventory"), newline="")))
     except InputError as exc:
         f = exc.findings[0]
-        return Inventory(file, {}, (f"{f.message} ({f.hint})",))
+        return _unreadable(file, f"{f.message} ({f.hint})")
     except csv.Error as exc:
-        return Inventory(file, {}, (f"{file} is not a valid CSV file: {exc}",))
+        return _unreadable(file, f"is not a valid CSV file: {exc}")
     macs: dict[str, str] = {}
     guids: dict[str, tuple[str, ...]] = {}
-    problems: list[str] = []
+    problems: list[tuple[int, str]] = []
+    refused: set[str] = set()
     for n, row in enumerate(rows, 1):
         if not row or not row[0].strip() or row[0].startswith("#") or (n == 1 and row[0].strip() == "host"):
             continue
         host = row[0].strip()
         mac = row[1].strip() if len(row) > 1 else ""
-        if not HOST.match(host):
-            problems.append(f"{file}:{n}: {host!r} is not a host name")
-        elif MAC.match(mac.lower()) and not MAC.match(mac):
-            # the same rule as a `list` of MACs in the definition: lower case, never silently changed
-            problems.append(f"{file}:{n}: MAC {mac!r} has upper-case letters; MAC addresses are lower-case "
-                            f"and colon-separated, as in a `list` (write {mac.lower()})")
-        elif not MAC.match(mac):
-            problems.append(f"{file}:{n}: {mac!r} is not a MAC address (write 52:54:00:12:34:56)")
-        elif host in macs:
-            problems.append(f"{file}:{n}: host {host} is listed twice")
-        elif len(row) > 2 and row[2].strip() and not GUIDS.match(row[2].strip()):
-            problems.append(f"{file}:{n}: port GUIDs {row[2].strip()[:60]!r} are not 0x + 16 lower-case hex "
-                            "digits joined by ';'")
+        problem = _line_problem(host, mac, row, macs)
+        if problem:
+            problems.append((n, problem))
+            if HOST.match(host) and host not in macs:
+                refused.add(host)
         else:
             macs[host] = mac
             if len(row) > 2 and row[2].strip():
                 guids[host] = tuple(row[2].strip().split(";"))
-    return Inventory(file, macs, tuple(problems), guids)
+    return Inventory(file, macs, tuple(problems), guids, frozenset(refused))
+
+
+def _line_problem(host: str, mac: str, row: list[str], macs: dict[str, str]) -> str | None:
+    if not HOST.match(host):
+        return f"{host!r} is not a host name"
+    if MAC.match(mac.lower()) and not MAC.match(mac):
+        # the same rule as a `list` of MACs in the definition: lower case, never silently changed
+        return (f"MAC {mac!r} has upper-case letters; MAC addresses are lower-case and colon-separated, "
+                f"as in a `list` (write {mac.lower()})")
+    if not MAC.match(mac):
+        return f"{mac!r} is not a MAC address (write 52:54:00:12:34:56)"
+    if host_mac_problem(mac):
+        return f"{host_mac_problem(mac)}: write the MAC of {host}'s provisioning NIC"
+    if host in macs:
+        return f"host {host} is listed twice"
+    if len(row) > 2 and row[2].strip() and not GUIDS.match(row[2].strip()):
+        return f"port GUIDs {row[2].strip()[:60]!r} are not 0x + 16 lower-case hex digits joined by ';'"
+    return None
 
 
 def read_inventories(files) -> dict[Path, Inventory]:

@@ -7,13 +7,16 @@ writer never hangs), and at most its kind's size limit plus one byte is read:
     definition  16 MiB  YAML definitions and matrix files; the 4,096-node estate is 44 KiB
     inventory   16 MiB  MAC CSV; a `host,mac` line is ~30 bytes, 16,384 nodes ~0.5 MiB
     facts       64 MiB  one node's facts are ~1 KiB; a single list for 16,384 nodes ~16 MiB
-    log         64 MiB  nccl-tests output with NCCL_DEBUG=INFO noise from thousands of ranks
+    log        no limit nccl-tests output is streamed line by line (iter_lines): NCCL_DEBUG=INFO from a few
+                        thousand ranks is hundreds of MiB, so memory is bounded by the line length
+                        (MAX_STREAM_LINE) and the parser's own caps, not by refusing the file
     baseline     4 MiB  a few dozen entries of ~30 sizes each are a few KiB
     plan       256 MiB  a plan file carries the unified diff of every rendered file
     manifest    16 MiB  an output folder's manifest.json: ~150 bytes per rendered file
     run record 256 MiB  apply's record: per step the changed tasks and folded host lists (--resume reads it)
 
-The limits are far above any real file and far below what hurts a machine.
+The limits are far above any real file and far below what hurts a machine; a kind whose real
+files are not bounded (a log) is streamed instead.
 
 Parsed YAML and JSON are checked before they are built into Python objects:
 nesting deeper than MAX_DEPTH (the composers recurse; a definition is ~8 deep), aliases
@@ -31,12 +34,12 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .errors import DefinitionError, Finding, Severity
 
 MiB = 1 << 20
-LIMITS = {"definition": 16 * MiB, "inventory": 16 * MiB, "facts": 64 * MiB, "log": 64 * MiB,
+LIMITS = {"definition": 16 * MiB, "inventory": 16 * MiB, "facts": 64 * MiB,
           "baseline": 4 * MiB, "plan": 256 * MiB, "manifest": 16 * MiB, "run record": 256 * MiB,
           "ibnetdiscover": 64 * MiB, "rehearsal": 4 * MiB}
 MAX_DEPTH = 64
@@ -66,9 +69,9 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def read_bytes(path: str | Path, kind: str) -> bytes:
-    """The file's bytes; InputError unless it is a regular file within LIMITS[kind]."""
-    name, limit = str(path), LIMITS[kind]
+def _open_regular(path: str | Path, kind: str) -> tuple[int, os.stat_result]:
+    """A descriptor of the regular file at `path` and its status; InputError for anything else."""
+    name = str(path)
     try:
         # O_NONBLOCK: opening a FIFO without a writer returns at once instead of hanging
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
@@ -82,6 +85,53 @@ def read_bytes(path: str | Path, kind: str) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise _fail("file-not-regular", name, f"{name} is {_kind_of(st.st_mode)}, not a regular file",
                         f"pass the {kind} file itself")
+    except OSError as exc:
+        os.close(fd)
+        raise _fail("file-unreadable", name, f"cannot read {name}: {exc.strerror or exc}",
+                    f"the {kind} must be a readable file") from None
+    except InputError:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+# The longest line iter_lines hands over; the rest of a longer line is read past, never held.
+MAX_STREAM_LINE = 64 * 1024
+
+
+def iter_lines(path: str | Path, kind: str) -> Iterator[str]:
+    """The text lines of a regular file (as str.splitlines() would split the whole text, UTF-8 with
+    replacement), read a buffer at a time: a line longer than MAX_STREAM_LINE bytes comes back as one
+    empty line, so line numbers stay right and memory stays bounded. InputError as read_bytes, raised
+    before the first line."""
+    fd, _ = _open_regular(path, kind)
+    name = str(path)
+
+    def lines() -> Iterator[str]:
+        try:
+            with os.fdopen(fd, "rb", buffering=MiB) as fh:
+                while True:
+                    chunk = fh.readline(MAX_STREAM_LINE + 1)
+                    if not chunk:
+                        return
+                    if len(chunk) > MAX_STREAM_LINE and not chunk.endswith(b"\n"):
+                        while chunk and not chunk.endswith(b"\n"):  # read past the rest of the line
+                            chunk = fh.readline(MiB)
+                        yield ""
+                        continue
+                    yield from chunk.decode("utf-8", errors="replace").splitlines() or [""]
+        except OSError as exc:
+            raise _fail("file-unreadable", name, f"cannot read {name}: {exc.strerror or exc}",
+                        f"the {kind} must be a readable file") from None
+
+    return lines()
+
+
+def read_bytes(path: str | Path, kind: str) -> bytes:
+    """The file's bytes; InputError unless it is a regular file within LIMITS[kind]."""
+    name, limit = str(path), LIMITS[kind]
+    fd, st = _open_regular(path, kind)
+    try:
         if st.st_size > limit:
             raise _too_large(name, kind, limit)
         chunks, total = [], 0

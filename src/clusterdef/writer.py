@@ -101,7 +101,25 @@ def _differences(out: Path, listed: dict) -> list[str]:
     return problems
 
 
-def _check_target(out: Path, cluster) -> None:
+def _check_targets(out: Path, doc: dict, tree: dict[str, str], meta: dict) -> None:
+    """A render of some targets over a tree that holds others would delete the others' files: refused,
+    naming the targets and the files. (Keeping them is not offered: the tree's delivery map, resolved
+    definition and manifest describe one render of one definition, which a merged tree would not be.)"""
+    old, new = doc.get("targets"), meta.get("targets")
+    if not isinstance(old, list) or not isinstance(new, list):
+        return
+    dropped = sorted(str(t) for t in set(old) - set(new))
+    if not dropped:
+        return
+    lost = sorted(set(doc["files"]) - set(tree))
+    shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+    raise OutputError(f"{out} holds the targets {', '.join(dropped)}, which this render does not write: replacing "
+                      f"it would delete {len(lost)} of their files ({shown or 'none listed'}); render every target "
+                      f"the tree holds (no --target, or --target for each of {', '.join(sorted(map(str, old)))}), "
+                      "or write these targets to another --output")
+
+
+def _check_target(out: Path, cluster, tree: dict[str, str] | None = None, meta: dict | None = None) -> None:
     if out.is_symlink():
         raise OutputError(f"{out} is a symlink; clusterdef does not write through links: pass the real folder "
                           f"({os.path.realpath(out)}) or another --output")
@@ -120,6 +138,8 @@ def _check_target(out: Path, cluster) -> None:
     if problems:
         shown = ", ".join(problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise OutputError(f"{out} was changed since clusterdef wrote it ({shown}); refusing to replace it")
+    if tree is not None and meta is not None:
+        _check_targets(out, doc, tree, meta)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -180,7 +200,7 @@ def write_tree(out: str | Path, tree: dict[str, str], meta: dict) -> Path:
             shutil.rmtree(p, ignore_errors=True)
     except OSError as exc:
         raise OutputError(f"cannot create {out.parent}: {exc.strerror or exc}") from None
-    _check_target(out, meta.get("cluster"))
+    _check_target(out, meta.get("cluster"), tree, meta)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     lock = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
     fcntl.flock(lock, fcntl.LOCK_EX)  # so a concurrent run's cleanup leaves this folder alone

@@ -56,7 +56,7 @@ class Hosts:
             resolve(name)
 
     def _one(self, term: str) -> list[str]:
-        m = re.fullmatch(r"(.+?)\[(\d+)\]", term)
+        m = re.fullmatch(r"(.+?)\[([0-9]+)\]", term)
         name, index = (m.group(1), int(m.group(2))) if m else (term, None)
         hosts = self.groups.get(name, [name] if name in self.order else [])
         return hosts[index:index + 1] if index is not None else hosts

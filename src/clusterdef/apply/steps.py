@@ -50,13 +50,14 @@ from ruamel.yaml import YAML
 
 from .. import hostlist
 from ..plan import Side
+from ..textnum import is_digits
 from . import ApplyError
 
 GATES = ("gates.yml", "enforce-baseline.yml")
 STAGE_KINDS = ("image", "prepare", "canary", "rollback-drill", "control-plane", "wave", "boot-default", "driver-pool",
                "driver-hold", "deliver", "nodes")
 SKIPPABLE = ("image", "prepare", "control-plane", "nodes")
-_RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::(\d+))?\]")
+_RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::([0-9]+))?\]")
 
 
 @dataclass
@@ -103,7 +104,7 @@ def expand_pattern(pattern: str) -> list[str]:
         return [pattern]
     lo, hi, step = m.group(1), m.group(2), int(m.group(3) or 1)
     head, tail = pattern[:m.start()], pattern[m.end():]
-    if lo.isdigit() and hi.isdigit():
+    if is_digits(lo) and is_digits(hi):
         width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
         items = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1, step)]
     elif len(lo) == 1 and len(hi) == 1:
@@ -118,7 +119,7 @@ def inventory_waves(hosts_yml: str) -> dict[str, list[str]]:
     data = YAML(typ="safe", pure=True).load(hosts_yml) or {}
     groups = (((data.get("all") or {}).get("children") or {}).get("upgrade_waves") or {}).get("children") or {}
     out: dict[str, list[str]] = {}
-    for name in sorted(groups, key=lambda g: int(g.split("_")[-1]) if g.split("_")[-1].isdigit() else 1 << 30):
+    for name in sorted(groups, key=lambda g: int(g.split("_")[-1]) if is_digits(g.split("_")[-1]) else 1 << 30):
         hosts = (groups[name] or {}).get("hosts") or {}
         out[name] = [h for pattern in hosts for h in expand_pattern(str(pattern))]
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..textnum import decimal
 from .parse import BaselineError, Run, series_name, size_name, size_range
 from .store import Baseline
 
@@ -26,9 +27,10 @@ def parse_tolerance(pairs: list[str]) -> dict[str, float]:
         try:
             if name not in {b for b, _, _ in BANDS}:
                 raise ValueError
-            tol[name] = float(pct)
-            if not 0 <= tol[name] <= 100:  # also refuses inf and nan: a tolerance that passes any slowdown
+            value = decimal(pct)
+            if value is None or not 0 <= value <= 100:  # also refuses inf and nan: a tolerance that passes any slowdown
                 raise ValueError
+            tol[name] = value
         except ValueError:
             raise BaselineError(f"--tolerance {t!r}: use small=PCT, medium=PCT or large=PCT with PCT a number "
                                 "from 0 to 100") from None

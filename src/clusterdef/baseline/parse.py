@@ -10,28 +10,30 @@ interleaved.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterable
 
-from ..limits import InputError, read_bytes
+from ..limits import InputError, iter_lines
+from ..textnum import decimal, is_digits
 
 # --------------------------------------------------------------------------- parsing
 
 # `[1,0]<stdout>:` (Open MPI --tag-output, may appear mid-line), `0: ` (srun -l).
-_MPI_PREFIX = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
-_SRUN_PREFIX = re.compile(r"^\s*\d+:\s(?=\s*[#0-9A-Za-z])")
-_PARAMS = re.compile(r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)(.*)$")
-_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*nccl-library=(\d+))?")
+_MPI_PREFIX = re.compile(r"\[[0-9]+,[0-9]+\]<std(?:out|err)>:")
+_SRUN_PREFIX = re.compile(r"^\s*[0-9]+:\s(?=\s*[#0-9A-Za-z])")
+_PARAMS = re.compile(r"^#?\s*nThread\s+([0-9]+)\s+nGpus\s+([0-9]+)\s+minBytes\s+([0-9]+)\s+maxBytes\s+([0-9]+)(.*)$")
+_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*nccl-library=([0-9]+))?")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _CONCLUDED = re.compile(r"^#\s*Collective test concluded:\s*(\S+)")
-_RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+device\s+(\d+)\s+"
+_RANK = re.compile(r"^#?\s*Rank\s+([0-9]+)\s+(?:Group\s+[0-9]+\s+)?(?:Pid\s+[0-9]+\s+)?"
+                   r"on\s+(\S+)\s+device\s+([0-9]+)\s+"
                    r"\[[^\]]*\]\s+(.+?)\s*$")
-_NCCL_VERSION = re.compile(r"\bNCCL version\s+(\d+\.\d+\.\d+)(?:\+(\S+))?")
-_NCCL1 = re.compile(r"compiled with NCCL\s+(\d+(?:\.\d+)*)")
+_NCCL_VERSION = re.compile(r"\bNCCL version\s+([0-9]+\.[0-9]+\.[0-9]+)(?:\+(\S+))?")
+_NCCL1 = re.compile(r"compiled with NCCL\s+([0-9]+(?:\.[0-9]+)*)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
-_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
+_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*([0-9]+)\s*(OK|FAILED)?")
 _COLUMNS = re.compile(r"^#\s*(size|bytes)\s+(count|N)\b")
 _FAILURE = re.compile(r"(Test NCCL failure|NCCL failure|Test CUDA failure|CUDA failure|Test failure|"
                       r"MPI_ABORT|Segmentation fault|Bus error)")
@@ -40,11 +42,7 @@ _TYPES = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float"
 
 
 def _num(token: str) -> float | None:
-    try:
-        value = float(token)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+    return decimal(token)
 
 
 Key = tuple[int, str, str]  # (message size in bytes, datatype, reduction op or "")
@@ -167,7 +165,7 @@ def _half(tokens: list[str], check: str) -> Half | None:
 
 def _row(line: str, check: str) -> Row | None:
     tokens = line.split()
-    if len(tokens) < 11 or not tokens[0].isdigit() or not tokens[1].isdigit():
+    if len(tokens) < 11 or not is_digits(tokens[0]) or not is_digits(tokens[1]):
         return None
     lead, tail = tokens[:-8], tokens[-8:]
     if len(lead) < 3 or len(lead) > 5:
@@ -177,7 +175,7 @@ def _row(line: str, check: str) -> Row | None:
         return None
     redop, root = "", None
     for extra in lead[3:]:
-        if re.fullmatch(r"-?\d+", extra):
+        if re.fullmatch(r"-?[0-9]+", extra):
             root = int(extra)
         elif re.fullmatch(r"[a-z][a-z0-9_]*", extra):
             redop = extra
@@ -194,8 +192,20 @@ def _row(line: str, check: str) -> Row | None:
 MAX_LINE = 4096
 
 
+# What one log may hold, so that a log of any size is parsed in bounded memory: a real run has a few
+# dozen sizes (a `-d all -o all` sweep a few thousand rows), and a job log a handful of runs.
+MAX_ROWS = 16384
+MAX_RUNS = 256
+
+
 def parse(text: str) -> list[Run]:
     """Every run in an nccl-tests log, in order. Never raises."""
+    return parse_lines(text.splitlines())
+
+
+def parse_lines(lines: Iterable[str]) -> list[Run]:
+    """Every run in the lines of an nccl-tests log, in order, holding one line at a time. Never raises
+    on the log's content (an error reading the file passes through)."""
     runs: list[Run] = []
     run: Run | None = None
     stage = 0  # 0 nothing, 1 version, 2 starting, 3 params, 4 devices/columns, 5 rows, 6 footer
@@ -203,14 +213,14 @@ def parse(text: str) -> list[Run]:
     def start(lineno: int) -> Run:
         nonlocal run, stage
         run = Run(first_line=lineno)
-        runs.append(run)
+        if len(runs) < MAX_RUNS:
+            runs.append(run)
+        elif len(runs) == MAX_RUNS:  # later runs are parsed and dropped; the last kept one says so
+            runs.append(Run(first_line=lineno, failures=[f"line {lineno}: more than {MAX_RUNS} runs in one log; "
+                                                          "the rest are not read"]))
         stage = 0
         return run
 
-    try:
-        lines = text.splitlines()
-    except Exception:  # pragma: no cover - text is a str
-        return []
     for lineno, raw in enumerate(lines, 1):
         line = _clean(raw)
         s = line.strip()
@@ -243,7 +253,7 @@ def parse(text: str) -> list[Run]:
             r = start(lineno) if run is None or stage >= 3 else run
             r.threads, r.gpus_per_process = int(m.group(1)), int(m.group(2))
             r.min_bytes, r.max_bytes = int(m.group(3)), int(m.group(4))
-            v = re.search(r"validation:\s*(\d+)", m.group(5))
+            v = re.search(r"validation:\s*([0-9]+)", m.group(5))
             r.validation = bool(int(v.group(1))) if v else None
             stage = 3
             continue
@@ -286,11 +296,14 @@ def parse(text: str) -> list[Run]:
                 run.failures.append(f"line {lineno}: {run.out_of_bounds} out-of-bounds values")
             stage = 6
             continue
-        if s[0].isdigit():
+        if is_digits(s[0]):
             row = _row(s, (run.check_column if run else "") or "#wrong")
             if row is not None:
                 r = run if run is not None and stage <= 5 else start(lineno)
-                r.rows.append(row)
+                if len(r.rows) < MAX_ROWS:
+                    r.rows.append(row)
+                elif len(r.failures) < 20 and not any("result rows" in f for f in r.failures):
+                    r.failures.append(f"line {lineno}: more than {MAX_ROWS} result rows in one run")
                 stage = 5
                 continue
         if _FAILURE.search(s) and not s.startswith("#"):
@@ -335,12 +348,12 @@ def _finish(run: Run) -> None:
 
 
 def parse_file(path: str | Path) -> list[Run]:
-    """Parse a log read within the log size limit; BaselineError names a file that is not one."""
+    """Parse a log of any size, streamed a line at a time (limits.iter_lines); BaselineError names a file
+    that is not a readable regular file."""
     try:
-        data = read_bytes(path, "log")
+        return parse_lines(iter_lines(path, "log"))
     except InputError as exc:
         raise BaselineError(_why(exc)) from None
-    return parse(data.decode("utf-8", errors="replace"))
 
 
 def _size_name(size: int) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..limits import InputError, check_yaml, read_text
+from ..textnum import whole
 from .parse import BaselineError, Key, Run, _why, series_name
 
 
@@ -87,8 +88,8 @@ def _entry(data: dict, where: str, set_name: str) -> Baseline:
     def size(k) -> int:
         if isinstance(k, bool):
             raise ValueError
-        n = int(k)
-        if not 0 <= n < 1 << 62:
+        n = k if isinstance(k, int) else whole(k) if isinstance(k, str) else None
+        if n is None or not 0 <= n < 1 << 62:
             raise ValueError
         return n
 

@@ -39,12 +39,12 @@ MAX_LINE = 4096
 
 _GUID = r"[0-9A-Fa-f]{1,16}"
 _ID = r'"([HSR])-(' + _GUID + r')"'
-_NODE = re.compile(r"^(Switch|Ca|Rt)\s+(\d{1,3})\s+" + _ID + r"(?:\s*#\s*(.*))?$")
-_SW_PORT = re.compile(r"^\[(\d{1,3})\](?:\[ext \d{1,3}\])?\s+" + _ID
-                      + r"\[(\d{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
-_CA_PORT = re.compile(r"^\[(\d{1,3})\]\((" + _GUID + r")\)\s+" + _ID
-                      + r"\[(\d{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
-_RATE = re.compile(r"\blid\s+\d{1,5}\s+(\d{1,2})x([A-Z][A-Z0-9]{1,5})\s*$")
+_NODE = re.compile(r"^(Switch|Ca|Rt)\s+([0-9]{1,3})\s+" + _ID + r"(?:\s*#\s*(.*))?$")
+_SW_PORT = re.compile(r"^\[([0-9]{1,3})\](?:\[ext [0-9]{1,3}\])?\s+" + _ID
+                      + r"\[([0-9]{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
+_CA_PORT = re.compile(r"^\[([0-9]{1,3})\]\((" + _GUID + r")\)\s+" + _ID
+                      + r"\[([0-9]{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
+_RATE = re.compile(r"\blid\s+[0-9]{1,5}\s+([0-9]{1,2})x([A-Z][A-Z0-9]{1,5})\s*$")
 _SETTING = re.compile(r"^[a-z]{2,16}=\S{0,64}$")
 _PLAIN = re.compile(r"^[A-Za-z0-9._:;/+-]{1,64}$")
 

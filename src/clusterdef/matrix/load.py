@@ -13,8 +13,8 @@ from ..limits import read_bytes
 from ..source import load_file
 from ..validate.schema import schema_findings
 from .compat import Compat
-from .model import (CudaDriverRow, DriverBranch, KubernetesSkew, NcclRelease, OperatorRelease, PackageSource,
-                    SlurmRelease, SlurmUpgradeRule, ValidatedSet)
+from .model import (CudaDriverFile, DriverBranchesFile, KubernetesSkew, NcclFile, OperatorFile, PackageSourcesFile,
+                    SlurmFile, ValidatedSet)
 
 ENV_VAR = "CLUSTERDEF_MATRICES"
 
@@ -44,26 +44,9 @@ def find_matrices(definition_file: str | Path | None = None) -> Path | None:
     return None
 
 
-def _rows(path: Path, key: str, model, findings: list[Finding]) -> tuple:
-    if not path.is_file():
-        return ()
-    try:
-        src = load_file(path)
-    except DefinitionError as exc:
-        findings.extend(exc.findings)
-        return ()
-    data = src.data or {}
-    rows = data.get(key, []) if isinstance(data, dict) else []
-    out = []
-    for i, row in enumerate(rows):
-        try:
-            out.append(model.model_validate(row))
-        except ValidationError as exc:
-            findings.extend(src.place(f) for f in schema_findings(exc, row, prefix=(key, i)))
-    return tuple(out)
-
-
-def _single(path: Path, model, findings: list[Finding], key: str | None = None):
+def _file(path: Path, model, findings: list[Finding]):
+    """The file validated as a whole against its model (its defaults when absent or invalid), with a
+    located finding for every problem of its shape or its rows."""
     if not path.is_file():
         return model()
     try:
@@ -71,14 +54,20 @@ def _single(path: Path, model, findings: list[Finding], key: str | None = None):
     except DefinitionError as exc:
         findings.extend(exc.findings)
         return model()
-    data = src.data or {}
-    if key:
-        data = data.get(key, {}) if isinstance(data, dict) else {}
+    data = {} if src.data is None else src.data
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        findings.extend(src.place(f) for f in schema_findings(exc, data))
+        findings.extend(src.place(_matrix_hint(f, path)) for f in schema_findings(exc, data))
         return model()
+
+
+def _matrix_hint(finding: Finding, path: Path) -> Finding:
+    """Point the hint at the file's documented shape, not at the definition's schema."""
+    from dataclasses import replace
+
+    where = f"the shape of {path.parent.name}/{path.name} in matrices/README.md"
+    return replace(finding, hint=finding.hint.replace("`clusterdef schema`", where))
 
 
 # the last few matrices loaded in this process, by their files' names and sha256: a process that
@@ -119,15 +108,16 @@ def load_matrix(root: str | Path) -> tuple[Matrix, list[Finding]]:
 def _load_matrix(root: Path) -> tuple[Matrix, list[Finding]]:
     findings: list[Finding] = []
     c = root / "compat"
+    slurm = _file(c / "slurm-releases.yaml", SlurmFile, findings)
     compat = Compat(
-        cuda_driver=_rows(c / "cuda-driver-min.yaml", "rows", CudaDriverRow, findings),
-        gpu_operator=_rows(c / "gpu-operator.yaml", "releases", OperatorRelease, findings),
-        nccl=_rows(c / "nccl-cuda.yaml", "releases", NcclRelease, findings),
-        slurm=_rows(c / "slurm-releases.yaml", "releases", SlurmRelease, findings),
-        slurm_rule=_single(c / "slurm-releases.yaml", SlurmUpgradeRule, findings, key="upgrade_rule"),
-        driver_branches=_rows(c / "driver-branches.yaml", "branches", DriverBranch, findings),
-        kubernetes=_single(c / "kubernetes-skew.yaml", KubernetesSkew, findings),
-        package_sources=_rows(c / "package-sources.yaml", "sources", PackageSource, findings),
+        cuda_driver=_file(c / "cuda-driver-min.yaml", CudaDriverFile, findings).rows,
+        gpu_operator=_file(c / "gpu-operator.yaml", OperatorFile, findings).releases,
+        nccl=_file(c / "nccl-cuda.yaml", NcclFile, findings).releases,
+        slurm=slurm.releases,
+        slurm_rule=slurm.upgrade_rule,
+        driver_branches=_file(c / "driver-branches.yaml", DriverBranchesFile, findings).branches,
+        kubernetes=_file(c / "kubernetes-skew.yaml", KubernetesSkew, findings),
+        package_sources=_file(c / "package-sources.yaml", PackageSourcesFile, findings).sources,
     )
     sets: dict[str, ValidatedSet] = {}
     files: dict[str, Path] = {}

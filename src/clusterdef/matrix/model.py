@@ -127,3 +127,35 @@ class PackageSource(Fact):
     architectures: dict[str, str] = {}
     """Debian architecture -> the repository's path for it (`{arch}` in `url`), for repositories laid out
     per architecture; empty: one repository for every architecture (apt picks the packages)."""
+
+
+# One model per compatibility file: the whole file is validated, so a wrong shape anywhere (a list where a
+# mapping belongs, `rows: 5`, an unknown top-level key) is a located finding, never a traceback.
+class _FactFile(Model):
+    source: str | None = None
+    """Where the facts were read from (kept for reviewers; no check reads it)."""
+
+
+class CudaDriverFile(_FactFile):
+    rows: tuple[CudaDriverRow, ...] = ()
+
+
+class OperatorFile(_FactFile):
+    releases: tuple[OperatorRelease, ...] = ()
+
+
+class NcclFile(_FactFile):
+    releases: tuple[NcclRelease, ...] = ()
+
+
+class SlurmFile(_FactFile):
+    upgrade_rule: SlurmUpgradeRule = Field(default_factory=SlurmUpgradeRule)
+    releases: tuple[SlurmRelease, ...] = ()
+
+
+class DriverBranchesFile(_FactFile):
+    branches: tuple[DriverBranch, ...] = ()
+
+
+class PackageSourcesFile(_FactFile):
+    sources: tuple[PackageSource, ...] = ()

@@ -17,7 +17,7 @@ class Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False, defer_build=True)
 
 
-_DURATION = re.compile(r"^(UNLIMITED|INFINITE|(\d{1,5}-)?\d{1,6}(:\d{2}){0,2}|\d{1,9})$")
+_DURATION = re.compile(r"^(UNLIMITED|INFINITE|([0-9]{1,5}-)?[0-9]{1,6}(:[0-9]{2}){0,2}|[0-9]{1,9})$")
 
 
 def _check_hostlist(value: str) -> str:

@@ -28,7 +28,7 @@ from .secrets import SecretPurpose
 from .types import AbsPath, Fqdn, _pattern
 
 # An LDAP URI: ldaps:// or ldap:// (then start_tls), a DNS name or IPv4 address, an optional port.
-LdapUri = Annotated[str, _pattern(r"^ldaps?://([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*|\d{1,3}(\.\d{1,3}){3})(:\d{1,5})?/?$", 300, "an LDAP URI: ldaps://host[:port] (or ldap://host with start_tls: true)")]
+LdapUri = Annotated[str, _pattern(r"^ldaps?://([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*|[0-9]{1,3}(\.[0-9]{1,3}){3})(:[0-9]{1,5})?/?$", 300, "an LDAP URI: ldaps://host[:port] (or ldap://host with start_tls: true)")]
 # A distinguished name of plain attribute=value pairs (dc=lab,dc=example); values are letters, digits,
 # spaces, '.', '_' and '-', so nothing needs LDAP escaping and nothing reaches sssd.conf unescaped.
 Dn = Annotated[str, _pattern(r"^[A-Za-z][A-Za-z0-9-]{0,31}=[A-Za-z0-9_.-]([A-Za-z0-9 _.-]{0,62}[A-Za-z0-9_.-])?(,[A-Za-z][A-Za-z0-9-]{0,31}=[A-Za-z0-9_.-]([A-Za-z0-9 _.-]{0,62}[A-Za-z0-9_.-])?){0,15}$", 1100, "a DN of attribute=value pairs joined by ',' (ou=people,dc=lab,dc=example); values of letters, digits, spaces, '.', '_' and '-'")]
@@ -36,7 +36,7 @@ Dn = Annotated[str, _pattern(r"^[A-Za-z][A-Za-z0-9-]{0,31}=[A-Za-z0-9_.-]([A-Za-
 # '.', '-', '@' and inner spaces (Active Directory's "Domain Users"); no ',' (SSSD lists) or quotes.
 DirectoryGroup = Annotated[str, _pattern(r"^[A-Za-z0-9_]([A-Za-z0-9 _.@-]{0,254}[A-Za-z0-9_.-])?$", 256, "a group name of letters, digits, '_', '.', '-', '@' and inner spaces (hpc-admins, Domain Users)")]
 # An OIDC issuer: a URL; http:// validates here and is refused by the `oidc-issuer-not-tls` check.
-IssuerUrl = Annotated[str, _pattern(r"^https?://[a-z0-9]([a-z0-9.-]{0,252}[a-z0-9])?(:\d{1,5})?(/[A-Za-z0-9._~-]{1,128}){0,8}$", 1200, "the issuer URL exactly as the provider's discovery document says (https://idp.example/realms/hpc)")]
+IssuerUrl = Annotated[str, _pattern(r"^https?://[a-z0-9]([a-z0-9.-]{0,252}[a-z0-9])?(:[0-9]{1,5})?(/[A-Za-z0-9._~-]{1,128}){0,8}$", 1200, "the issuer URL exactly as the provider's discovery document says (https://idp.example/realms/hpc)")]
 # A JWT claim name or OIDC client id.
 Claim = Annotated[str, _pattern(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$", 128, "a claim or client id of letters, digits, '_', '.', ':' and '-' (groups, email)")]
 

@@ -6,12 +6,22 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
+from ..macaddr import host_mac_problem
 from .base import Hostlist, Model, Name
 from .types import HostName, ImageVersion, InterfaceName, LabelKey, LabelValue, PortGuids, RelPath, RoleName
 
-MacAddress = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")]
+
+
+def _host_mac(value: str) -> str:
+    problem = host_mac_problem(value)
+    if problem:
+        raise ValueError(problem + "; list the MAC of the host's provisioning NIC")
+    return value
+
+
+MacAddress = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$"), AfterValidator(_host_mac)]
 
 
 class MacList(Model):

@@ -77,9 +77,9 @@ Registry = Annotated[str, _pattern(r"^[a-z0-9]([a-z0-9.-]{0,252}[a-z0-9])?(:[0-9
 
 # --- versions and packages ----------------------------------------------------------------------
 # A version as written by its vendor: 580.82.07, 13.0.1, v25.3.4, 1.17.8, 25.05.3, 2.28.3-1
-Version = Annotated[str, _pattern(r"^v?\d{1,9}(\.\d{1,9}){0,5}([.+~-][0-9A-Za-z.+~-]{1,64})?$", 96, 'write the version as the vendor does, e.g. 580.82.07 or v25.3.4')]
+Version = Annotated[str, _pattern(r"^v?[0-9]{1,9}(\.[0-9]{1,9}){0,5}([.+~-][0-9A-Za-z.+~-]{1,64})?$", 96, 'write the version as the vendor does, e.g. 580.82.07 or v25.3.4')]
 # A kernel release as `uname -r` prints it and Debian names its package: 6.8.0-60-generic.
-KernelRelease = Annotated[str, _pattern(r"^\d{1,3}\.\d{1,3}(\.\d{1,4})?([.+~-][0-9A-Za-z.+~_-]{1,64})?$", 96, 'write the kernel release as `uname -r` prints it, e.g. 6.8.0-60-generic')]
+KernelRelease = Annotated[str, _pattern(r"^[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,4})?([.+~-][0-9A-Za-z.+~_-]{1,64})?$", 96, 'write the kernel release as `uname -r` prints it, e.g. 6.8.0-60-generic')]
 # A Debian package name (Debian Policy 5.6.1): lower case, digits, '+', '-', '.'; two or more.
 DebPackage = Annotated[str, _pattern(r"^[a-z0-9][a-z0-9+.-]{1,99}$", 100, "a Debian package name: lower-case letters, digits, '+', '-' and '.', no version or options")]
 # A distribution release code name (bookworm, noble).
@@ -94,7 +94,7 @@ ImageDigest = Annotated[str, _pattern(r"^[0-9a-f]{12}$", 12, "12 lower-case hex 
 # expands ${...} on its command lines), no `#`, `;`, `&`, `|` or backslash.
 KernelArg = Annotated[str, _pattern(r"^[A-Za-z0-9_.,:=/@+%-]{1,255}$", 255, "one argument per item, without spaces, quotes, '$', ';' or '#' (console=ttyS0,115200n8)")]
 # MIG profiles as nvidia-smi names them: 1g.10gb, 3g.40gb, 1g.24gb+me.
-MigProfile = Annotated[str, _pattern(r"^\d{1,2}g\.\d{1,4}gb(\+[a-z]{1,8})?$", 32, 'a MIG profile as nvidia-smi names it, e.g. 1g.10gb or 3g.40gb')]
+MigProfile = Annotated[str, _pattern(r"^[0-9]{1,2}g\.[0-9]{1,4}gb(\+[a-z]{1,8})?$", 32, 'a MIG profile as nvidia-smi names it, e.g. 1g.10gb or 3g.40gb')]
 
 # InfiniBand port GUIDs of one host, `;`-separated (0x + 16 hex digits each), as ibstat prints them.
 PortGuids = Annotated[str, _pattern(r"^0x[0-9a-f]{16}(;0x[0-9a-f]{16}){0,63}$", 1215, "port GUIDs are 0x and 16 lower-case hex digits, several joined by ';' (0x0002c90300a1b2c3;0x0002c90300a1b2c4)")]

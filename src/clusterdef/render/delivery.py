@@ -153,7 +153,7 @@ def unplaced(pattern: str, groups: set[str]) -> str:
     for part in re.split(r"[:,]", pattern):
         if part.startswith("!"):  # excluding a group the inventory lacks excludes nothing
             continue
-        name = re.sub(r"\[[-\d:]*\]$", "", part.lstrip("&"))
+        name = re.sub(r"\[[-0-9:]*\]$", "", part.lstrip("&"))
         if name and name not in groups:
             return f"the inventory has no {name} group: declare {DECLARE.get(name, 'its hosts')}"
     return ""

@@ -352,6 +352,13 @@ def attachments(ctx: Context) -> Iterable[Finding]:
                     yield error("attachment-ip", path + ("ipv4_start",),
                                 f"node group `{gname}`: {count} {role} address(es) from {a.ipv4_start} do not fit "
                                 f"in {subnet}", "start the range inside the subnet, with room for every host")
+    if mgmt is not None and mgmt.gateway is not None:
+        from .checks_nodes import gateway_collisions
+
+        bmcs = [(int(a.ipv4_start), int(a.ipv4_start) + len(ctx.group_nodes[gname]) - 1, (),
+                 f"node group `{gname}`'s BMCs") for gname, g in d.nodes.items()
+                for role, a in g.attachments.items() if role == "management" and a.ipv4_start is not None]
+        yield from gateway_collisions(int(mgmt.gateway), bmcs, ("network", "management", "gateway"))
 
 
 # The largest IPoIB MTU in datagram mode: a 4K InfiniBand MTU less the 4-byte IPoIB header

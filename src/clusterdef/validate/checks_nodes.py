@@ -93,12 +93,24 @@ def addressing(ctx: Context) -> Iterable[Finding]:
                         "move one range so provisioning addresses are unique")
         if b1 > a1:
             reach = cur
+    if prov.gateway is not None and prov.gateway != prov.server:  # the boot server may route for its subnet
+        yield from gateway_collisions(int(prov.gateway), ranges, ("network", "provisioning", "gateway"))
     yield from _macs(ctx)
+
+
+def gateway_collisions(gateway: int, ranges, path: Path) -> Iterable[Finding]:
+    """A gateway whose address a node, the boot server or the DHCP range also has: two hosts would answer
+    for it (dnsmasq hands the router option to every node, and a node would route for its subnet)."""
+    for first, last, _, name in ranges:
+        if first <= gateway <= last:
+            yield error("ip-duplicate", path, f"gateway {IPv4Address(gateway)} is also an address of {name}",
+                        "give the router an address that no node, boot server or DHCP range has")
 
 
 def _macs(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
     seen: dict[str, str] = {}
+    told: set = set()  # inventory files whose problems are reported: once, at the first group naming the file
     for gname, g in d.nodes.items():
         mac = g.addressing.mac
         hosts = ctx.group_nodes[gname]
@@ -111,19 +123,22 @@ def _macs(ctx: Context) -> Iterable[Finding]:
                             "list exactly one MAC per host, in hostlist order")
         elif mac.source == "inventory":
             inv = ctx.inventories[ctx.base_dir / mac.file]
-            if inv.problems:
-                more = f" (and {len(inv.problems) - 3} more)" if len(inv.problems) > 3 else ""
-                yield error("mac-inventory", path + ("file",), "; ".join(inv.problems[:3]) + more,
+            if inv.problems and inv.file.resolve() not in told:
+                told.add(inv.file.resolve())
+                problems = inv.report(mac.file)
+                more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+                yield error("mac-inventory", path + ("file",), "; ".join(problems[:3]) + more,
                             "the path is relative to the definition file; each line is `host,mac` with a "
                             "lower-case MAC (docs/provisioning.md)")
+            if not inv.readable:
                 continue
             macs, missing = [], []
             for h in hostlist.names(g.hosts):
                 m = inv.macs.get(h)
-                if m is None:
-                    missing.append(h)
-                else:
+                if m is not None:
                     macs.append(m)
+                elif h not in inv.refused:  # a refused line is reported above, not again as missing
+                    missing.append(h)
             if missing:
                 yield error("mac-inventory", path + ("file",),
                             f"MAC inventory {mac.file} has no entry for {len(missing)} host(s): "

@@ -12,7 +12,7 @@ from .registry import Context, check
 
 # A serial console speed/parity/bits spec: what is left of `console=ttyS0,115200n8` after a YAML
 # flow list split it at the comma.
-_CONSOLE_TAIL = re.compile(r"^\d{3,7}([noe]\d?r?)?$")
+_CONSOLE_TAIL = re.compile(r"^[0-9]{3,7}([noe][0-9]?r?)?$")
 # Kernel arguments the PXE target writes itself for every node.
 _RESERVED = re.compile(r"^(initrd|clusterdef\.[a-z_]+)=")
 
@@ -43,7 +43,7 @@ def provisioning(ctx: Context) -> Iterable[Finding]:
                             f"image `{name}`: kernel argument `{argument}` is set by clusterdef for every node",
                             "remove it: the PXE target adds initrd=, clusterdef.image/set/group/server")
 
-    if prov.gateway is not None and prov.gateway not in prov.subnet:
+    if prov.gateway is not None and not (prov.subnet.network_address < prov.gateway < prov.subnet.broadcast_address):
         yield error("ip-outside-subnet", ("network", "provisioning", "gateway"),
                     f"gateway {prov.gateway} is outside the provisioning subnet {prov.subnet}",
                     f"nodes reach the gateway directly: use an address inside {prov.subnet}")
