@@ -106,8 +106,9 @@ def nic_fabric(d: Definition, group: str, nic: str) -> str | None:
             return a.network
     hw = d.hardware.get(g.hardware)
     n = next((x for x in hw.nics if x.name == nic), None) if hw else None
-    f = d.network.fabrics.get(g.placement.fabric) if g.placement else None
-    return g.placement.fabric if n and n.role == "compute" and f is not None and f.kind == n.kind else None
+    fabric = g.placement.fabric if g.placement else None
+    f = d.network.fabrics.get(fabric) if fabric else None
+    return fabric if n and n.role == "compute" and f is not None and f.kind == n.kind else None
 
 
 def storage_port(d: Definition, group: str) -> str | None:
