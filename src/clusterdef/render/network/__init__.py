@@ -28,7 +28,10 @@
                                              files for each Ethernet/RoCE compute or storage interface
                                              (install into /etc/systemd/network/):
         10-clusterdef-<if>.network           the interface carries the tenant's VLAN and no address of
-                                             its own (untagged traffic goes nowhere)
+                                             its own (untagged traffic goes nowhere); this, the .netdev
+                                             and the VLAN's .network carry the MTU of the port's fabric
+                                             (`vlan_mtu`). A storage attachment on such a port is refused
+                                             by validate (isolation-cuts-storage, tenancy.storage_cuts)
         10-clusterdef-<vlan if>.netdev       the VLAN interface (Kind=vlan, Id=<the tenant's VLAN id>)
         10-clusterdef-<vlan if>.network      brings it up with an IPv6 link-local address (a RoCE GID);
                                              site addressing is not in the definition
