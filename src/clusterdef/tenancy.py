@@ -3,8 +3,9 @@
 One pure function, `enforcement`, answers for every tenant and layer (device, network, storage,
 observation) which mechanism enforces the claim and in which rendered file, or why nothing can.
 The renderers take their decisions from the helpers here (owned node groups, whole-node mode,
-partition keys, project ids), `validate` reports every gap as `dedicated-not-isolated`, and
-`clusterdef isolation` prints the table. docs/tenancy.md describes each value.
+partition keys, project ids), `validate` reports every gap as `dedicated-not-isolated` (and a claim
+whose files cut the tenant off its storage, `storage_cuts`, as `isolation-cuts-storage`), and
+`clusterdef isolation` prints the table, both kinds as not enforced. docs/tenancy.md describes each value.
 """
 
 from __future__ import annotations
