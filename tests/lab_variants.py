@@ -7,7 +7,13 @@ Kubernetes objects too. The lab itself stays as it is: a ninth host there would 
 fabric, inventory, drift and rollout fixture built from it.
 
 `driver_pool_canary`: the GPU Operator owns driver and toolkit, and a canary pool (group `canary`,
-host kgpu03) runs the candidate set's driver through its own NVIDIADriver."""
+host kgpu03) runs the candidate set's driver through its own NVIDIADriver.
+
+`vlan_roce`: the dedicated tenant `secure` isolated by VLAN 2101 instead of partition key, its nodes
+(sgpu01-02) on a RoCE compute fabric `roce0` (MTU 9000, port ens1f0/ens1f1) and attached to a RoCE
+storage fabric `stor0` (10.40.0.0/24, MTU 9000) through `storage_nic`: `ens2` (RoCE: the VLAN takes the
+port) or `ibs` (the InfiniBand storage NIC: a VLAN is not put on it; then `stor0` is InfiniBand, IPoIB
+MTU 2044). The lab's other Slurm groups stay on `ib0`, so validate warns `slurm-topology-fabrics`."""
 
 from __future__ import annotations
 
@@ -50,6 +56,30 @@ def driver_pool_canary(lab: dict) -> dict:
     d["network"]["fabrics"]["ib0"]["topology"]["switches"]["leaf02"]["nodes"] += ",kgpu03"
     d["kubernetes"]["gpu_operator"]["driver_pools"] = {
         "canary": {"node_groups": ["canary"], "matrix": "2026.11-r595-candidate"}}
+    return d
+
+
+def vlan_roce(lab: dict, storage_nic: str = "ens2") -> dict:
+    d = copy.deepcopy(lab)
+    hw = copy.deepcopy(d["hardware"]["hgx-h100"])
+    hw["nics"] += [{"name": "ens1f", "kind": "roce", "speed_gbps": 400, "count": 2, "role": "compute"},
+                   {"name": "ens2", "kind": "roce", "speed_gbps": 200, "role": "storage"},
+                   {"name": "ibs", "kind": "infiniband", "speed_gbps": 400, "role": "storage"}]
+    d["hardware"]["hgx-h100-roce"] = hw
+    d["network"]["fabrics"]["ib0"]["topology"]["switches"]["leaf01"]["nodes"] = "gpu[001-002]"
+    d["network"]["fabrics"]["ib0"]["topology"]["switches"]["leaf02"]["nodes"] = "gpu[003-004],kgpu[01-02]"
+    d["network"]["fabrics"]["roce0"] = {"kind": "roce", "mtu": 9000, "topology": {
+        "kind": "tree", "switches": {"roce-leaf01": {"nodes": "sgpu[01-02]"}}}}
+    d["network"]["fabrics"]["stor0"] = {"kind": "roce" if storage_nic == "ens2" else "infiniband",
+                                        "subnet": "10.40.0.0/24", "mtu": 9000 if storage_nic == "ens2" else 2044,
+                                        "topology": {"kind": "tree", "switches": {"stor-leaf01": {"nodes": "sgpu[01-02]"}}}}
+    g = d["nodes"]["secure"]
+    g["hardware"] = "hgx-h100-roce"
+    g["placement"] = {"fabric": "roce0", "rack": "r03"}
+    g["attachments"] = {"compute": {"network": "roce0", "nic": "ens1f"},
+                        "storage": {"network": "stor0", "nic": storage_nic, "ipv4_start": "10.40.0.41"}}
+    t = d["tenants"]["secure"]
+    t["isolation"].update(network="vlan", vlan=2101)
     return d
 
 

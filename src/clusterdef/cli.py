@@ -601,14 +601,14 @@ def isolation(
         for name, te in table.items():
             out.print(f"[bold]{escape(name)}[/] ({te.level})")
             for layer, lay in te.layers.items():
-                mark = "[red]NOT ENFORCED[/]" if lay.gap else "[green]enforced[/]" if lay.mechanisms else "-"
+                mark = "[red]NOT ENFORCED[/]" if lay.shortfall else "[green]enforced[/]" if lay.mechanisms else "-"
                 out.print(f"  {layer:<12} {escape(lay.claim):<22} {mark}")
                 for m in lay.mechanisms:
                     out.print(f"      {escape(m)}")
                 if lay.files:
                     out.print(f"      files: {escape(', '.join(lay.files))}")
-                if lay.gap:
-                    out.print(f"      [red]gap[/]: {escape(lay.gap)}")
+                if lay.shortfall:
+                    out.print(f"      [red]gap[/]: {escape(lay.shortfall)}")
     if any(te.gaps for te in table.values()):
         raise SystemExit(EXIT_WARN)
 

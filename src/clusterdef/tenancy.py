@@ -3,8 +3,9 @@
 One pure function, `enforcement`, answers for every tenant and layer (device, network, storage,
 observation) which mechanism enforces the claim and in which rendered file, or why nothing can.
 The renderers take their decisions from the helpers here (owned node groups, whole-node mode,
-partition keys, project ids), `validate` reports every gap as `dedicated-not-isolated`, and
-`clusterdef isolation` prints the table. docs/tenancy.md describes each value.
+partition keys, project ids), `validate` reports every gap as `dedicated-not-isolated` (and a claim
+whose files cut the tenant off its storage, `storage_cuts`, as `isolation-cuts-storage`), and
+`clusterdef isolation` prints the table, both kinds as not enforced. docs/tenancy.md describes each value.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ class Layer:
     files: tuple[str, ...]          # rendered files that carry the mechanism
     gap: str = ""                   # why the claim is not enforced ("" when it is, or nothing was claimed)
     hint: str = ""                  # what to change so it is (the finding's hint; generic when empty)
+    cut: str = ""                   # how the claim's files cut the tenant's nodes off storage (`storage_cuts`;
+                                    # validate reports it as isolation-cuts-storage, not dedicated-not-isolated)
+
+    @property
+    def shortfall(self) -> str:
+        """Everything that keeps the claim from holding as rendered: the gap and the storage cut."""
+        return "; ".join(x for x in (self.gap, self.cut) if x)
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,7 @@ class TenantEnforcement:
 
     @property
     def gaps(self) -> dict[str, str]:
-        return {name: layer.gap for name, layer in self.layers.items() if layer.gap}
+        return {name: layer.shortfall for name, layer in self.layers.items() if layer.shortfall}
 
 
 def _derived(name: str, low: int, high: int) -> int:
@@ -65,15 +73,115 @@ VLAN_NIC_KINDS = ("ethernet", "roce")
 VLAN_NIC_ROLES = ("compute", "storage")
 
 
-def vlan_interfaces(d: Definition, group: str) -> list[str]:
-    """The Ethernet/RoCE compute and storage interfaces of a node group's hardware (a NIC with
-    count N is N interfaces, name0 .. name<N-1>), which a VLAN tenant's traffic uses."""
+def nic_ports(nic) -> list[str]:
+    """The interfaces of a NIC: its name, or name0 .. name<N-1> for a NIC with count N."""
+    return [nic.name] if nic.count == 1 else [f"{nic.name}{i}" for i in range(nic.count)]
+
+
+def vlan_nics(d: Definition, group: str) -> list[tuple[str, str]]:
+    """(interface, NIC name) of the Ethernet/RoCE compute and storage NICs of a node group's hardware,
+    which a VLAN tenant's traffic uses."""
     g = d.nodes.get(group)
     hw = d.hardware.get(g.hardware) if g else None
     if hw is None:
         return []
-    return [name for nic in hw.nics if nic.kind in VLAN_NIC_KINDS and nic.role in VLAN_NIC_ROLES
-            for name in ([nic.name] if nic.count == 1 else [f"{nic.name}{i}" for i in range(nic.count)])]
+    return [(port, nic.name) for nic in hw.nics if nic.kind in VLAN_NIC_KINDS and nic.role in VLAN_NIC_ROLES
+            for port in nic_ports(nic)]
+
+
+def vlan_interfaces(d: Definition, group: str) -> list[str]:
+    """The Ethernet/RoCE compute and storage interfaces of a node group's hardware (a NIC with
+    count N is N interfaces, name0 .. name<N-1>), which a VLAN tenant's traffic uses."""
+    return [port for port, _ in vlan_nics(d, group)]
+
+
+def nic_fabric(d: Definition, group: str, nic: str) -> str | None:
+    """The fabric a node group's NIC is on: the network of the attachment naming it, else for a
+    compute NIC the fabric of the group's placement when it is of the NIC's kind; None when the
+    definition does not say."""
+    g = d.nodes.get(group)
+    if g is None:
+        return None
+    for a in g.attachments.values():
+        if a.nic == nic:
+            return a.network
+    hw = d.hardware.get(g.hardware)
+    n = next((x for x in hw.nics if x.name == nic), None) if hw else None
+    fabric = g.placement.fabric if g.placement else None
+    f = d.network.fabrics.get(fabric) if fabric else None
+    return fabric if n and n.role == "compute" and f is not None and f.kind == n.kind else None
+
+
+def storage_port(d: Definition, group: str) -> str | None:
+    """The interface of a node group's storage attachment: the first port of the NIC it names
+    (`<nic>` or `<nic>0`); None without one or on a bad reference (validate's attachment-* checks)."""
+    g = d.nodes.get(group)
+    a = g.attachments.get("storage") if g else None
+    hw = d.hardware.get(g.hardware) if g else None
+    nic = next((n for n in hw.nics if n.name == a.nic), None) if a and hw else None
+    return nic_ports(nic)[0] if nic else None
+
+
+@dataclass(frozen=True)
+class StorageCut:
+    """Node groups that the rendered network files leave unable to reach their storage, and the
+    tenants whose network claim does it."""
+    kind: str                       # the claim that cuts: "partition-key" or "vlan"
+    fabric: str                     # the storage fabric
+    groups: tuple[str, ...]         # node groups cut off
+    tenants: tuple[str, ...]        # tenants whose claim cuts them
+    filesystem: str | None = None   # partition-key: the filesystem served over InfiniBand
+    port: str | None = None         # vlan: the storage port the tenant's VLAN takes
+
+
+def storage_cuts(d: Definition) -> list[StorageCut]:
+    """Where the rendered network files cut nodes off their storage (validate's isolation-cuts-storage,
+    and a gap of the claim in `enforcement`):
+    partition-key: a lustre/gpfs/nfs filesystem served over an InfiniBand fabric while tenants are isolated
+      by partition key. partitions.conf makes every end port it does not name (the filesystem's servers:
+      they are no node group's) a limited member of Default only, and every node a full member of its
+      tenant's or the shared key, so no node reaches a server (two limited members cannot talk;
+      partition-config.txt, IBA vol. 1 10.9): every group mounting it is cut off.
+    vlan: a VLAN tenant's node group whose storage attachment is on an Ethernet/RoCE NIC: its VLAN takes
+      every Ethernet/RoCE storage port. The port's 10-clusterdef-<port>.network (the VLAN, no address)
+      sorts before 20-clusterdef-storage-<host>.network, and systemd-networkd applies only the first
+      .network file that matches a link (systemd.network(5), [Match]), so the storage address and MTU are
+      never set; and the switch port carries the tenant's VLAN, not the shared storage network. An
+      address on the VLAN interface instead would need the storage servers on every tenant's VLAN with
+      one subnet, which no switch routes."""
+    out: list[StorageCut] = []
+    pkeys = tuple(pkey_tenants(d))
+    for fs, x in d.filesystems.items():
+        f = d.network.fabrics.get(x.network) if x.network else None
+        if pkeys and f is not None and f.kind == "infiniband" and x.kind in ("lustre", "gpfs", "nfs"):
+            out.append(StorageCut("partition-key", x.network or "", tuple(g for g in x.node_groups if g in d.nodes),
+                                  pkeys, filesystem=fs))
+    for t in vlan_tenants(d):
+        for g in owned_groups(d, t):
+            a = d.nodes[g].attachments.get("storage")
+            f = d.network.fabrics.get(a.network) if a else None
+            port = storage_port(d, g)
+            if a and f is not None and f.kind in VLAN_NIC_KINDS and port in vlan_interfaces(d, g):
+                out.append(StorageCut("vlan", a.network, (g,), (t,), port=port))
+    return out
+
+
+def _cut_text(d: Definition, tenant: str) -> str:
+    """How the tenant's network claim cuts its own node groups off storage ("" when it does not)."""
+    own = set(owned_groups(d, tenant))
+    out = []
+    for c in storage_cuts(d):
+        groups = [g for g in c.groups if g in own]
+        if tenant not in c.tenants or not groups:
+            continue
+        if c.kind == "vlan":
+            out.append(f"its VLAN takes storage port {c.port} of node group {', '.join(groups)} (storage fabric "
+                       f"{c.fabric}): the storage address is never set there and the port carries only the VLAN")
+        else:
+            out.append(f"node group(s) {', '.join(groups)} mount filesystem {c.filesystem} over InfiniBand fabric "
+                       f"{c.fabric}, whose servers the partition keys leave limited members of Default: "
+                       "they cannot reach them")
+    return "; ".join(out)
 
 
 def project_id(d: Definition, tenant: str) -> int:
@@ -305,7 +413,7 @@ def _network(d: Definition, name: str) -> Layer:
                 mech.append(f"VLAN {vlan(d, name)} on its nodes' Ethernet/RoCE interfaces (systemd-networkd); "
                             "their untagged traffic carries no address")
                 files += [f"network/vlan/{g}/" for g in withnics]
-    return Layer(claim, tuple(mech), tuple(dict.fromkeys(files)), "; ".join(gaps), hint)
+    return Layer(claim, tuple(mech), tuple(dict.fromkeys(files)), "; ".join(gaps), hint, _cut_text(d, name))
 
 
 def _storage(d: Definition, name: str) -> Layer:
@@ -391,7 +499,7 @@ def enforcement(d: Definition) -> dict[str, TenantEnforcement]:
 def to_json(table: dict[str, TenantEnforcement]) -> dict:
     return {"tenants": {name: {"level": te.level, "layers": {
         layer: {"claim": lay.claim, "mechanisms": list(lay.mechanisms), "files": list(lay.files),
-                "enforced": not lay.gap, **({"gap": lay.gap} if lay.gap else {})}
+                "enforced": not lay.shortfall, **({"gap": lay.shortfall} if lay.shortfall else {})}
         for layer, lay in te.layers.items()}} for name, te in table.items()},
         "gaps": sum(len(te.gaps) for te in table.values())}
 
@@ -402,8 +510,8 @@ def to_markdown(table: dict[str, TenantEnforcement]) -> str:
     for name, te in table.items():
         for layer, lay in te.layers.items():
             how = "; ".join(lay.mechanisms) or "-"
-            if lay.gap:
-                how = f"**not enforced**: {lay.gap}" + (f" (partly: {how})" if lay.mechanisms else "")
+            if lay.shortfall:
+                how = f"**not enforced**: {lay.shortfall}" + (f" (partly: {how})" if lay.mechanisms else "")
             files = ", ".join(f"`{f}`" for f in lay.files) or "-"
             out.append(f"| {name} ({te.level}) | {layer} | {lay.claim} | {how.replace('|', '/')} | {files} |")
     return "\n".join(out) + "\n"

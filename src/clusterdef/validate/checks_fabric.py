@@ -437,19 +437,38 @@ def storage_fabric(ctx: Context) -> Iterable[Finding]:
 
 
 def _storage_behind_partitions(d, fs: str, x) -> Iterable[Finding]:
-    """A filesystem served over InfiniBand while tenants are isolated by partition key: partitions.conf
-    makes every end port it does not name (the filesystem's servers: they are no node group's) a limited
-    member of Default only, and every node a full member of its tenant's or the shared key, so no node
-    reaches a server (two limited members cannot talk; partition-config.txt, IBA vol. 1 10.9). clusterdef
-    renders no partition for storage servers, so the promise cannot hold: refuse it."""
-    if d.network.fabrics[x.network].kind != "infiniband" or not tenancy.pkey_tenants(d):
-        return
-    owners = {g: t for t in tenancy.pkey_tenants(d) for g in tenancy.owned_groups(d, t)}
-    cut = sorted({owners.get(g, "shared nodes") for g in x.node_groups if g in d.nodes})
-    yield error("isolation-cuts-storage", ("filesystems", fs, "network"),
-                f"filesystem `{fs}` ({x.kind}) is served over InfiniBand fabric `{x.network}`, where the partition "
-                f"keys of {', '.join(f'`{t}`' for t in tenancy.pkey_tenants(d))} leave its servers limited members "
-                f"of Default only: {', '.join(cut)} mounting it could not reach them",
-                "serve the filesystem over an Ethernet/RoCE storage fabric (a `network` of kind roce or ethernet), "
-                "or isolate these tenants by VLAN instead of partition key; clusterdef does not place storage "
-                "servers in the OpenSM partitions")
+    """A filesystem served over InfiniBand while tenants are isolated by partition key
+    (tenancy.storage_cuts: its servers, in no partition, share no key with a node). clusterdef renders
+    no partition for storage servers, so the promise cannot hold: refuse it."""
+    for c in tenancy.storage_cuts(d):
+        if c.kind != "partition-key" or c.filesystem != fs:
+            continue
+        owners = {g: t for t in c.tenants for g in tenancy.owned_groups(d, t)}
+        cut = sorted({owners.get(g, "shared nodes") for g in c.groups})
+        yield error("isolation-cuts-storage", ("filesystems", fs, "network"),
+                    f"filesystem `{fs}` ({x.kind}) is served over InfiniBand fabric `{x.network}`, where the partition "
+                    f"keys of {', '.join(f'`{t}`' for t in c.tenants)} leave its servers limited members "
+                    f"of Default only: {', '.join(cut)} mounting it could not reach them",
+                    "serve the filesystem over an Ethernet/RoCE storage fabric (a `network` of kind roce or ethernet), "
+                    "or isolate these tenants by VLAN instead of partition key; clusterdef does not place storage "
+                    "servers in the OpenSM partitions")
+
+
+@check("vlan-storage")
+def vlan_storage(ctx: Context) -> Iterable[Finding]:
+    """A VLAN tenant's node group whose storage attachment is on an Ethernet/RoCE port: the tenant's VLAN
+    takes that port (tenancy.storage_cuts), so the storage address is never set and the port carries only
+    the tenant's VLAN. Refused rather than addressed on the VLAN interface: the storage servers are shared,
+    on the fabric's one subnet, not on every tenant's VLAN."""
+    d = ctx.definition
+    for c in tenancy.storage_cuts(d):
+        if c.kind != "vlan":
+            continue
+        [g], [t] = c.groups, c.tenants
+        yield error("isolation-cuts-storage", ("nodes", g, "attachments", "storage", "nic"),
+                    f"node group `{g}` attaches storage (`{c.fabric}`) to port {c.port}, which tenant `{t}`'s VLAN "
+                    f"{tenancy.vlan(d, t)} takes: 10-clusterdef-{c.port}.network (the VLAN, no address) is the "
+                    f"first .network systemd-networkd applies to {c.port}, so the storage address is never set, and "
+                    "the switch port carries the tenant's VLAN, not the shared storage network",
+                    f"attach storage over an InfiniBand fabric (IPoIB carries no VLAN), or isolate `{t}` by "
+                    "partition key instead of VLAN; clusterdef does not place storage servers on tenant VLANs")

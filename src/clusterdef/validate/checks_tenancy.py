@@ -43,7 +43,8 @@ def tenant_enforced(ctx: Context) -> Iterable[Finding]:
     if any(g not in d.nodes for t in d.tenants.values() for g in t.isolation.node_groups):
         return  # tenancy-references reports the unknown group
     for tname, te in tenancy.enforcement(d).items():
-        for layer, gap in te.gaps.items():
+        # a claim that cuts the tenant off its storage is isolation-cuts-storage's (checks_fabric), not a gap here
+        for layer, gap in ((n, lay.gap) for n, lay in te.layers.items() if lay.gap):
             path = ("tenants", tname, "isolation", layer if layer != "observation" else "level")
             hint = te.layers[layer].hint
             if te.level == "dedicated":

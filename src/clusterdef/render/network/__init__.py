@@ -28,7 +28,10 @@
                                              files for each Ethernet/RoCE compute or storage interface
                                              (install into /etc/systemd/network/):
         10-clusterdef-<if>.network           the interface carries the tenant's VLAN and no address of
-                                             its own (untagged traffic goes nowhere)
+                                             its own (untagged traffic goes nowhere); this, the .netdev
+                                             and the VLAN's .network carry the MTU of the port's fabric
+                                             (`vlan_mtu`). A storage attachment on such a port is refused
+                                             by validate (isolation-cuts-storage, tenancy.storage_cuts)
         10-clusterdef-<vlan if>.netdev       the VLAN interface (Kind=vlan, Id=<the tenant's VLAN id>)
         10-clusterdef-<vlan if>.network      brings it up with an IPv6 link-local address (a RoCE GID);
                                              site addressing is not in the definition
@@ -94,6 +97,18 @@ def vlan_name(iface: str, vid: int, index: int) -> str:
     return name if len(name) <= 15 else f"vlan{vid}.{index}"
 
 
+def vlan_mtu(d, group: str, nic: str) -> str:
+    """`MTUBytes=<the fabric's MTU>\\n` for a VLAN port, its VLAN's .netdev and .network ("" when the NIC's
+    fabric sets none; systemd.network(5) [Link] MTUBytes=, systemd.netdev(5) [NetDev] MTUBytes=). The port
+    needs it: no other .network applies to it (networkd applies the first that matches). The VLAN says it
+    too, rather than hang on an order: networkd 252/255 creates a stacked netdev only once its port's link
+    settings are applied (netdev.c, link_is_ready_to_create_stacked_netdev_one: set_link_messages), and
+    the kernel gives a VLAN created without an MTU its port's (net/8021q/vlan_netlink.c vlan_newlink), but
+    never follows a later change of the port's, and refuses a VLAN MTU above it (vlan_dev_change_mtu)."""
+    f = d.network.fabrics.get(tenancy.nic_fabric(d, group, nic) or "")
+    return f"MTUBytes={f.mtu}\n" if f is not None and f.mtu else ""
+
+
 def vlan_files(resolved: Resolved) -> dict[str, str]:
     d = resolved.definition
     out: dict[str, str] = {}
@@ -104,15 +119,16 @@ def vlan_files(resolved: Resolved) -> dict[str, str]:
             head = (f"# Rendered by clusterdef: VLAN {vid} of tenant {tenant} on node groups "
                     f"{', '.join(tenancy.owned_groups(d, tenant))} of cluster {d.cluster.name}; install into "
                     "/etc/systemd/network/.\n")
-            for i, iface in enumerate(tenancy.vlan_interfaces(d, g)):
+            for i, (iface, nic) in enumerate(tenancy.vlan_nics(d, g)):
                 v = vlan_name(iface, vid, i)
+                mtu = vlan_mtu(d, g, nic)
                 base = f"network/vlan/{g}/10-clusterdef-"
                 out[f"{base}{iface}.network"] = (
-                    head + f"[Match]\nName={iface}\n\n[Link]\nRequiredForOnline=no\n\n"
+                    head + f"[Match]\nName={iface}\n\n[Link]\n{mtu}RequiredForOnline=no\n\n"
                     f"[Network]\nVLAN={v}\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n")
-                out[f"{base}{v}.netdev"] = head + f"[NetDev]\nName={v}\nKind=vlan\n\n[VLAN]\nId={vid}\n"
+                out[f"{base}{v}.netdev"] = head + f"[NetDev]\nName={v}\nKind=vlan\n{mtu}\n[VLAN]\nId={vid}\n"
                 out[f"{base}{v}.network"] = (
-                    head + f"[Match]\nName={v}\n\n[Link]\nRequiredForOnline=no\n\n"
+                    head + f"[Match]\nName={v}\n\n[Link]\n{mtu}RequiredForOnline=no\n\n"
                     "[Network]\nLinkLocalAddressing=ipv6\nIPv6AcceptRA=no\n")
     return out
 
@@ -138,12 +154,10 @@ def storage_port(d, group: str) -> tuple[str, str, Fabric] | None:
     and the fabric. None without one (or on a bad reference: validate's attachment-* checks report those)."""
     g = d.nodes.get(group)
     a = g.attachments.get("storage") if g else None
-    hw = d.hardware.get(g.hardware) if g else None
     f = d.network.fabrics.get(a.network) if a else None
-    nic = next((n for n in hw.nics if n.name == a.nic), None) if a and hw else None
-    if nic is None or f is None or f.kind == "nvlink":
+    port = tenancy.storage_port(d, group)
+    if port is None or f is None or f.kind == "nvlink":
         return None
-    port = nic.name if nic.count == 1 else f"{nic.name}0"
     return port, (ipoib_child(port) if f.kind == "infiniband" and f.ipoib_mode else port), f
 
 
