@@ -9,6 +9,8 @@ until its consumer has been reviewed and the row written.
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -212,3 +214,44 @@ def test_every_test_the_review_names_exists(defined_tests):
     names = set(re.findall(r"::(test_\w+)", text))
     absent = sorted(names - defined_tests)
     assert not absent_files and not absent, f"the review names tests that do not exist: {absent_files} {absent}"
+
+
+def _unit_dirs() -> dict[tuple[str, str], list[str]]:
+    """(example, folder) -> the rendered service and timer units in it (a timer beside its service)."""
+    dirs: dict[tuple[str, str], list[str]] = {}
+    for example in EXAMPLES:
+        delivery = json.loads((ROOT / "tests" / "golden" / example / "delivery.json").read_text())
+        for path in delivery["files"]:
+            if path.endswith((".service", ".timer")):
+                folder, _, name = path.rpartition("/")
+                dirs.setdefault((example, folder), []).append(name)
+    return dirs
+
+
+def _verify(folder: Path) -> subprocess.CompletedProcess:
+    units = sorted(str(u) for u in folder.iterdir())
+    return subprocess.run(["systemd-analyze", "verify", "--man=no", *units], capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed")
+def test_systemd_accepts_every_rendered_service_and_timer(tmp_path):
+    """The backup, scratch-expiry and first-boot units (and the timers' OnCalendar=): `systemd-analyze verify`
+    (Debian 12's systemd 252; the nodes run Ubuntu 24.04's 255) loads each with its service and refuses a bad
+    setting. The mount units are verified in tests/test_tenancy.py."""
+    dirs = _unit_dirs()
+    assert {name for names in dirs.values() for name in names} >= {
+        "clusterdef-backup-slurm.timer", "clusterdef-scratch-scratch.timer", "clusterdef-baseline.service"}
+    for (example, folder), names in sorted(dirs.items()):
+        out = tmp_path / example / folder
+        out.mkdir(parents=True)
+        for name in names:
+            (out / name).write_text((ROOT / "tests" / "golden" / example / folder / name).read_text())
+        r = _verify(out)
+        assert r.returncode == 0 and not r.stderr.strip(), (example, folder, r.stderr)
+    # the check can fail: a timer whose calendar systemd cannot parse
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.service").write_text("[Service]\nType=oneshot\nExecStart=/bin/true\n")
+    (bad / "x.timer").write_text("[Timer]\nOnCalendar=dailyy\n")
+    assert _verify(bad).returncode != 0
