@@ -119,3 +119,27 @@ def mixed_generations(lab: dict) -> dict:
         if "train" in fs.get("node_groups", []):
             fs["node_groups"] = [*fs["node_groups"], "train-h200"]
     return d
+
+
+def mixed_flavor(lab: dict) -> dict:
+    """The Kueue flavor `h100` over two GPU models: the inference nodes split into `infer` (kgpu01, H100)
+    and `infer-h200` (kgpu02, hardware hgx-h200), both in the flavor."""
+    d = mixed_generations(lab)  # for its hardware hgx-h200
+    infer = d["nodes"]["infer"]
+    h200 = copy.deepcopy(infer)
+    mac = infer["addressing"]["mac"]
+    for i, (group, host, start) in enumerate(((infer, "kgpu01", "10.20.0.31"), (h200, "kgpu02", "10.20.0.32"))):
+        group["hosts"] = host
+        group["addressing"]["ipv4_start"] = start
+        group["addressing"]["mac"] = {**mac, "macs": [mac["macs"][i]], "port_guids": [mac["port_guids"][i]]}
+    h200["hardware"] = "hgx-h200"
+    d["nodes"]["infer-h200"] = h200
+    d["kubernetes"]["kueue"]["flavors"]["h100"]["node_groups"] = ["infer", "infer-h200"]
+    lab_only = copy.deepcopy(lab)  # the Slurm side as in the lab: only the flavor mixes
+    d["nodes"]["train"], d["slurm"] = lab_only["nodes"]["train"], lab_only["slurm"]
+    del d["nodes"]["train-h200"]
+    d["filesystems"] = lab_only["filesystems"]
+    for fs in d["filesystems"].values():
+        if "infer" in fs.get("node_groups", []):
+            fs["node_groups"] = [*fs["node_groups"], "infer-h200"]
+    return d

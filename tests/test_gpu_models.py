@@ -13,7 +13,7 @@ from clusterdef.quoting import lua
 from clusterdef.render import slurm as slurm_target
 from clusterdef.resolve import resolve
 from conftest import CLUSTERS
-from lab_variants import mixed_generations
+from lab_variants import mixed_flavor, mixed_generations
 from test_checks import run
 
 
@@ -25,6 +25,14 @@ def test_mixed_partitions_in_node_group_order(lab):
     data["slurm"]["partitions"]["train"]["node_groups"].reverse()
     assert generations.partition_models(Definition.model_validate(data), "train") == ["h200", "h100"]
     assert generations.mixed_partitions(Definition.model_validate(lab)) == {}
+
+
+def test_a_flavor_over_two_models_is_the_one_error(lab, matrix, tmp_path):
+    assert generations.mixed_flavors(Definition.model_validate(mixed_flavor(lab))) == {"h100": ["h100", "h200"]}
+    assert generations.mixed_flavors(Definition.model_validate(mixed_generations(lab))) == {}
+    result = run(mixed_flavor(lab), matrix, tmp_path)
+    assert [(f.code, f.path) for f in result.findings] == [
+        ("flavor-mixes-gpu-models", ("kubernetes", "kueue", "flavors", "h100", "node_groups"))]
 
 
 def test_one_warning_per_mixing_partition(lab, matrix, tmp_path):
