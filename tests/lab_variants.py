@@ -120,3 +120,56 @@ def box(lab: dict, matrix: str) -> dict:
     s["passthrough"] = {"ProctrackType": "proctrack/linuxproc", "TaskPlugin": "task/none",
                         "JobAcctGatherType": "jobacct_gather/none", "SlurmdParameters": "config_overrides"}
     return d
+
+
+def mixed_generations(lab: dict) -> dict:
+    """Two GPU models in the lab's Slurm partitions: the train nodes split into `train` (gpu001, gpu003:
+    H100) and `train-h200` (gpu002, gpu004: H200, hardware hgx-h200), each on both leaf switches, and the
+    partitions over `train` over both groups."""
+    d = copy.deepcopy(lab)
+    hw = copy.deepcopy(d["hardware"]["hgx-h100"])
+    hw["gpu"].update(model="H200-SXM-141GB", type="h200", memory_gib=141)
+    hw["gpu"].pop("mig_profiles", None)
+    d["hardware"]["hgx-h200"] = hw
+    train = d["nodes"]["train"]
+    h200 = copy.deepcopy(train)
+    mac = train["addressing"]["mac"]
+    for group, hosts, picks, start in ((train, "gpu[001,003]", (0, 2), "10.20.0.11"),
+                                       (h200, "gpu[002,004]", (1, 3), "10.20.0.13")):
+        group["hosts"] = hosts
+        group["addressing"]["ipv4_start"] = start
+        group["addressing"]["mac"] = {**mac, "macs": [mac["macs"][i] for i in picks],
+                                      "port_guids": [mac["port_guids"][i] for i in picks]}
+    h200["hardware"] = "hgx-h200"
+    d["nodes"]["train-h200"] = h200
+    for p in d["slurm"]["partitions"].values():
+        if "train" in p["node_groups"]:
+            p["node_groups"] = [*p["node_groups"], "train-h200"]
+    for fs in d.get("filesystems", {}).values():
+        if "train" in fs.get("node_groups", []):
+            fs["node_groups"] = [*fs["node_groups"], "train-h200"]
+    return d
+
+
+def mixed_flavor(lab: dict) -> dict:
+    """The Kueue flavor `h100` over two GPU models: the inference nodes split into `infer` (kgpu01, H100)
+    and `infer-h200` (kgpu02, hardware hgx-h200), both in the flavor."""
+    d = mixed_generations(lab)  # for its hardware hgx-h200
+    infer = d["nodes"]["infer"]
+    h200 = copy.deepcopy(infer)
+    mac = infer["addressing"]["mac"]
+    for i, (group, host, start) in enumerate(((infer, "kgpu01", "10.20.0.31"), (h200, "kgpu02", "10.20.0.32"))):
+        group["hosts"] = host
+        group["addressing"]["ipv4_start"] = start
+        group["addressing"]["mac"] = {**mac, "macs": [mac["macs"][i]], "port_guids": [mac["port_guids"][i]]}
+    h200["hardware"] = "hgx-h200"
+    d["nodes"]["infer-h200"] = h200
+    d["kubernetes"]["kueue"]["flavors"]["h100"]["node_groups"] = ["infer", "infer-h200"]
+    lab_only = copy.deepcopy(lab)  # the Slurm side as in the lab: only the flavor mixes
+    d["nodes"]["train"], d["slurm"] = lab_only["nodes"]["train"], lab_only["slurm"]
+    del d["nodes"]["train-h200"]
+    d["filesystems"] = lab_only["filesystems"]
+    for fs in d["filesystems"].values():
+        if "infer" in fs.get("node_groups", []):
+            fs["node_groups"] = [*fs["node_groups"], "infer-h200"]
+    return d

@@ -230,3 +230,45 @@ def test_pick_needs_the_same_test_and_node_count():
     grouped.node_group = "su01"
     assert pick([right, grouped], run, "su01") is grouped and pick([grouped, right], run, "") is right
     assert pick([grouped], run, "su02") is grouped
+
+
+# --------------------------------------------------------------------------- GPU model and fabric kind
+
+H100, H200_NAME = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+
+
+def _on(run: Run, *models: str) -> Run:
+    run.gpu_models = list(models)
+    return run
+
+
+def test_another_gpu_model_or_fabric_kind_is_not_compared():
+    row = (1024, "float", "sum", 1.0, 1.0)
+    busbw = {(1024, "float", "sum"): (1.0, 1.0)}
+    base = _base(busbw)
+    base.gpu_model, base.fabric = H100, "infiniband"
+    r = compare(_on(_run(row), H200_NAME), base)
+    assert not r.ok and r.sizes == [] and r.problems == [
+        f"run on {H200_NAME}, baseline recorded on {H100}: baselines are per GPU model, record one on {H200_NAME} "
+        "(`clusterdef baseline record`)"]
+    r = compare(_on(_run(row), H100, H200_NAME), base)
+    assert r.problems == [f"run spans GPU models {H100}, {H200_NAME}: a baseline is per GPU model, so no baseline "
+                          "compares; run the collective on nodes of one model"]
+    assert compare(_on(_run(row), H100), base, fabric="roce").problems == [
+        "run over roce, baseline recorded over infiniband: baselines are per fabric kind"]
+    assert compare(_on(_run(row), H100), base, fabric="infiniband").ok
+    assert compare(_run(row), base).ok  # the log names no GPU: nothing to refuse
+    unknown = _base(busbw)
+    assert compare(_on(_run(row), H200_NAME), unknown, fabric="roce").ok  # the baseline does not say
+
+
+def test_pick_takes_the_baseline_of_the_runs_gpu_model_and_fabric():
+    run = _on(_run((1024, "float", "sum", 1.0, 1.0)), H200_NAME)
+    h100, h200, h200_roce = _base({}), _base({}), _base({})
+    h100.gpu_model, h200.gpu_model, h200_roce.gpu_model = H100, H200_NAME, H200_NAME
+    h100.fabric = h200.fabric = "infiniband"
+    h200_roce.fabric = "roce"
+    assert pick([h100, h200, h200_roce], run) is h200
+    assert pick([h100, h200, h200_roce], run, fabric="roce") is h200_roce
+    assert pick([h100], run) is h100  # none of its model: picked, and compare() refuses it
+    assert not compare(run, h100).ok

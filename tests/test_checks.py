@@ -12,6 +12,7 @@ from clusterdef.source import load_text
 from clusterdef.validate.pipeline import validate_source
 from clusterdef.validate.registry import CHECKS
 from conftest import CLUSTERS, TODAY, dump_yaml
+from lab_variants import mixed_flavor, mixed_generations
 
 
 def run(data, matrix, tmp_path: Path, base_dir: Path = CLUSTERS):
@@ -99,6 +100,10 @@ CASES = [
                                 set_(["filesystems", "scratch", "node_groups"], ["train"])), ("nodes", "train", "image"), Severity.WARNING),
     ("partition-default-twice", set_(["slurm", "partitions", "debug", "default"], True), ("slurm", "partitions", "debug", "default"), Severity.ERROR),
     ("partition-no-default", delete(["slurm", "partitions", "train", "default"]), ("slurm", "partitions"), Severity.WARNING),
+    # train and debug over an H100 and an H200 group (tests/lab_variants.py): one warning per partition
+    ("partition-mixes-gpu-models", lambda d: d.update(mixed_generations(d)), ("slurm", "partitions", "train", "node_groups"), Severity.WARNING),
+    # the flavor h100 over an H100 and an H200 group (tests/lab_variants.py)
+    ("flavor-mixes-gpu-models", lambda d: d.update(mixed_flavor(d)), ("kubernetes", "kueue", "flavors", "h100", "node_groups"), Severity.ERROR),
     ("partition-no-topology", delete(["nodes", "train", "placement"]), ("slurm", "partitions", "train"), Severity.WARNING),
     ("partition-no-topology", set_(["network", "fabrics", "ib0", "topology", "switches", "leaf01", "nodes"], "gpu001"), ("slurm", "partitions", "train"), Severity.WARNING),
     ("training-without-gang", set_(["kubernetes", "kueue", "queues", "nlp-serve", "workload_class"], "training"), ("kubernetes", "kueue", "queues", "nlp-serve", "gang"), Severity.ERROR),

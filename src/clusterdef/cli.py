@@ -839,6 +839,8 @@ def baseline_compare(log: Path = Argument(..., help="nccl-tests output of the ne
                      test: Optional[str] = Option(None, "--test"),
                      tolerance: Optional[list[str]] = Option(None, "--tolerance", help="BAND=PCT, bands small "
                                                                    "(<1 MiB), medium (<256 MiB), large; repeatable."),
+                     fabric: Optional[FabricKind] = Option(None, "--fabric", help="Fabric kind the run's collective "
+                                                           "crossed: a baseline of another kind is not compared."),
                      fmt: Format = Option(Format.text, "--format", "-f"),
                      matrices: Optional[Path] = MatricesOpt) -> None:
     """Compare a run with the recorded baseline. Exit 0 within tolerance, 1 on a regression, #wrong or a
@@ -862,14 +864,15 @@ def baseline_compare(log: Path = Argument(..., help="nccl-tests output of the ne
     except BaselineError as exc:
         _bad_path(str(exc))
     run = _one_run(log, test)
-    base = pick(baselines, run, node_group)
+    kind = fabric.value if fabric else ""
+    base = pick(baselines, run, node_group, kind)
     if base is None:
         known = ", ".join(f"{b.test}/{b.node_group or '-'}/{b.nodes}" for b in baselines)
         err.print(f"[red]error[/]: {escape(str(path))} has no baseline for {escape(run.test or 'this test')} on "
                   f"{run.nodes} node(s); "
                   f"known (test/node group/nodes): {escape(str(known))}")
         raise SystemExit(EXIT_BAD)
-    result = compare(run, base, tol)
+    result = compare(run, base, tol, kind)
     if fmt is Format.json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:

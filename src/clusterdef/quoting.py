@@ -64,6 +64,16 @@ def sacctmgr(value) -> Quoted:
     return Quoted(f"'{text}'")
 
 
+def lua(value) -> Quoted:
+    """A Lua string literal (Lua 5.x, "Lexical Conventions"): double-quoted, every byte outside
+    printable ASCII and every `"` and `\\` written as a decimal escape `\\ddd`."""
+    out = []
+    for b in str(value).encode("utf-8"):
+        c = chr(b)
+        out.append(c if 0x20 <= b < 0x7F and c not in '"\\' else f"\\{b:03d}")
+    return Quoted('"' + "".join(out) + '"')
+
+
 def word(value, language: str) -> Quoted:
     """One token in a line-oriented config that has no quoting (dnsmasq, iPXE, mkosi lists):
     printable, no whitespace, no comment or expansion characters."""

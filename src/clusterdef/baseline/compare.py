@@ -37,9 +37,18 @@ def parse_tolerance(pairs: list[str]) -> dict[str, float]:
     return tol
 
 
-def pick(baselines: list[Baseline], run: Run, node_group: str = "") -> Baseline | None:
-    """The baseline for this run: same test and node count, preferring the node group."""
+def _same_hardware(b: Baseline, run: Run, fabric: str) -> bool:
+    """The baseline was taken on the run's GPU model and fabric kind (or does not say)."""
+    models = set(run.gpu_models)
+    same_model = not b.gpu_model or not models or models == {b.gpu_model}
+    return same_model and (not b.fabric or not fabric or b.fabric == fabric)
+
+
+def pick(baselines: list[Baseline], run: Run, node_group: str = "", fabric: str = "") -> Baseline | None:
+    """The baseline for this run: same test and node count, taken on the run's GPU model and fabric kind
+    when one is (a file may hold one per model), preferring the node group."""
     same = [b for b in baselines if b.test == run.test and b.nodes == run.nodes]
+    same = [b for b in same if _same_hardware(b, run, fabric)] or same
     for b in same:
         if node_group and b.node_group == node_group:
             return b
@@ -72,12 +81,30 @@ class Comparison:
         return asdict(self)
 
 
-def compare(run: Run, base: Baseline, tolerance: dict[str, float] | None = None) -> Comparison:
+def hardware_problems(run: Run, base: Baseline, fabric: str = "") -> list[str]:
+    """Why the run cannot be compared with the baseline's figures: another GPU model (or several) or
+    another fabric kind. Unknown on either side is not a mismatch."""
+    problems = []
+    if len(run.gpu_models) > 1:
+        problems.append(f"run spans GPU models {', '.join(run.gpu_models)}: a baseline is per GPU model, "
+                        "so no baseline compares; run the collective on nodes of one model")
+    elif run.gpu_models and base.gpu_model and run.gpu_models[0] != base.gpu_model:
+        problems.append(f"run on {run.gpu_models[0]}, baseline recorded on {base.gpu_model}: baselines are per "
+                        f"GPU model, record one on {run.gpu_models[0]} (`clusterdef baseline record`)")
+    if fabric and base.fabric and fabric != base.fabric:
+        problems.append(f"run over {fabric}, baseline recorded over {base.fabric}: baselines are per fabric kind")
+    return problems
+
+
+def compare(run: Run, base: Baseline, tolerance: dict[str, float] | None = None, fabric: str = "") -> Comparison:
     """Compare a run with its baseline, every (size, datatype, op) row in both halves. Fails on a
-    failed/incomplete run, any #wrong, another test, node count or GPUs per node, a row whose busbw
-    dropped beyond its band's tolerance, a baseline row the run lacks, or no rows in common."""
+    failed/incomplete run, any #wrong, another test, node count or GPUs per node, another GPU model or
+    fabric kind (nothing else is compared then), a row whose busbw dropped beyond its band's tolerance, a
+    baseline row the run lacks, or no rows in common."""
     tol = {**DEFAULT_TOLERANCE, **(tolerance or {})}
-    problems: list[str] = []
+    problems: list[str] = hardware_problems(run, base, fabric)
+    if problems:
+        return Comparison(run.test, base.set, False, problems, [])
     if run.status != "ok":
         problems.append(f"run {run.status}: {run.reason}")
     elif run.wrong_total:

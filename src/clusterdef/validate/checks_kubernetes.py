@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from .. import generations
 from ..errors import Finding, error, warning
 from .graph import cycles, describe, last_defined
 from .registry import Context, check
@@ -26,6 +27,15 @@ def kueue_capacity(ctx: Context) -> Iterable[Finding]:
                             "a node carries one flavor label; put each node group in one flavor")
             else:
                 flavor_of[g] = fname
+    for fname, models in generations.mixed_flavors(d).items():
+        # A ResourceFlavor selects its nodes by the flavor label alone, so a workload admitted to it may get
+        # nodes of each model; a Kueue podset is assigned one flavor per resource group
+        # (pkg/scheduler/flavorassigner/flavorassigner.go at v0.19.2): one model per flavor keeps it on one.
+        yield error("flavor-mixes-gpu-models", ("kubernetes", "kueue", "flavors", fname, "node_groups"),
+                    f"Kueue flavor `{fname}` spans GPU models {', '.join(models)}: a workload admitted to it may "
+                    "run its pods on nodes of each",
+                    "make one flavor per GPU model (its node groups all of one hardware GPU type), and a queue "
+                    "per flavor")
     for fname, fl in kq.flavors.items():
         if any(g not in d.nodes or d.nodes[g].hardware not in d.hardware for g in fl.node_groups):
             continue  # reported by the reference checks

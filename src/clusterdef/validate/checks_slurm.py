@@ -5,6 +5,7 @@ from __future__ import annotations
 from difflib import get_close_matches
 from typing import Iterable
 
+from .. import generations
 from ..errors import Finding, error, warning
 from ..knowledge import slurm as keywords
 from .registry import Context, check
@@ -115,6 +116,21 @@ def slurm_gpu_partitions(ctx: Context) -> Iterable[Finding]:
                             f"GPU partition `{pname}` includes node group `{n}`, whose hardware "
                             f"`{d.nodes[n].hardware}` has no GPUs",
                             "put CPU-only node groups in a partition of their own")
+
+
+@check("slurm-gpu-models")
+def slurm_gpu_models(ctx: Context) -> Iterable[Finding]:
+    """One warning per partition over node groups of several GPU models: the rendered job_submit.lua keeps
+    a job that names no constraint on one model (docs/slurm.md, "Mixed GPU models")."""
+    d = ctx.definition
+    for pname, models in generations.mixed_partitions(d).items():
+        alternatives = "|".join(models)
+        yield warning("partition-mixes-gpu-models", ("slurm", "partitions", pname, "node_groups"),
+                      f"partition `{pname}` mixes GPU models {', '.join(models)}: a job that names no "
+                      f"--constraint gets --constraint=\"[{alternatives}]\" (one model per job, whichever "
+                      "can start it; job_submit.lua), and a job that names one keeps it",
+                      f"to choose a model, submit with --constraint={models[0]}; to let a job span models, "
+                      f"--constraint=\"{alternatives}\"; or give each model a partition of its own")
 
 
 @check("slurm-topology")

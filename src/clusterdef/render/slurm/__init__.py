@@ -7,7 +7,8 @@ validated set.
     slurm/gres.conf       GPUs per node group (type, device files)
     slurm/cgroup.conf     cores, memory and devices constrained (GPU isolation)
     slurm/topology.conf   switch tree or blocks of the fabric the Slurm nodes are on
-    slurm/job_submit.lua  a job that names no QOS gets its partition's QOS (the tier bound to it)
+    slurm/job_submit.lua  a job that names no QOS gets its partition's QOS (the tier bound to it); one that
+                          names no constraint in partitions mixing GPU models stays on one model
     slurm/qos.sh          QOS definitions (sacctmgr), run before loading accounts
     slurm/accounts.cfg    `sacctmgr load` file: cluster, tenant accounts, GPU quotas, users
     slurm/nodecheck       health check: drains a node whose versions are off the set
@@ -22,14 +23,14 @@ from importlib.resources import files
 
 import jinja2
 
-from ... import capacity, hostlist
+from ... import capacity, generations, hostlist
 from ...errors import present
 from ...model.nodes import NodeGroup
 from ...model.slurm import Slurm
 from ...model.tenants import Tenant, TenantSlurm
 from ... import tenancy
 from ...resolve import Resolved
-from ...quoting import Quoted, guarded_env, sacctmgr, shell, slurm
+from ...quoting import Quoted, guarded_env, lua, sacctmgr, shell, slurm
 from ...knowledge import slurm as keywords
 
 from .common import slurm_section
@@ -158,8 +159,10 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
         "PriorityWeightJobSize": str(p.weight_job_size),
         "PriorityWeightPartition": str(p.weight_partition),
     })
-    if binds_qos(s):
-        params["JobSubmitPlugins"] = "lua"  # job_submit.lua: a job without --qos gets its partition's QOS
+    if uses_job_submit(d):
+        # job_submit.lua: a job without --qos gets its partition's QOS; one without --constraint in a partition
+        # that mixes GPU models stays on one of them
+        params["JobSubmitPlugins"] = "lua"
     mode, _ = preempt_modes(s)
     if mode:
         params["PreemptType"] = "preempt/qos"
@@ -403,12 +406,27 @@ def qos_script(resolved: Resolved) -> str:
     return "".join(out)
 
 
+def uses_job_submit(d) -> bool:
+    """job_submit.lua has work: a partition binds a QOS, or a partition mixes GPU models."""
+    return d.slurm is not None and (binds_qos(d.slurm) or bool(generations.mixed_partitions(d)))
+
+
+def gpu_models_lua(d) -> str:
+    """The Lua table job_submit.lua reads: partition -> its GPU types (node Features), for every
+    partition with GPU nodes, in the order the partition lists its node groups."""
+    rows = [f"   [{lua(p)}] = {{{', '.join(lua(m) for m in models)}}},\n"
+            for p, models in generations.gpu_partitions(d).items()]
+    return ("-- Partition -> the GPU models (node Features) of its node groups, from the definition.\n"
+            "local GPU_MODELS = {\n" + "".join(rows) + "}\n\n")
+
+
 def job_submit_lua(resolved: Resolved) -> str:
     """slurmctld's job_submit/lua script (read from slurm.conf's folder): a job that names no QOS gets
-    the QOS of its partition. The script reads the partitions' QOS from slurmctld, so it is the same
-    text for every cluster but its header."""
+    the QOS of its partition (read from slurmctld's partition records), and a job that names no
+    constraint in partitions that mix GPU models gets a matching-OR constraint over them (GPU_MODELS,
+    rendered from the definition)."""
     text = files(__package__).joinpath("templates", "job_submit.lua").read_text(encoding="utf-8")
-    return "-- " + _header(resolved, "job_submit.lua")[2:] + text
+    return "-- " + _header(resolved, "job_submit.lua")[2:] + gpu_models_lua(resolved.definition) + text
 
 
 def accounts_cfg(resolved: Resolved) -> str:
@@ -572,7 +590,7 @@ def render(resolved: Resolved) -> dict[str, str]:
         return {}
     tree = daemon_files(resolved, set_keywords(resolved))
     tree["slurm/qos.sh"] = qos_script(resolved)
-    if binds_qos(d.slurm):
+    if uses_job_submit(d):
         tree["slurm/job_submit.lua"] = job_submit_lua(resolved)
     tree["slurm/accounts.cfg"] = accounts_cfg(resolved)
     if d.slurm.health_check.enabled:

@@ -21,7 +21,7 @@ from ...knowledge import slurm as keywords
 from ...quoting import line as comment_text
 from ...quoting import slurm
 from ...resolve import Resolved
-from . import binds_qos, daemon_files, job_submit_lua, set_keywords, slurm_groups
+from . import daemon_files, job_submit_lua, set_keywords, slurm_groups, uses_job_submit
 
 _PAIR = re.compile(r'([A-Za-z][A-Za-z0-9_]*)=("[^"]*"|\S*)')
 _PLUGIN = re.compile(r"^([a-z_0-9]+)/[A-Za-z0-9_.-]+$")
@@ -254,7 +254,7 @@ def transition_files(resolved: Resolved, oldest: str) -> dict[str, str]:
     held = held_back(resolved, oldest)
     bodies = _transition_bodies(resolved, oldest)
     out = {rel: _header(resolved, oldest, rel, held, final, set(bodies)) + body for rel, body in bodies.items()}
-    if binds_qos(resolved.definition.slurm):
+    if uses_job_submit(resolved.definition):
         # slurmctld will not start on JobSubmitPlugins=lua without the script beside slurm.conf ("job_submit/lua:
         # Unable to stat", seen on 24.11): it travels with the transition files, unchanged (every major's
         # job_submit/lua reads the job and partition fields it uses)
