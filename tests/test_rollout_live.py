@@ -4,7 +4,9 @@ with a fresh boot time (a time namespace) on the build the node's boot pointer n
 stood in by a file). The reimage play's own Slurm task (playbooks/reimage.yml, "Reboot into the build", run by
 ansible-playbook on the local connection) rolls a stateless wave while long jobs run on its nodes: every job
 completes, each node comes back on the new build and is resumed; a node whose health check fails after its
-reboot stays drained and the play fails naming it."""
+reboot stays drained and the play fails naming it. `clusterdef apply` of a stateless canary plan runs that play
+(every other step a stand-in, tests/fixtures/apply), is SIGKILLed while the wave reboots and `--resume` completes
+the rollout: no job killed, every node on the new build and IDLE, the node rebooted before the kill not again."""
 
 from __future__ import annotations
 
