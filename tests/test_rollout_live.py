@@ -197,10 +197,9 @@ def test_apply_killed_in_a_wave_reboot_resumes_without_rebooting_a_node_twice(la
     from collections import Counter
 
     from slurm_helpers import fake_gpu_slurmds, free_port, host_build, stop, wait_for
-    from test_apply import CANDIDATE, CURRENT, DAY, FIXTURES, MATRICES, make_plan, need_ansible_runner, records
+    from test_apply import CANDIDATE, CURRENT, DAY, FIXTURES, MATRICES, TODAY, make_plan, need_ansible_runner, records
 
     from clusterdef.apply.prepare import prepare
-    from test_apply import TODAY
 
     need_ansible_runner()
     if shutil.which("unshare") is None:
@@ -284,8 +283,8 @@ def test_apply_killed_in_a_wave_reboot_resumes_without_rebooting_a_node_twice(la
         assert (w / "reboots").read_text().split() == ["gpu001"]
         [killed] = records(tmp_path)
         assert killed["status"] == "running" and killed["runs"][-1]["label"] == "canary: upgrade wave_000"
+        assert killed["runs"][-1]["status"] == "running"  # killed in the middle of the step
 
-        start = time.monotonic()
         resumed = apply("--resume")
         wait_for(lambda: resumed.poll() is not None or [r["runs"][-1].get("pid") for r in records(tmp_path)]
                  == [resumed.pid], 60, "the canary's reboot step resumed")
@@ -293,7 +292,6 @@ def test_apply_killed_in_a_wave_reboot_resumes_without_rebooting_a_node_twice(la
         assert "RUNNING" in job_state(jobs["gpu003"]), job_state(jobs["gpu003"])
         (w / "release-gpu003").touch()
         out, _ = resumed.communicate(timeout=240)
-        took = time.monotonic() - start
         assert resumed.returncode == 0, out[-6000:] + _logs(w, ctl)[-1500:]
         assert "resuming" in out
         for job in jobs.values():  # no job was killed
@@ -309,7 +307,6 @@ def test_apply_killed_in_a_wave_reboot_resumes_without_rebooting_a_node_twice(la
         [done] = records(tmp_path)
         assert done["status"] == "succeeded"
         assert [(a["label"], a["status"]) for a in done["attempts"]] == [("canary: upgrade wave_000", "running")]
-        print(f"resumed run took {took:.0f} s")
     finally:
         for p in (proc, resumed):
             if p is not None and p.poll() is None:
