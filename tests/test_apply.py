@@ -798,8 +798,8 @@ def test_a_second_apply_is_refused_and_a_killed_holders_lock_is_released(tmp_pat
     assert lock.lock_path(tmp_path, "lab").exists()
     with lock.acquire(tmp_path, "lab", pf) as held:
         assert lock.read_holder(held.path)["pid"] == str(os.getpid())
-    with lock.acquire(tmp_path, "lab"):  # released on exit from the block
-        pass
+    with lock.acquire(tmp_path, "lab") as again:  # released on exit from the block: taken again here
+        assert lock.read_holder(again.path)["pid"] == str(os.getpid())
 
 
 def _stub_runner(fail_at: set[int], calls: list[str]):
@@ -877,8 +877,8 @@ def test_resume_continues_at_the_first_unfinished_step_and_refuses_another_run(t
     why = "\n".join(exc.value.reasons)
     assert "the plan changed since the run started" in why and "the to definition changed" in why
     assert "the to rendered tree changed" in why
-    with lock_free(tmp_path):  # a refusal leaves the lock free
-        pass
+    with lock_free(tmp_path) as free:  # a refusal leaves the lock free: acquire would raise LockHeld
+        assert free.path.name == "lab.apply.lock"
 
 
 def lock_free(tmp: Path):
