@@ -109,3 +109,18 @@ def test_no_scenario_container_is_named_like_a_box_host(lab_data):
     clashes = sorted(f"{role}/{scenario}: {p['name']}" for role, scenario in SCENARIO_DIRS
                      for p in scenario_config(role, scenario)["platforms"] if p["name"] in hosts)
     assert not clashes, f"molecule platforms named like the box's hosts: {clashes}"
+
+
+def test_apt_installs_refresh_lists_that_images_emptied():
+    """Images (node images, molecule bases) remove /var/lib/apt/lists/* when built, which leaves that folder's
+    mtime fresh: the apt module reads the mtime as the last update (ansible.builtin.apt get_cache_mtime), so
+    `cache_valid_time` skips the update and the install finds no package for an hour after the build.
+    CI met exactly this ("No package matching 'restic' is available")."""
+    offenders = []
+    for tasks in sorted(ROLES.glob("*/tasks/*.yml")) + sorted(ROLES.glob("*/handlers/*.yml")):
+        for task in load_yaml(tasks) or []:
+            for module in ("ansible.builtin.apt", "apt"):
+                args = task.get(module) if isinstance(task, dict) else None
+                if isinstance(args, dict) and "cache_valid_time" in args:
+                    offenders.append(f"{tasks.relative_to(ROLES)}: {task.get('name')}")
+    assert not offenders, offenders
