@@ -10,6 +10,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
+import timeline
+
 
 def selected(session) -> bool:
     return any(item.nodeid.startswith("tests/test_box_bringup.py") or "test_box_bringup.py::" in item.nodeid
@@ -23,5 +25,6 @@ def box_bringup(box_ready, tmp_path_factory, lab_data) -> Future:
     tmp = tmp_path_factory.mktemp("bringup")
     with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(bring_up, tmp, lab_data, stack)
+        future.add_done_callback(lambda _f: timeline.finished("box bring-up"))
         yield future
         future.exception()  # the box is stopped only once the bring-up has finished with it

@@ -109,7 +109,7 @@ def images_tree(path: Path, matrices: Path = MATRICES) -> dict[str, str]:
     return build_tree(result, ["images"])[0]
 
 
-pytest_plugins = ["molecule_support", "box_cluster", "box_bringup"]
+pytest_plugins = ["timeline", "molecule_support", "box_cluster", "box_bringup"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+import timeline
 from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,4 +103,7 @@ def molecule_runs(molecule_env, request):
     order = sorted(selected, key=lambda rs: LONGEST_FIRST.index(SCENARIOS[SCENARIO_DIRS.index(rs)])
                    if SCENARIOS[SCENARIO_DIRS.index(rs)] in LONGEST_FIRST else len(LONGEST_FIRST))
     with ThreadPoolExecutor(max_workers=MOLECULE_JOBS) as pool:
-        yield {rs: pool.submit(_molecule_test, molecule, env, *rs) for rs in order}
+        futures = {rs: pool.submit(_molecule_test, molecule, env, *rs) for rs in order}
+        for (role, scenario), future in futures.items():
+            future.add_done_callback(lambda _f, name=f"molecule {role}/{scenario}": timeline.finished(name))
+        yield futures
