@@ -659,6 +659,7 @@ def drill(
     from . import drill as drill_mod
     from .errors import DefinitionError
     from .validate.pipeline import validate_file
+    from .writer import OutputError
 
     result = validate_file(definition, matrices, _today(today))
     d, _ = _valid(result)
@@ -670,7 +671,7 @@ def drill(
     except DefinitionError as exc:
         _report(type(result)(result.file, result.source, None, None, exc.findings), Format.text, err)
         raise SystemExit(EXIT_BAD)
-    except (OSError, drill_mod.RecordError) as exc:
+    except (OSError, OutputError, drill_mod.RecordError) as exc:
         _bad_path(f"cannot record the rehearsal: {exc}")
     if fmt is Format.json:
         sys.stdout.write(json.dumps(entry, indent=2, sort_keys=True) + "\n")
