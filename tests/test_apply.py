@@ -112,6 +112,12 @@ def records(tmp: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(tmp.glob("lab.plan.run-*.json"))]
 
 
+def listing(folder: Path) -> dict[str, str]:
+    """Every path under `folder` with its contents' sha256 (folders: "dir"): a refused apply leaves it equal."""
+    return {str(p.relative_to(folder)): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*"))}
+
+
 # --------------------------------------------------------------------------- pure parts (fast)
 
 def test_inventory_patterns_expand_like_ansible():
@@ -244,26 +250,115 @@ def test_stale_plan_is_refused_before_anything_runs(tmp_path):
     new = tmp_path / "new.yaml"
     new.write_text(new.read_text().replace("wave_size: 2", "wave_size: 1"))
     log = tmp_path / "apply.log"
-    r = apply(pf, log)
-    assert r.exit_code == 2, r.output
-    assert "the to definition changed since the plan was made" in r.output and "Traceback" not in r.output
-    assert not log.exists() and not records(tmp_path) and not list(tmp_path.glob("*.apply-*"))
+    before = listing(tmp_path)
+    for extra in ((), ("--check",)):
+        r = apply(pf, log, *extra)
+        assert r.exit_code == 2, r.output
+        assert "the to definition changed since the plan was made" in r.output and "Traceback" not in r.output
+        assert listing(tmp_path) == before  # no run record, run folder, log or lock file
 
 
 def test_bad_apply_inputs(tmp_path):
     bad = tmp_path / "lab.plan.json"
     bad.write_text("{not json")
-    r = apply(bad, tmp_path / "log")
+    before = listing(tmp_path)
+    r = apply(bad, tmp_path / "log", "--check")
     assert r.exit_code == 2 and "not a plan file" in r.output and "Traceback" not in r.output
+    assert listing(tmp_path) == before
     pf = make_plan(tmp_path)
+    before = listing(tmp_path)
     r = apply(pf, tmp_path / "log", "-e", "novalue")
     assert r.exit_code == 2 and "KEY=VALUE" in r.output
-    r = apply(pf, tmp_path / "log", "--skip-stage", "wave")
+    r = apply(pf, tmp_path / "log", "--skip-stage", "wave", "--check")
     assert r.exit_code == 2 and "--skip-stage" in r.output
+    r = apply(pf, tmp_path / "log", "--playbooks", str(tmp_path / "nowhere"), "--check")
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert listing(tmp_path) == before
     (tmp_path / "new.yaml").unlink()
-    r = apply(pf, tmp_path / "log")
+    before = listing(tmp_path)
+    r = apply(pf, tmp_path / "log", "--check")
     assert r.exit_code == 2 and "--to" in r.output
-    assert not records(tmp_path)
+    assert listing(tmp_path) == before
+
+
+def test_apply_without_ansible_runner_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
+    """ansible-runner missing (an install without the `ansible` extra): refused with exit 2 before the lock or
+    the run folder is made; and when it goes missing only once the run has started, before any playbook ran,
+    the run record, its journal, the run folder and the lock file that run made are removed again."""
+    from clusterdef.apply import runner as runner_mod
+    from clusterdef.apply.session import options, start
+
+    pf = make_plan(tmp_path)
+    before = listing(tmp_path)
+    monkeypatch.setattr(runner_mod, "RUNNER", "clusterdef_test_no_such_runner")
+    r = apply(pf, tmp_path / "log", "--check")
+    assert r.exit_code == 2 and "ansible-runner is not installed" in r.output and "Traceback" not in r.output
+    assert listing(tmp_path) == before
+    # past the CLI's check (a library caller): the session wrote its rollback point, then the first run refuses
+    opts = options(pf, None, None, None, FIXTURES, [], [], [], [], True, None)
+    s = start(opts, None, None, None, MATRICES, TODAY)
+    assert s.private_data_dir.is_dir() and (tmp_path / "lab.apply.lock").exists()
+    with pytest.raises(runner_mod.RunnerMissing):
+        s.run()
+    s.close()
+    assert listing(tmp_path) == before
+    # a lock file that was there before (an earlier run's) stays; only the run's own files go
+    with lock_free(tmp_path):
+        pass
+    before = listing(tmp_path)
+    s = start(opts, None, None, None, MATRICES, TODAY)
+    with pytest.raises(runner_mod.RunnerMissing):
+        s.run()
+    s.close()
+    assert listing(tmp_path) == before and "lab.apply.lock" in before
+
+
+def test_a_rollback_point_that_cannot_be_written_is_removed(tmp_path, monkeypatch):
+    """Writing the rollback point fails half way (a full disk, a folder in the way): apply exits 2, and the
+    part written, the run folder and the lock file are gone."""
+    from clusterdef.apply import snapshot
+    from clusterdef.writer import OutputError
+
+    pf = make_plan(tmp_path)
+    before = listing(tmp_path)
+    real = snapshot.write
+
+    def half(pdd, old, new):
+        real(pdd, old, None)  # the old side written
+        raise OutputError(f"{pdd}/snapshot/to: no space left on device")
+    monkeypatch.setattr(snapshot, "write", half)
+    r = apply(pf, tmp_path / "log", "--check")
+    assert r.exit_code == 2 and "no space left on device" in r.output and "nothing was run" in r.output, r.output
+    assert listing(tmp_path) == before
+
+
+def test_a_removed_lock_file_is_not_held_twice(tmp_path, monkeypatch):
+    """A refused apply removes the lock file it made while holding it; a process that had opened that file
+    before and locks it after must not count as the holder (another one may lock the path's new file): acquire
+    locks the file the path names. Stand-in: the first open returns a file already unlinked from the path."""
+    from clusterdef.apply import lock
+
+    path = lock.lock_path(tmp_path, "lab")
+    path.write_text("")
+    stale = os.open(path, os.O_RDWR)
+    alive = os.dup(stale)  # keeps the unlinked file (and its inode number) in use after acquire closes `stale`
+    path.unlink()
+    opened = iter([(stale, False)])
+    real = lock._open
+    monkeypatch.setattr(lock, "_open", lambda p: next(opened, None) or real(p))
+    held = lock.acquire(tmp_path, "lab", "x.plan.json")
+    try:
+        assert held.created and path.exists() and os.fstat(held._fd).st_ino == os.stat(path).st_ino
+        assert os.fstat(held._fd).st_ino != os.fstat(alive).st_ino  # not the unlinked file
+        with pytest.raises(lock.LockHeld):
+            lock.acquire(tmp_path, "lab")
+    finally:
+        held.release(remove=True)
+        os.close(alive)
+    assert not path.exists()  # made by that acquire: removed
+    path.write_text("")
+    lock.acquire(tmp_path, "lab").release(remove=True)
+    assert path.exists()  # there before: kept
 
 
 # --------------------------------------------------------------------------- real ansible-runner runs
@@ -579,7 +674,8 @@ def test_secret_options_are_checked_before_anything_runs(tmp_path, monkeypatch):
     pf = make_plan(tmp_path)
     log = tmp_path / "apply.log"
     monkeypatch.delenv("CLUSTERDEF_NOT_SET", raising=False)
-    r = apply(pf, log, "--secret-env", "CLUSTERDEF_NOT_SET")
+    before = listing(tmp_path)
+    r = apply(pf, log, "--secret-env", "CLUSTERDEF_NOT_SET", "--check")
     assert r.exit_code == 2 and "--secret-env CLUSTERDEF_NOT_SET: not set" in r.output
     r = apply(pf, log, "--secret-env", "pw=hunter2")
     assert r.exit_code == 2 and "name of an environment variable" in r.output
@@ -598,7 +694,7 @@ def test_secret_options_are_checked_before_anything_runs(tmp_path, monkeypatch):
         out = " ".join(r.output.split())
         assert r.exit_code == 2 and f"-e {key}: a password as an extra var is recorded" in out, out
         assert "--secret-env" in out
-    assert not log.exists() and not records(tmp_path)
+    assert listing(tmp_path) == before
 
 
 # --------------------------------------------------------------------------- change summary and secrets (real runs)
@@ -889,13 +985,14 @@ def lock_free(tmp: Path):
 
 def test_resume_without_a_run_or_with_a_bad_one_is_refused(tmp_path):
     pf = make_plan(tmp_path)
+    before = listing(tmp_path)
     r = apply(pf, tmp_path / "apply.log", "--resume")
     assert r.exit_code == 2 and "no run of" in r.output and "Traceback" not in r.output
     r = apply(pf, tmp_path / "apply.log", "--run", str(pf))
     assert r.exit_code == 2 and "give --resume" in r.output
     r = apply(pf, tmp_path / "apply.log", "--resume", "--run", str(pf))  # a plan file is no run record
     assert r.exit_code == 2 and "not a run record" in r.output and "Traceback" not in r.output
-    assert not records(tmp_path)
+    assert listing(tmp_path) == before
 
 
 def _apply_process(pf: Path, *extra: str) -> subprocess.Popen:

@@ -314,6 +314,29 @@ def test_rehearsal_record_is_read_by_validate(lab, tmp_path):
     assert len(broken) == 1 and "cannot be read" in broken[0].message
 
 
+def test_the_rehearsal_record_is_written_whole_through_a_fresh_temporary_file(tmp_path, monkeypatch):
+    """append_record writes a new temporary sibling and renames it: a file or link at the old fixed name
+    `<record>.tmp` is never written through, and a failed write leaves the record as it was and no temporary."""
+    from clusterdef import drill, writer
+
+    record = tmp_path / "lab.rehearsal.json"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's\n")
+    (tmp_path / "lab.rehearsal.json.tmp").symlink_to(victim)
+    drill.append_record(record, _entry(TODAY))
+    assert victim.read_text() == "someone else's\n"
+    assert [r["date"] for r in drill.read_record(record)] == [f"{TODAY.isoformat()}T03:00:00Z"]
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    def full(src, dst):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(writer.os, "replace", full)
+    with pytest.raises(writer.OutputError, match="No space left"):
+        drill.append_record(record, _entry(TODAY, "failed"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert [r["result"] for r in drill.read_record(record)] == ["passed"]
+
+
 # --- the restore drill, executed -------------------------------------------------------------------
 
 

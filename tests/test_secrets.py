@@ -20,7 +20,7 @@ from clusterdef.validate.pipeline import validate_file, validate_source
 from clusterdef.validate.secrets import looks_secret
 from conftest import CLUSTERS, MATRICES, ROOT, TODAY, dump_yaml
 
-MAN = Path("/work/shared/reference/slurm/docs/slurmdbd.conf.5")
+MAN = ROOT.parent / "shared" / "reference" / "slurm" / "docs" / "slurmdbd.conf.5"  # beside the checkout, if there
 FAKE_VAULT = {"vault_slurmdbd_pass": "Zq8-fake-dbd-pass-4711", "vault_munge_key": "fake-munge-key-0815",
               "vault_slurmdbd_storage_pass": "fake-default-dbd-pass-2342"}
 

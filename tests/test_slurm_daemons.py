@@ -515,8 +515,11 @@ def test_private_tmp_per_job(lab, matrix, controller):
         slurmd_log = w.host / f"slurmd-{node}.log"
 
         def submit() -> str:
+            # --chdir: the job starts in the work folder, which it sees; by default it starts in the submitter's
+            # folder, and a checkout under /tmp is hidden by the job's own /tmp (slurmstepd then writes "couldn't
+            # chdir ... going to /tmp instead" into the output this test compares exactly).
             r = build.run("sbatch", "--parsable", "--no-requeue", "-p", "train", "-w", node, "-t", "1", "--gres=gpu:1",
-                          "-o", out, "--wrap", probe, env=ctl.env)
+                          f"--chdir={w.inside}", "-o", out, "--wrap", probe, env=ctl.env)
             return r.stdout.strip().split(";")[0]
 
         def queued(job: str) -> bool:

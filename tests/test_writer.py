@@ -75,6 +75,28 @@ def test_failure_midway_keeps_old_tree(tmp_path, monkeypatch):
     assert leftovers(tmp_path) == []
 
 
+def test_a_failed_write_removes_the_folders_it_made(tmp_path, monkeypatch):
+    """A tree or file write that fails leaves no folder it made for the output (nor a temporary file); the
+    folders that were there stay."""
+    real = Path.write_text
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(Path, "write_text", full)
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(OSError):
+        write_tree(tmp_path / "kept" / "a" / "b" / "out", {"x.txt": "x"}, {})
+    monkeypatch.setattr(Path, "write_text", real)
+    assert [p.name for p in tmp_path.rglob("*")] == ["kept"]
+
+    def no_rename(src, dst):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(writer.os, "replace", no_rename)
+    with pytest.raises(OutputError, match="No space left"):
+        writer.write_file_atomic(tmp_path / "kept" / "c" / "d" / "plan.json", "{}\n")
+    assert [p.name for p in tmp_path.rglob("*")] == ["kept"]
+
+
 def test_single_file_atomic(tmp_path):
     writer.write_file_atomic(tmp_path / "s.json", "{}\n")
     assert (tmp_path / "s.json").read_text() == "{}\n"

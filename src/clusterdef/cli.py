@@ -659,6 +659,7 @@ def drill(
     from . import drill as drill_mod
     from .errors import DefinitionError
     from .validate.pipeline import validate_file
+    from .writer import OutputError
 
     result = validate_file(definition, matrices, _today(today))
     d, _ = _valid(result)
@@ -670,7 +671,7 @@ def drill(
     except DefinitionError as exc:
         _report(type(result)(result.file, result.source, None, None, exc.findings), Format.text, err)
         raise SystemExit(EXIT_BAD)
-    except (OSError, drill_mod.RecordError) as exc:
+    except (OSError, OutputError, drill_mod.RecordError) as exc:
         _bad_path(f"cannot record the rehearsal: {exc}")
     if fmt is Format.json:
         sys.stdout.write(json.dumps(entry, indent=2, sort_keys=True) + "\n")
@@ -930,7 +931,7 @@ def apply(
     hosts. Writes a run record beside the plan file; --resume continues it. One apply of a cluster at a time.
     Exit 0 done, 1 halted on a failure, 2 a stale or refused plan, a run that cannot be resumed, another apply
     running, or bad input (nothing run)."""
-    from .apply import ApplyError
+    from .apply import ApplyError, runner
     from .apply.session import OptionError, options, recorded_options, start
     from .writer import OutputError
 
@@ -962,6 +963,11 @@ def apply(
             err.print(f"[red]error[/]: {escape(p)}")
         raise SystemExit(EXIT_BAD)
     _print_warnings(opts.warnings)
+    try:
+        runner.require(opts.playbooks)  # before the lock and the run folder: a refusal leaves nothing behind
+    except runner.RunnerMissing as exc:
+        err.print(f"[red]error[/]: {escape(str(exc))} (nothing was run)")
+        raise SystemExit(EXIT_BAD)
     try:
         session = start(opts, to, from_, base, matrices, _today(today), resume_from)
     except ApplyError as exc:

@@ -95,12 +95,14 @@ def last_passed(rehearsals: list[dict]) -> date | None:
 
 
 def append_record(path: Path, entry: dict) -> None:
+    from .writer import write_file_atomic
+
     rehearsals = read_record(path)
     rehearsals.append(entry)
     text = json.dumps({"format": FORMAT, "rehearsals": rehearsals}, indent=2, sort_keys=True) + "\n"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    # a fresh temporary sibling, removed on failure (a fixed `.tmp` name was written through whatever it was,
+    # a link included, and left half-written when the write failed); writer.OutputError names the path
+    write_file_atomic(path, text)
 
 
 @dataclass

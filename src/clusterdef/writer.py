@@ -15,6 +15,8 @@ leaves the old tree untouched.
   and what differs. An empty folder holds nothing to lose and is replaced.
 - A symlink as the output path is refused: swapping it would replace the link and leave
   its target stale, and following it would write wherever the link points.
+- A write that fails removes the folders it made for the output (the missing parents of the
+  path), so a failure leaves the filesystem as it was; folders that were there stay.
 - Leftovers of a run killed mid-write are removed on the next run: `.NAME.new-*` siblings
   (the name mkdtemp gives, not locked by a live run) and `.NAME.old-*` siblings that hold a
   clusterdef manifest. Nothing else is ever removed.
@@ -195,11 +197,39 @@ def write_tree(out: str | Path, tree: dict[str, str], meta: dict) -> Path:
         if p.is_absolute() or ".." in p.parts or rel == MANIFEST:
             raise OutputError(f"refusing to write {rel!r} outside the output tree")
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
+        made = _make_parents(out.parent)
         for p in _stale(out):
             shutil.rmtree(p, ignore_errors=True)
     except OSError as exc:
         raise OutputError(f"cannot create {out.parent}: {exc.strerror or exc}") from None
+    try:
+        return _write_tree(out, tree, meta)
+    except BaseException:
+        _unmake(made)
+        raise
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Make `folder` and its missing parents; the folders made, deepest first."""
+    made = []
+    p = Path(os.path.abspath(folder))
+    while not os.path.lexists(p) and p != p.parent:
+        made.append(p)
+        p = p.parent
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def _unmake(made: list[Path]) -> None:
+    """Remove the folders `_make_parents` made, deepest first, while they are empty."""
+    for p in made:
+        try:
+            p.rmdir()
+        except OSError:
+            return
+
+
+def _write_tree(out: Path, tree: dict[str, str], meta: dict) -> Path:
     _check_target(out, meta.get("cluster"), tree, meta)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     lock = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
@@ -258,10 +288,12 @@ def write_file_atomic(path: str | Path, text: str) -> None:
     so the link stays). OutputError names the path when it cannot be written."""
     dest = Path(os.path.realpath(path))
     check_file_target(dest)
+    made: list[Path] = []
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        made = _make_parents(dest.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
     except OSError as exc:
+        _unmake(made)
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -270,6 +302,7 @@ def write_file_atomic(path: str | Path, text: str) -> None:
         os.replace(tmp, dest)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        _unmake(made)
         if isinstance(exc, OSError):
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise

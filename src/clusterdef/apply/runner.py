@@ -4,6 +4,8 @@ secrets through a pipe (see secrets.py), and its events summed up (events.py) in
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import shlex
 import shutil
@@ -18,6 +20,18 @@ from .secrets import WITHHELD, WRAPPER, EnvPipe, redactor, secret_values, withhe
 
 class RunnerMissing(RuntimeError):
     """ansible-runner is not installed (the `ansible` extra)."""
+
+
+RUNNER = "ansible_runner"  # the module runs go through (a name, so a test can stand in a missing one)
+
+
+def require(playbooks: Path) -> None:
+    """RunnerMissing unless ansible-runner imports and ansible-playbook is on the PATH that runs of the
+    playbooks in `playbooks` get: apply asks before it takes the lock or writes anything."""
+    if importlib.util.find_spec(RUNNER) is None:
+        raise RunnerMissing("ansible-runner is not installed: pip install 'clusterdef[ansible]'")
+    if shutil.which("ansible-playbook", path=_env(Path(playbooks) / "upgrade.yml", None)["PATH"]) is None:
+        raise RunnerMissing("ansible-playbook is not on PATH: pip install 'clusterdef[ansible]'")
 
 
 
@@ -69,8 +83,8 @@ def run_playbook(private_data_dir: str | Path, playbook: str | Path, inventory: 
     hosts Ansible works on at once; None: Ansible's configuration, ANSIBLE_FORKS or ansible.cfg)
     as `--forks`."""
     try:
-        import ansible_runner
-    except ImportError as exc:  # pragma: no cover - depends on the installation
+        ansible_runner = importlib.import_module(RUNNER)
+    except ImportError as exc:
         raise RunnerMissing("ansible-runner is not installed: pip install 'clusterdef[ansible]'") from exc
     pdd = Path(private_data_dir)
     pdd.mkdir(parents=True, exist_ok=True)

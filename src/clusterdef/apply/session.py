@@ -7,6 +7,7 @@ the plan, writer.OutputError for the rollback point."""
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -114,16 +115,46 @@ class Session:
 
     def run(self, on_step: Callable | None = None, on_event: Callable | None = None,
             on_done: Callable | None = None) -> dict:
-        """Run the steps (record.execute); the finished run record. Raises runner.RunnerMissing."""
+        """Run the steps (record.execute); the finished run record. Raises runner.RunnerMissing; a new run
+        refused so before any playbook ran leaves nothing behind (`discard`)."""
+        from .runner import RunnerMissing
+
         o = self.opts
-        return record.execute(self.prep.steps, self.private_data_dir, self.inventory, self.record_path, self.header,
-                              self.extra, o.check, on_step, on_event, on_done, secret_env=o.secret_env,
-                              vault_ids=o.vault_ids, forks=o.forks, resume=self.resumed)
+        ran = False
+
+        def done(i, step, result) -> None:
+            nonlocal ran
+            ran = ran or result is not None  # None: a step recorded as skipped, nothing run
+            if on_done:
+                on_done(i, step, result)
+        try:
+            return record.execute(self.prep.steps, self.private_data_dir, self.inventory, self.record_path,
+                                  self.header, self.extra, o.check, on_step, on_event, done, secret_env=o.secret_env,
+                                  vault_ids=o.vault_ids, forks=o.forks, resume=self.resumed)
+        except RunnerMissing:
+            if self.resumed is None and not ran:
+                self.discard()
+            raise
+
+    def discard(self) -> None:
+        """A new run refused before any playbook ran: remove what it wrote (run record, journal, private data
+        dir, the lock file if it made it) and release the lock. A resumed run's record is never removed."""
+        if self.resumed is None:
+            _remove_run(self.record_path, self.private_data_dir)
+        if self.held is not None:
+            self.held.release(remove=True)
+            self.held = None
 
     def close(self) -> None:
         if self.held is not None:
             self.held.release()
             self.held = None
+
+
+def _remove_run(record_path: Path, pdd: Path) -> None:
+    record_path.unlink(missing_ok=True)
+    record.journal_path(record_path).unlink(missing_ok=True)
+    shutil.rmtree(pdd, ignore_errors=True)
 
 
 def start(opts: Options, to: Optional[Path], from_: Optional[Path], base: Optional[str], matrices: Optional[Path],
@@ -141,7 +172,7 @@ def start(opts: Options, to: Optional[Path], from_: Optional[Path], base: Option
     try:
         session = _resumed(opts, prep, Path(resume_from)) if resume_from is not None else _fresh(opts, prep)
     except BaseException:
-        held.release()
+        held.release(remove=True)  # refused (or failed to write the rollback point): nothing ran
         raise
     session.held = held
     return session
@@ -154,11 +185,19 @@ def _extra(opts: Options, snap: dict) -> dict:
 
 
 def _fresh(opts: Options, prep: Prepared) -> Session:
+    record_path, pdd = record.run_paths(opts.plan_file)
+    try:
+        return _write_fresh(opts, prep, record_path, pdd)
+    except BaseException:
+        _remove_run(record_path, pdd)  # a rollback point half written is no rollback point
+        raise
+
+
+def _write_fresh(opts: Options, prep: Prepared, record_path: Path, pdd: Path) -> Session:
     from ..writer import write_file_atomic
     from . import snapshot
 
     doc = prep.doc
-    record_path, pdd = record.run_paths(opts.plan_file)
     inventory = record.write_inventory(pdd, prep.inventory)
     snap = snapshot.write(pdd, prep.old, prep.new)  # the rollback point, before anything runs
     header = {"plan_file": str(opts.plan_file), "plan_sha256": doc.get("plan_sha256"), "cluster": doc.get("cluster"),
