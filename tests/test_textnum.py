@@ -45,10 +45,10 @@ def test_tolerance_and_command_line_numbers_are_ascii():
     assert parse_tolerance(["small=5"]) == {"small": 5.0}
     with pytest.raises(BaselineError):
         parse_tolerance(["small=\u0665"])
-    from clusterdef.cli import _min_int
+    from clusterdef.cli.common import min_int
 
-    assert _min_int(None)("7") == 7
+    assert min_int(None)("7") == 7
     import argparse
 
     with pytest.raises(argparse.ArgumentTypeError):
-        _min_int(None)("\u0667")
+        min_int(None)("\u0667")

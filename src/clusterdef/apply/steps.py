@@ -36,7 +36,7 @@ Every run gets `clusterdef_wave`, `clusterdef_stage`, `clusterdef_step` and `clu
 as extra vars; `clusterdef_rollback` is true for `rollback.yml` and the gates right after it, so
 the gates hold the nodes to the rollback set rather than putting the target back.
 Nothing here runs Ansible or prints: prepare.py builds the steps from a checked plan file,
-record.py runs them, cli.py shows them.
+record.py runs them, cli/apply.py shows them.
 """
 
 from __future__ import annotations
