@@ -9,7 +9,7 @@ from pydantic import TypeAdapter, ValidationError
 from clusterdef.baseline import BaselineError
 from clusterdef.baseline.compare import parse_tolerance
 from clusterdef.model.base import SlurmTime
-from clusterdef.model.types import KernelRelease, MigProfile, Version
+from clusterdef.types import KernelRelease, MigProfile, Version
 from clusterdef.textnum import decimal, is_digits, whole
 
 OTHER_DIGITS = ["\u0665\u0668\u0660", "\uff15\uff18\uff10", "58\u00b2", "5_80", " 580", "580 ", "\u0968"]

@@ -35,6 +35,7 @@ def drill(definition: Path, state_dir: Optional[str], database: Optional[str], r
     Exit 0 when it passed, 1 when it failed, 2 on bad input."""
     from .. import drill as drill_mod
     from ..errors import DefinitionError
+    from ..rehearsal import RecordError
     from ..validate.pipeline import validate_file
 
     result = validate_file(definition, matrices, day(today))
@@ -47,7 +48,7 @@ def drill(definition: Path, state_dir: Optional[str], database: Optional[str], r
     except DefinitionError as exc:
         report(type(result)(result.file, result.source, None, None, exc.findings), "text", err)
         raise SystemExit(EXIT_BAD)
-    except (OSError, drill_mod.RecordError) as exc:
+    except (OSError, RecordError) as exc:
         bad_path(f"cannot record the rehearsal: {exc}")
     if fmt == "json":
         sys.stdout.write(json.dumps(entry, indent=2, sort_keys=True) + "\n")
