@@ -31,7 +31,8 @@ from clusterdef.apply import ApplyError
 from clusterdef.apply import events, secrets
 from clusterdef.apply.prepare import prepare
 from clusterdef.apply.report import print_changes, short_hosts
-from clusterdef.apply.steps import expand_pattern, inventory_waves, wave_groups
+from clusterdef.apply.inventory import expand_pattern, inventory_waves
+from clusterdef.apply.steps import wave_groups
 from clusterdef.cli import app
 from clusterdef.plan import load_side
 from conftest import CLUSTERS, MATRICES, TODAY, images_tree, keep_builds, on_set_images

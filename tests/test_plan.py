@@ -660,7 +660,8 @@ def test_kubernetes_canary_apply_steps(tmp_path):
     first, the drill back into the pool before rollback.yml and into the canary again before the
     reapply, and the canary hosts back into the pool last; objects and labels from the new tree."""
     from clusterdef import hostlist
-    from clusterdef.apply.steps import Deliveries, DriverPools, inventory_waves, steps_for_plan
+    from clusterdef.apply.inventory import inventory_waves
+    from clusterdef.apply.steps import Deliveries, DriverPools, steps_for_plan
     from conftest import ROOT
 
     old, new = _estate_sides(tmp_path)
@@ -778,7 +779,8 @@ def test_kubernetes_gpu_group_canary_where_the_image_owns_the_driver(tmp_path):
     the group follows in a wave; apply runs upgrade.yml limited to the canary host. A canary-only plan
     keeps it, and a group with one node to change gets a warning instead of a canary."""
     from clusterdef import hostlist
-    from clusterdef.apply.steps import BootPointers, Deliveries, inventory_waves, steps_for_plan
+    from clusterdef.apply.inventory import inventory_waves
+    from clusterdef.apply.steps import BootPointers, Deliveries, steps_for_plan
     from conftest import ROOT
 
     p = plan_between(tmp_path, "lab", OLD, CURRENT)
@@ -958,7 +960,8 @@ def test_operator_owned_nodes_are_held_then_released_wave_by_wave(tmp_path, exam
     driver-pool.yml for the hold and first in each of those waves, with the node names of the inventory."""
     from ruamel.yaml import YAML
 
-    from clusterdef.apply.steps import Deliveries, DriverPools, inventory_waves, steps_for_plan
+    from clusterdef.apply.inventory import inventory_waves
+    from clusterdef.apply.steps import Deliveries, DriverPools, steps_for_plan
     from conftest import ROOT
 
     doc = plan_between(tmp_path, example, OLD, CURRENT).doc

@@ -9,7 +9,7 @@ from pydantic import TypeAdapter, ValidationError
 from clusterdef.baseline import BaselineError
 from clusterdef.baseline.compare import parse_tolerance
 from clusterdef.model.base import SlurmTime
-from clusterdef.model.types import KernelRelease, MigProfile, Version
+from clusterdef.types import KernelRelease, MigProfile, Version
 from clusterdef.textnum import decimal, is_digits, whole
 
 OTHER_DIGITS = ["\u0665\u0668\u0660", "\uff15\uff18\uff10", "58\u00b2", "5_80", " 580", "580 ", "\u0968"]
@@ -45,10 +45,10 @@ def test_tolerance_and_command_line_numbers_are_ascii():
     assert parse_tolerance(["small=5"]) == {"small": 5.0}
     with pytest.raises(BaselineError):
         parse_tolerance(["small=\u0665"])
-    from clusterdef.cli import _min_int
+    from clusterdef.cli.common import min_int
 
-    assert _min_int(None)("7") == 7
+    assert min_int(None)("7") == 7
     import argparse
 
     with pytest.raises(argparse.ArgumentTypeError):
-        _min_int(None)("\u0667")
+        min_int(None)("\u0667")

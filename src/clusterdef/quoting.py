@@ -1,6 +1,6 @@
 """Quoting for every output language clusterdef writes, in one place.
 
-The model's types (model/types.py) already refuse what no consumer can carry; this module is
+The model's types (types.py) already refuse what no consumer can carry; this module is
 the second wall. Each helper either returns the value written safely for its language or raises
 UnsafeValue when the language cannot carry it at all (a newline in a line-oriented config has no
 quoting). Values that come from nodes (facts, logs) go through the same helpers.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from .model.types import INVISIBLE
+from .types import INVISIBLE
 
 
 class UnsafeValue(ValueError):

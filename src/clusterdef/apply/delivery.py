@@ -22,7 +22,7 @@ class Hosts:
     def __init__(self, hosts_yml: str):
         from ruamel.yaml import YAML
 
-        from .steps import expand_pattern
+        from .inventory import expand_pattern
 
         data = YAML(typ="safe", pure=True).load(hosts_yml) or {}
         direct: dict[str, list[str]] = {}    # a group's own hosts, over every place it appears

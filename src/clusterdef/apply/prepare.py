@@ -18,7 +18,8 @@ from .. import hostlist
 from ..plan import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_file, load_side, make_plan
 from ..plan.planfile import forgeries, schema_problems, seal
 from . import ApplyError
-from .steps import BootPointers, Deliveries, DriverPools, Step, inventory_waves, steps_for_plan
+from .inventory import inventory_waves
+from .steps import BootPointers, Deliveries, DriverPools, Step, steps_for_plan
 
 
 @dataclass

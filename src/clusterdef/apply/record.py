@@ -5,7 +5,7 @@ append-only journal beside it (`<record>.events`), so that a record survives the
 killed at any point. `clusterdef apply --resume` (resume.py) passes the record back in: the steps
 recorded as finished OK are kept, and the run continues at the first step that is not (a step
 recorded as started but never finished runs again: every step is idempotent, docs/apply.md).
-Progress goes to callbacks (cli.py draws it with report.py); nothing here prints.
+Progress goes to callbacks (cli/apply.py draws it with report.py); nothing here prints.
 The record and the private data dir sit beside the plan file (`run_paths`)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How `clusterdef apply` shows a step's result on a console (cli.py passes its own, as
+"""How `clusterdef apply` shows a step's result on a console (cli/apply.py passes its own, as
 validate.report does for findings): ok/failed/skipped with the hosts, the tasks that changed
 (would change) as a small table, the hosts grouped by identical change sets, smoke tests and the
 capacity returned. Both lists are cut to a few rows; the run record has all."""

@@ -36,7 +36,7 @@ Every run gets `clusterdef_wave`, `clusterdef_stage`, `clusterdef_step` and `clu
 as extra vars; `clusterdef_rollback` is true for `rollback.yml` and the gates right after it, so
 the gates hold the nodes to the rollback set rather than putting the target back.
 Nothing here runs Ansible or prints: prepare.py builds the steps from a checked plan file,
-record.py runs them, cli.py shows them.
+record.py runs them, cli/apply.py shows them.
 """
 
 from __future__ import annotations
@@ -50,14 +50,12 @@ from ruamel.yaml import YAML
 
 from .. import hostlist
 from ..plan import Side
-from ..textnum import is_digits
 from . import ApplyError
 
 GATES = ("gates.yml", "enforce-baseline.yml")
 STAGE_KINDS = ("image", "prepare", "canary", "rollback-drill", "control-plane", "wave", "boot-default", "driver-pool",
                "driver-hold", "deliver", "nodes")
 SKIPPABLE = ("image", "prepare", "control-plane", "nodes")
-_RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::([0-9]+))?\]")
 
 
 @dataclass
@@ -95,35 +93,7 @@ class Step:
                 **({"boot_build": self.vars["clusterdef_boot_build"]} if "clusterdef_boot_build" in self.vars else {})}
 
 
-# --------------------------------------------------------------------------- the rendered inventory
-
-def expand_pattern(pattern: str) -> list[str]:
-    """Hosts of an Ansible inventory host pattern with ranges: `gpu[001:004]`, `n[a:c]x[1:4:2]`."""
-    m = _RANGE.search(pattern)
-    if not m:
-        return [pattern]
-    lo, hi, step = m.group(1), m.group(2), int(m.group(3) or 1)
-    head, tail = pattern[:m.start()], pattern[m.end():]
-    if is_digits(lo) and is_digits(hi):
-        width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
-        items = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1, step)]
-    elif len(lo) == 1 and len(hi) == 1:
-        items = [chr(c) for c in range(ord(lo), ord(hi) + 1, step)]
-    else:
-        raise ValueError(f"host range {m.group(0)!r} is neither numeric nor single letters")
-    return [h for item in items for h in expand_pattern(head + item + tail)]
-
-
-def inventory_waves(hosts_yml: str) -> dict[str, list[str]]:
-    """`{wave_NNN: [hosts]}` in order from a rendered `ansible/inventory/hosts.yml`."""
-    data = YAML(typ="safe", pure=True).load(hosts_yml) or {}
-    groups = (((data.get("all") or {}).get("children") or {}).get("upgrade_waves") or {}).get("children") or {}
-    out: dict[str, list[str]] = {}
-    for name in sorted(groups, key=lambda g: int(g.split("_")[-1]) if is_digits(g.split("_")[-1]) else 1 << 30):
-        hosts = (groups[name] or {}).get("hosts") or {}
-        out[name] = [h for pattern in hosts for h in expand_pattern(str(pattern))]
-    return out
-
+# --------------------------------------------------------------------------- waves (reading them: inventory.py)
 
 def wave_groups(stage: dict, waves: dict[str, list[str]]) -> list[tuple[str, list[str], str | None]]:
     """(group, hosts, limit) covering the stage's hosts: usually exactly one whole wave group;

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from ..errors import DefinitionError, Finding
 from ..limits import read_bytes
 from ..source import load_file
-from ..validate.schema import schema_findings
+from ..schema_errors import schema_findings
 from .compat import Compat
 from .model import (CudaDriverFile, DriverBranchesFile, KubernetesSkew, NcclFile, OperatorFile, PackageSourcesFile,
                     SlurmFile, ValidatedSet)
@@ -58,7 +58,7 @@ def _file(path: Path, model, findings: list[Finding]):
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        findings.extend(src.place(_matrix_hint(f, path)) for f in schema_findings(exc, data))
+        findings.extend(src.place(_matrix_hint(f, path)) for f in schema_findings(exc, data, roots=(model,)))
         return model()
 
 
@@ -130,7 +130,7 @@ def _load_matrix(root: Path) -> tuple[Matrix, list[Finding]]:
         try:
             vs = ValidatedSet.model_validate(src.data)
         except ValidationError as exc:
-            findings.extend(src.place(f) for f in schema_findings(exc, src.data))
+            findings.extend(src.place(f) for f in schema_findings(exc, src.data, roots=(ValidatedSet,)))
             continue
         if vs.name in sets:
             findings.append(src.place(Finding(

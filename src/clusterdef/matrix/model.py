@@ -6,8 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..model.base import Model, Version
-from ..model.types import RelPath, SetName, Text, Token
+from ..types import Model, RelPath, SetName, Text, Token, Version
 
 
 class Fact(BaseModel):

@@ -28,7 +28,7 @@ from pydantic import AfterValidator, Field
 
 from .base import Model, Name
 from .secrets import VaultVar
-from .types import AbsPath, DbName, Fqdn, _pattern
+from ..types import AbsPath, DbName, Fqdn, _pattern
 
 
 def _no_credentials(value: str) -> str:

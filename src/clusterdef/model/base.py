@@ -1,20 +1,15 @@
-"""Shared base and field types of the definition model (the string and number types are in types.py)."""
+"""Shared field types of the definition model that only the definition uses (the string and number types
+and the base Model, which the validated sets share, are in clusterdef/types.py)."""
 
 from __future__ import annotations
 
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator
 
 from .. import hostlist
-from .types import Name, Version  # noqa: F401  (re-exported: most models import them from here)
-
-
-class Model(BaseModel):
-    """Every model is frozen, rejects unknown fields, and takes only finite numbers."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False, defer_build=True)
+from ..types import Model, Name, Version  # noqa: F401  (re-exported: most models import them from here)
 
 
 _DURATION = re.compile(r"^(UNLIMITED|INFINITE|([0-9]{1,5}-)?[0-9]{1,6}(:[0-9]{2}){0,2}|[0-9]{1,9})$")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .base import Model, Name
-from .types import SetName, Text
+from ..types import SetName, Text
 
 
 class Cluster(Model):

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name
-from .types import InterfaceName, MigProfile, Token
+from ..types import InterfaceName, MigProfile, Token
 
 FirmwareComponent = Literal["bmc", "sbios", "gpu_vbios", "nvswitch", "cx7", "bf3", "cpld", "nvme", "psu"]
 

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from .base import Model, Name
 from .secrets import SecretPurpose
-from .types import AbsPath, Fqdn, _pattern
+from ..types import AbsPath, Fqdn, _pattern
 
 # An LDAP URI: ldaps:// or ldap:// (then start_tls), a DNS name or IPv4 address, an optional port.
 LdapUri = Annotated[str, _pattern(r"^ldaps?://([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*|[0-9]{1,3}(\.[0-9]{1,3}){3})(:[0-9]{1,5})?/?$", 300, "an LDAP URI: ldaps://host[:port] (or ldap://host with start_tls: true)")]

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from .base import Model, Name
-from .types import (AbsPath, DebPackage, ImageDigest, ImageVersion, KernelArg, KernelRelease, Release, RepoUrl,
+from ..types import (AbsPath, DebPackage, ImageDigest, ImageVersion, KernelArg, KernelRelease, Release, RepoUrl,
                     SetName, _pattern)
 
 # A minisign public key as `minisign -G` writes it on the second line of the .pub file: "RW" and the

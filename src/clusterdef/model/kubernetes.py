@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .base import Model, Name
-from .types import _pattern, Gpus, LabelKey, LabelValue, MigProfile, Registry, RelPath, SetName, Version
+from ..types import _pattern, Gpus, LabelKey, LabelValue, MigProfile, Registry, RelPath, SetName, Version
 
 WorkloadClass = Literal["training", "inference", "batch", "interactive"]
 

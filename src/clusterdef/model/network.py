@@ -8,7 +8,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field
 
 from .base import Hostlist, Model, Name
-from .types import AbsPath, Fqdn
+from ..types import AbsPath, Fqdn
 
 
 class DhcpRange(Model):

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field, StringConstraints
 
 from ..macaddr import host_mac_problem
 from .base import Hostlist, Model, Name
-from .types import HostName, ImageVersion, InterfaceName, LabelKey, LabelValue, PortGuids, RelPath, RoleName
+from ..types import HostName, ImageVersion, InterfaceName, LabelKey, LabelValue, PortGuids, RelPath, RoleName
 
 
 

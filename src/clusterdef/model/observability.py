@@ -7,7 +7,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from .base import Model, Name
-from .types import Fqdn
+from ..types import Fqdn
 
 
 class GpuThresholds(Model):

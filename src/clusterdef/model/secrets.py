@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from .base import Model
-from .types import Token, _pattern
+from ..types import Token, _pattern
 
 BACKENDS = ("ansible-vault",)
 

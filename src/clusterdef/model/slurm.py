@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name, SlurmTime
-from .types import AbsPath, DbName, Fqdn, SlurmKey, SlurmValue, Tres, TresCount, UserName, Weight
+from ..types import AbsPath, DbName, Fqdn, SlurmKey, SlurmValue, Tres, TresCount, UserName, Weight
 
 
 class Partition(Model):

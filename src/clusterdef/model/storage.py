@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name
-from .types import AbsPath, MountSource
+from ..types import AbsPath, MountSource
 
 # Kinds whose quota clusterdef can set per project (tenant); nfs exports have none of their own.
 QUOTA_KINDS = ("lustre", "gpfs", "xfs", "btrfs")

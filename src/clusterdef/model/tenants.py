@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name
-from .types import Gpus, GroupName, UserName
+from ..types import Gpus, GroupName, UserName
 
 
 class Quota(Model):

@@ -7,7 +7,7 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator
 
 from .base import Model, Name
-from .types import CommandArg, SetName
+from ..types import CommandArg, SetName
 
 # The order smoke tests run in after each step that changed nodes: a later layer is only meaningful
 # when the ones below it work (no NCCL test on a node whose GPUs or HCAs are missing).

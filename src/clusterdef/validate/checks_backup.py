@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from ..drill import RecordError, last_passed, read_record, record_path
+from ..rehearsal import RecordError, last_passed, read_record, record_path
 from ..errors import Finding, error, warning
 from .registry import Context, check
 

@@ -1,4 +1,5 @@
-"""Field types of the definition: the narrowest type for every string and number.
+"""Field types of the definition and of the validated sets (matrix/), below both: the narrowest type for every
+string and number, and the base model both build on.
 
 A definition arrives through pull requests and ends up in root-run shell scripts, slurm.conf,
 dnsmasq, iPXE, mkosi and sacctmgr files. So no free-text field is plain `str`: each one is a
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 # Unicode characters that change how text reads without being visible (bidi overrides and
 # isolates, zero-width characters, line/paragraph separators, BOM), refused everywhere, as are
@@ -155,3 +156,9 @@ MAX_WEIGHT = 2**32 - 1        # Slurm priority weights and QOS priorities are ui
 Gpus = Annotated[int, Field(ge=0, le=MAX_GPUS)]
 TresCount = Annotated[int, Field(ge=0, le=MAX_TRES)]
 Weight = Annotated[int, Field(ge=0, le=MAX_WEIGHT)]
+
+
+class Model(BaseModel):
+    """Every model is frozen, rejects unknown fields, and takes only finite numbers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, allow_inf_nan=False, defer_build=True)
