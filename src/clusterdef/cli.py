@@ -172,8 +172,9 @@ def app(argv: Optional[list[str]] = None) -> None:
     raise SystemExit(EXIT_OK)
 
 
-MatricesOpt = Option(None, "--matrices", "-m", help="Folder with sets/ and compat/ (default: nearest matrices/ "
-                           "beside or above the definition, or $CLUSTERDEF_MATRICES).")
+MatricesOpt = Option(None, "--matrices", "-m", help="Site folder with sets/ and compat/, over the sets bundled "
+                           "with clusterdef (default: nearest matrices/ beside or above the definition, or "
+                           "$CLUSTERDEF_MATRICES; none: the bundled sets alone).")
 DrainOpt = Option(None, "--drain", help="Write scontrol drain / kubectl taint lines here.")
 PromOpt = Option(None, "--prometheus", help="Write a Prometheus text-format file here.")
 TodayOpt = Option(None, "--today", help="Date for lifecycle checks, YYYY-MM-DD (default: today).",
@@ -325,10 +326,10 @@ def schema(
 
 
 def _load_matrix(matrices: Optional[Path]):
-    from .matrix.load import find_matrices, load_matrix
+    from .matrix.load import load_matrix, matrices_root
     from .validate.report import print_text
 
-    root = matrices or find_matrices(None)
+    root = matrices_root(matrices, None)
     if root is None or not (Path(root) / "sets").is_dir():
         where = f" at {root}" if root else ""
         err.print(f"[red]error[/]: no matrices folder (with sets/) found{escape(where)}; pass --matrices DIR or set "
@@ -355,7 +356,8 @@ def matrix_list(matrices: Optional[Path] = MatricesOpt, today: Optional[str] = T
         problems = check_set(vs, m.compat, day)
         rows.append((vs, problems))
     if fmt is Format.json:
-        sys.stdout.write(json.dumps([{"name": vs.name, "status": vs.status,
+        sys.stdout.write(json.dumps([{"name": vs.name, "status": vs.status, "from": m.origins[vs.name],
+                                      "file": str(m.set_files[vs.name]),
                                       "components": vs.components.model_dump(exclude_none=True),
                                       "problems": [p._asdict() | {"severity": p.severity.value} for p in probs]}
                                      for vs, probs in rows], indent=2) + "\n")
@@ -367,10 +369,10 @@ def matrix_list(matrices: Optional[Path] = MatricesOpt, today: Optional[str] = T
         checks = "[green]ok[/]" if not probs else "[red]" + escape(", ".join(p.code for p in probs)) + "[/]"
         body.append([escape(vs.name), f"[{colour[vs.status]}]{vs.status}[/]"]
                     + [escape(str(v)) for v in (c.driver, c.cuda, c.nccl, c.container_toolkit, c.gpu_operator,
-                                                c.kubernetes, c.slurm)] + [checks])
-    _print_table(out, f"validated sets in {escape(str(m.root))}",
+                                                c.kubernetes, c.slurm)] + [checks, m.origins[vs.name]])
+    _print_table(out, "validated sets in " + escape("; ".join(f"{o}: {p}" for o, p in m.folders.items())),
                  ["set", "status", "driver", "CUDA", "NCCL", "toolkit", "GPU Operator", "Kubernetes", "Slurm",
-                  "checks"], body)
+                  "checks", "from"], body)
 
 
 def _print_table(console: Console, title: str, headers: list[str], rows: list[list[str]]) -> None:
@@ -421,7 +423,7 @@ def matrix_show(name: str = Argument(..., help="Set name."), matrices: Optional[
                                      "problems": [p.message for p in problems]}, indent=2) + "\n")
         return
     out.print(f"[bold]{escape(str(vs.name))}[/] ({escape(str(vs.status))}) {escape(str(vs.summary))}")
-    out.print(f"file: {escape(str(m.set_files[name]))}")
+    out.print(f"file: {escape(str(m.set_files[name]))} ({m.origins[name]})")
     for k, v in vs.components.model_dump(exclude_none=True).items():
         out.print(f"  {k:<18} {escape(str(v))}")
     for platform, pins in sorted(vs.firmware.items()):
@@ -797,7 +799,7 @@ def _baseline_file(set_name: str, matrices: Optional[Path]) -> Path:
         raise SystemExit(EXIT_BAD)
     from .baseline import set_baseline_path
 
-    return set_baseline_path(m.root, set_name, vs.baseline)
+    return set_baseline_path(m.set_root(set_name), set_name, vs.baseline)
 
 
 @command("baseline record")
@@ -900,7 +902,8 @@ def apply(
                                        "when the plan was made with --base)."),
     playbooks: Optional[Path] = Option(None, "--playbooks", help="Playbooks folder (upgrade.yml, rollback.yml, "
                                              "gates.yml or enforce-baseline.yml, control-plane.yml, prepare.yml); "
-                                             "default: the nearest playbooks/ beside or above the definition."),
+                                             "default: the nearest playbooks/ beside or above the definition, "
+                                             "else the installed clusterdef.cluster collection's."),
     check: bool = Option(False, "--check", help="Preview: Ansible check + diff mode, nothing changes."),
     skip_stage: Optional[list[str]] = Option(None, "--skip-stage", help="Record a stage as done by hand "
                                                    "instead of running it: prepare or control-plane; repeatable."),
