@@ -95,7 +95,9 @@ def test_a_loaded_matrix_is_reused_only_while_its_files_are_the_same(tmp_path):
     set_file.write_text(set_file.read_text().replace("2026.07-r580", "renamed-set", 1))
     changed, _ = load_matrix(root)
     assert changed is not first
-    assert "renamed-set" in changed.sets and "2026.07-r580" not in changed.sets
+    assert "renamed-set" in changed.sets and changed.origins["renamed-set"] == "site"
+    # the site's file no longer names 2026.07-r580: the bundled set of that name shows through
+    assert changed.origins["2026.07-r580"] == "bundled" and changed.set_files["2026.07-r580"].parent.parent == MATRICES
 
     (root / "compat" / "nccl-cuda.yaml").write_text("releases: [{")
     broken, found = load_matrix(root)

@@ -397,9 +397,14 @@ def test_validate_file_without_matrices(tmp_path, monkeypatch):
          str(path), 7, 3)]
     monkeypatch.delenv("CLUSTERDEF_MATRICES", raising=False)
     monkeypatch.chdir(tmp_path)
+    result = validate_file(path, None, TODAY)  # no site folder: the sets bundled with clusterdef
+    assert result.ok and result.matrix.folders == {"bundled": MATRICES}
+    import clusterdef.matrix.load as load
+
+    monkeypatch.setattr(load, "bundled_matrices", lambda: None)
     result = validate_file(path, None, TODAY)
     assert [(f.code, f.message, f.hint) for f in result.findings] == [
-        ("matrices-not-found", "no matrices directory found beside or above the definition", hint)]
+        ("matrices-not-found", "no matrices directory found beside or above the definition, and none bundled", hint)]
     monkeypatch.setenv("CLUSTERDEF_MATRICES", str(MATRICES))
     assert validate_file(path, None, TODAY).ok
 

@@ -163,9 +163,11 @@ def _steps(doc: dict, old: Side | None, new: Side, playbooks: Path, skip: Set[st
 
 def find_playbooks(start: Path | None) -> Path | None:
     """The nearest `playbooks/` folder beside or above `start` (the definition), else in the
-    working directory."""
+    working directory, else the installed clusterdef.cluster collection's (apply/collection.py)."""
+    from .collection import collection_playbooks
+
     here = Path(start).resolve().parent if start else Path.cwd()
     for d in (here, *here.parents, Path.cwd()):
         if (d / "playbooks" / "upgrade.yml").is_file():
             return d / "playbooks"
-    return None
+    return collection_playbooks()

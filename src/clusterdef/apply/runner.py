@@ -61,13 +61,20 @@ class RunResult:
 
 def _env(playbook: Path, envvars: dict | None) -> dict:
     """ansible-playbook from this Python's environment first on PATH, and the roles beside the
-    playbooks folder on the roles path."""
+    playbooks folder on the roles path; a playbook of an installed collection gets its collections
+    folder first on the collections path (its roles are named clusterdef.cluster.<role>)."""
+    from .collection import collections_root
+
     env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
            "ANSIBLE_NOCOLOR": "1"}
     roles = Path(playbook).resolve().parent.parent / "roles"
     if roles.is_dir():
         env["ANSIBLE_ROLES_PATH"] = os.pathsep.join(
             p for p in (str(roles), os.environ.get("ANSIBLE_ROLES_PATH", "")) if p)
+    collections = collections_root(playbook)
+    if collections is not None:
+        env["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join(
+            p for p in (str(collections), os.environ.get("ANSIBLE_COLLECTIONS_PATH", "")) if p)
     return {**env, **(envvars or {})}
 
 

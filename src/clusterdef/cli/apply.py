@@ -25,7 +25,7 @@ def add(verbs: Any) -> None:
     sub.add_argument("--playbooks", type=Path, default=None, metavar="PLAYBOOKS",
                      help="Playbooks folder (upgrade.yml, rollback.yml, gates.yml or enforce-baseline.yml, "
                           "control-plane.yml, prepare.yml); default: the nearest playbooks/ beside or above the "
-                          "definition.")
+                          "definition, else the installed clusterdef.cluster collection's.")
     sub.add_argument("--check", action="store_true", default=False,
                      help="Preview: Ansible check + diff mode, nothing changes.")
     sub.add_argument("--skip-stage", action="append", default=None, metavar="SKIP_STAGE",

@@ -111,7 +111,7 @@ def _baseline_file(set_name: str, matrices: Optional[Path]) -> Path:
         raise SystemExit(EXIT_BAD)
     from ..baseline import set_baseline_path
 
-    return set_baseline_path(m.root, set_name, vs.baseline)
+    return set_baseline_path(m.set_root(set_name), set_name, vs.baseline)
 
 
 def baseline_record(log: Path, set_name: str, node_group: str, test: Optional[str], output: Optional[Path],

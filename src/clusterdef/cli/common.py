@@ -83,8 +83,9 @@ def add_format(sub: argparse.ArgumentParser, values: tuple[str, ...] = FORMATS, 
 
 def add_matrices(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--matrices", "-m", type=Path, default=None, metavar="MATRICES",
-                     help="Folder with sets/ and compat/ (default: nearest matrices/ beside or above the definition, "
-                          "or $CLUSTERDEF_MATRICES).")
+                     help="Site folder with sets/ and compat/, over the sets bundled with clusterdef (default: "
+                          "nearest matrices/ beside or above the definition, or $CLUSTERDEF_MATRICES; none: the "
+                          "bundled sets alone).")
 
 
 def add_today(sub: argparse.ArgumentParser) -> None:
@@ -179,10 +180,10 @@ def print_warnings(warnings: list[str]) -> None:
 def load_matrix(matrices: Optional[Path]):
     """The validated sets of --matrices (or the nearest matrices/); exit 2 when there are none or
     they do not load."""
-    from ..matrix.load import find_matrices, load_matrix as load
+    from ..matrix.load import load_matrix as load, matrices_root
     from ..validate.report import print_text
 
-    root = matrices or find_matrices(None)
+    root = matrices_root(matrices, None)
     if root is None or not (Path(root) / "sets").is_dir():
         where = f" at {root}" if root else ""
         err.print(f"[red]error[/]: no matrices folder (with sets/) found{escape(where)}; pass --matrices DIR or set "

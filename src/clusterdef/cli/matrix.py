@@ -41,7 +41,8 @@ def matrix_list(matrices: Optional[Path], today: Optional[str], fmt: str) -> Non
         problems = check_set(vs, m.compat, when)
         rows.append((vs, problems))
     if fmt == "json":
-        sys.stdout.write(json.dumps([{"name": vs.name, "status": vs.status,
+        sys.stdout.write(json.dumps([{"name": vs.name, "status": vs.status, "from": m.origins[vs.name],
+                                      "file": str(m.set_files[vs.name]),
                                       "components": vs.components.model_dump(exclude_none=True),
                                       "problems": [p._asdict() | {"severity": p.severity.value} for p in probs]}
                                      for vs, probs in rows], indent=2) + "\n")
@@ -53,10 +54,10 @@ def matrix_list(matrices: Optional[Path], today: Optional[str], fmt: str) -> Non
         checks = "[green]ok[/]" if not probs else "[red]" + escape(", ".join(p.code for p in probs)) + "[/]"
         body.append([escape(vs.name), f"[{colour[vs.status]}]{vs.status}[/]"]
                     + [escape(str(v)) for v in (c.driver, c.cuda, c.nccl, c.container_toolkit, c.gpu_operator,
-                                                c.kubernetes, c.slurm)] + [checks])
-    print_table(out, f"validated sets in {escape(str(m.root))}",
+                                                c.kubernetes, c.slurm)] + [checks, m.origins[vs.name]])
+    print_table(out, "validated sets in " + escape("; ".join(f"{o}: {p}" for o, p in m.folders.items())),
                 ["set", "status", "driver", "CUDA", "NCCL", "toolkit", "GPU Operator", "Kubernetes", "Slurm",
-                 "checks"], body)
+                 "checks", "from"], body)
 
 
 def print_table(console: Console, title: str, headers: list[str], rows: list[list[str]]) -> None:
@@ -101,7 +102,7 @@ def matrix_show(name: str, matrices: Optional[Path], today: Optional[str], fmt: 
                                      "problems": [p.message for p in problems]}, indent=2) + "\n")
         return
     out.print(f"[bold]{escape(str(vs.name))}[/] ({escape(str(vs.status))}) {escape(str(vs.summary))}")
-    out.print(f"file: {escape(str(m.set_files[name]))}")
+    out.print(f"file: {escape(str(m.set_files[name]))} ({m.origins[name]})")
     for k, v in vs.components.model_dump(exclude_none=True).items():
         out.print(f"  {k:<18} {escape(str(v))}")
     for platform, pins in sorted(vs.firmware.items()):

@@ -353,7 +353,7 @@ def _set_baselines(matrix: Matrix, vs) -> list:
     from ..baseline import BaselineError, load_baselines
 
     try:
-        return load_baselines(Path(matrix.root) / vs.baseline) if vs.baseline else []
+        return load_baselines(matrix.set_root(vs.name) / vs.baseline) if vs.baseline else []
     except BaselineError:
         return []
 
@@ -555,9 +555,9 @@ def check_plan_file(doc: dict, old_text: str, new_text: str, old_tree: dict, new
 
 
 def base_side(ref: str, definition: str | Path, matrices, today: date) -> Side:
-    from ..matrix.load import find_matrices
+    from ..matrix.load import matrices_root
 
-    root = Path(matrices) if matrices else find_matrices(definition)
+    root = matrices_root(matrices, definition)
     with tempfile.TemporaryDirectory(prefix="clusterdef-base-") as tmp:
         path = materialise_base(ref, definition, Path(tmp))
         side = load_side(path, root, today, FROM_SIDE_IGNORED, label=f"{ref}:{Path(definition).name}")

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from ..errors import DefinitionError, Finding, Severity, has_errors
 from ..limits import read_text
-from ..matrix.load import Matrix, find_matrices, load_matrix
+from ..matrix.load import Matrix, load_matrix, matrices_root
 from ..model import Definition
 from ..source import Source, load_file
 from .registry import Context, run_checks
@@ -87,11 +87,12 @@ def validate_file(path: str | Path, matrices: str | Path | None = None, today: d
         source = load_file(path)
     except DefinitionError as exc:
         return Result(str(path), _text_only(path), None, None, list(exc.findings))
-    root = Path(matrices) if matrices else find_matrices(path)
+    root = matrices_root(matrices, path)
     if root is None or not (root / "sets").is_dir():
         return Result(str(path), source, None, None, [source.place(Finding(
             "matrices-not-found", Severity.ERROR, ("cluster", "matrix"),
-            f"no matrices directory found{f' at {root}' if root else ' beside or above the definition'}",
+            "no matrices directory found"
+            + (f" at {root}" if root else " beside or above the definition, and none bundled"),
             "pass --matrices DIR or set CLUSTERDEF_MATRICES to the folder holding sets/ and compat/"))])
     matrix, matrix_findings = load_matrix(root)
     result = validate_source(source, matrix, today)
