@@ -292,6 +292,10 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             svc: {"argv": list(t[svc]["gate_argv"]), "expect": t[svc].get("gate_expect", "")} for svc in running}}
         for gname, g in service_groups_of(d).items():
             out.setdefault(f"group_{ident(gname)}", {})["clusterdef_services"] = list(g.services)
+    for gname in service_groups_of(d):
+        # playbooks/snapshot.yml runs gpu_facts on every host of the waves (its tools are a required argument):
+        # a service host has no GPU firmware to read; its stack versions are still recorded
+        out.setdefault(f"group_{ident(gname)}", {})["gpu_facts_firmware_tools"] = {}
     used = {g.hardware for g in gpu_groups(d).values()}  # service hosts carry no GPU firmware pins
     for hname, hw in d.hardware.items():
         if hname not in used:
