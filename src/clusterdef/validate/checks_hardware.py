@@ -32,7 +32,8 @@ def hardware_nvswitch(ctx: Context) -> Iterable[Finding]:
             i = hw.firmware.index("nvswitch")
             why = ("gpu.nvswitch is false" if hw.gpu.nvswitch is False else
                    f"platform `{hw.platform}` has no NVSwitch in the node (its NVLink switches are in the "
-                   "rack's switch trays)" if known_for(hw) is not None else "nothing says the nodes carry NVSwitches")
+                   "rack's switch trays)" if p is not None and not p.nvswitch else
+                   "nothing says the nodes carry NVSwitches (see hardware-nvswitch-unknown)")
             yield Finding("hardware-nvswitch-contradiction", Severity.ERROR, (*at, "firmware", i),
                           f"hardware `{hname}` lists `nvswitch` firmware but has no NVSwitch: {why}",
                           "remove `nvswitch` from firmware, or set gpu.nvswitch: true if the nodes carry NVSwitches "
