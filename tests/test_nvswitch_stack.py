@@ -268,3 +268,18 @@ def test_hgx_b200_nodecheck_holds_gpus_to_one_vbios_and_all_nvlinks(tmp_path):
     update(bindir, lambda n: (n["gpus"][3].update(vbios="97.00.0B.00.01"), n["gpus"][5].update(links_up=12)))
     rc, drains = run()
     assert rc == 1 and "nvlink: gpu5 12 of 18 links active" in drains[-1], drains
+
+
+def test_a_set_older_than_the_platforms_first_driver_is_refused(tmp_path):
+    """HGX B200 needs driver 570.133.20 or later (platforms.yaml min_driver, from the GPU Operator's platform
+    support page): the lab's B200 variant on the R550 set is refused at its platform, on R580 it is not."""
+    path, result = blackwell_lab(tmp_path, "hgx-b200", "[]")
+    assert "hardware-driver-floor" not in {f.code for f in result.findings}
+    path.write_text(path.read_text(encoding="utf-8").replace("matrix: 2026.07-r580", "matrix: 2025.01-r550", 1),
+                    encoding="utf-8")
+    result = validate_file(path, MATRICES, TODAY)
+    floor = [f for f in result.findings if f.code == "hardware-driver-floor"]
+    assert [(f.severity.value, f.path, f.line, f.message) for f in floor] == [
+        ("error", ("hardware", "hgx-h100", "platform"), 13, "set `2025.01-r550` runs driver 550.144.03, older than "
+         "570.133.20, the first driver for platform `hgx-b200`")]
+    assert "570.133.20 or later" in floor[0].hint

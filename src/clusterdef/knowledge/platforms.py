@@ -20,12 +20,14 @@ class Platform:
     gpus: int
     nvswitch: bool
     nvlink: str
+    min_driver: str | None = None
 
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, Platform]:
     raw = YAML(typ="safe").load(DATA.read_text(encoding="utf-8"))["platforms"]
-    return {k: Platform(k, int(v["gpus"]), bool(v["nvswitch"]), str(v["nvlink"])) for k, v in raw.items()}
+    return {k: Platform(k, int(v["gpus"]), bool(v["nvswitch"]), str(v["nvlink"]),
+                        str(v["min_driver"]) if v.get("min_driver") else None) for k, v in raw.items()}
 
 
 def platform_for(name: str) -> Platform | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from packaging.version import Version
+
 from ..errors import Finding, Severity
 from ..knowledge.platforms import has_nvswitch, known_for, platform_for, table
 from .registry import Context, check
@@ -54,3 +56,20 @@ def hardware_nvswitch(ctx: Context) -> Iterable[Finding]:
                               f"pin `nvswitch` for `{hw.platform}` in the set once NVIDIA's bundle contents for it are "
                               "known, or choose a set that pins it; until then read it on a node with `nvfwupd "
                               "show_version` and compare by hand")
+
+
+@check("hardware-driver-floor")
+def hardware_driver_floor(ctx: Context) -> Iterable[Finding]:
+    """A platform's first supported driver (platforms.yaml min_driver) against the set's driver."""
+    vs = ctx.chosen_set
+    if vs is None:
+        return
+    for hname, hw in ctx.definition.hardware.items():
+        p = platform_for(hw.platform)
+        if hw.gpu is None or p is None or p.min_driver is None:
+            continue
+        if Version(vs.components.driver) < Version(p.min_driver):
+            yield Finding("hardware-driver-floor", Severity.ERROR, ("hardware", hname, "platform"),
+                          f"set `{vs.name}` runs driver {vs.components.driver}, older than {p.min_driver}, the first "
+                          f"driver for platform `{hw.platform}`",
+                          f"choose a set with driver {p.min_driver} or later (`clusterdef matrix list`)")
