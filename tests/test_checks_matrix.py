@@ -84,7 +84,7 @@ def test_firmware_across_hardware_types(lab, matrix, tmp_path):
     assert _found(run(lab, matrix, tmp_path), "firmware-platform-unpinned", "firmware-component-unpinned") == [
         ("firmware-platform-unpinned", Severity.ERROR, ("hardware", "odd", "platform"),
          f"set `{SET}` pins no firmware for platform `hgx-h200`",
-         "platforms pinned: dgx-b200, dgx-h100, gb200-nvl72, hgx-h100"),
+         "platforms pinned: dgx-b200, dgx-h100, gb200-nvl72, gb300-nvl72, hgx-b200, hgx-h100"),
         ("firmware-component-unpinned", Severity.ERROR, ("hardware", "hgx-h100", "firmware", 0),
          f"set `{SET}` pins no `bf3` firmware for platform `hgx-h100`", pinned),
         ("firmware-component-unpinned", Severity.ERROR, ("hardware", "hgx-h100", "firmware", 2),
@@ -97,7 +97,9 @@ def test_a_set_that_pins_no_firmware_at_all(lab, matrix, tmp_path):
         "firmware-platform-unpinned", Severity.ERROR, ("hardware", "hgx-h100", "platform"),
         f"set `{SET}` pins no firmware for platform `hgx-h100`", "platforms pinned: none")]
     lab["hardware"]["hgx-h100"]["firmware"] = []
-    assert run(lab, _with_set(matrix, firmware={}), tmp_path).findings == []
+    # no firmware to check: only the warning that the NVSwitches' firmware (an HGX H100 has them) goes unchecked
+    assert [(f.code, f.severity, f.path) for f in run(lab, _with_set(matrix, firmware={}), tmp_path).findings] == [
+        ("hardware-nvswitch-firmware-unchecked", Severity.WARNING, ("hardware", "hgx-h100", "platform"))]
 
 
 def test_rollback_targets(lab, matrix, tmp_path):

@@ -33,6 +33,11 @@ CODE = re.compile(r"[a-z]+(-[a-z0-9]+)+")
 # code -> "file.py::test_function" that triggers it and names it
 TRIGGERED_ELSEWHERE = {
     "render-undelivered": "test_delivery.py::test_a_file_no_rule_covers_is_a_render_error",
+    "hardware-driver-floor": "test_nvswitch_stack.py::test_a_set_older_than_the_platforms_first_driver_is_refused",
+    "hardware-nvswitch-unknown": "test_nvswitch_stack.py::test_an_unknown_platform_is_asked_to_say_what_it_is",
+    "hardware-nvswitch-contradiction": "test_nvswitch_stack.py::test_gpu_nvswitch_overrides_the_platform",
+    "hardware-nvswitch-firmware-unchecked":
+        "test_nvswitch_stack.py::test_blackwell_boards_get_the_nvswitch_stack_from_the_hardware",
     "switch-ports": "test_fabric_kinds.py::test_a_switch_with_more_ports_than_infiniband_allows_is_refused",
     "image-rollback-not-kept": "test_images_boot.py::test_a_stateless_rollback_needs_its_build_kept",
     "backup-slurm-absent": "test_backup.py::test_checks",

@@ -11,6 +11,7 @@ from importlib.resources import files
 from ruamel.yaml import YAML
 
 from ..matrix import sources
+from .platforms import has_nvswitch
 from .services import image_services, table as service_table
 
 DOCA_HOST_PACKAGE = "doca-ofed"  # the host package of DOCA-OFED (an image without the operator's driver container)
@@ -33,9 +34,9 @@ def nvidia() -> dict:
 
 def fabric_components(hardware) -> list[str]:
     """Fabric Manager and NSCQ (their R580+ names; `-<branch>` before) for a node type with NVSwitches
-    ("nvswitch" among its firmware components), none otherwise: they must match the driver exactly
-    (nvidia_packages.yaml, the Fabric Manager user guide)."""
-    return list(nvidia()["nvswitch_r580"]) if "nvswitch" in hardware.firmware else []
+    (platforms.has_nvswitch: what the hardware is, not which firmware the set pins), none otherwise:
+    they must match the driver exactly (nvidia_packages.yaml, the Fabric Manager user guide)."""
+    return list(nvidia()["nvswitch_r580"]) if has_nvswitch(hardware) else []
 
 
 def branch_names(names, branch: int) -> list[str]:

@@ -21,6 +21,10 @@ class Gpu(Model):
     memory_gib: int = Field(ge=1, le=4096)
     mig_profiles: tuple[MigProfile, ...] = Field(default=(), max_length=64)
     """MIG profiles this GPU model supports (empty when it has no MIG)."""
+    nvswitch: bool | None = None
+    """The node carries NVSwitches of its own (HGX/DGX 8-GPU baseboards): Fabric Manager and NSCQ at the
+    driver's version, nodecheck's NVLink check. Unset: from the platform (knowledge/platforms.yaml);
+    never from the firmware the set pins. GB200/GB300 compute trays have none (NVLink switch trays)."""
 
 
 class Cpu(Model):
@@ -50,4 +54,5 @@ class HardwareType(Model):
     """Up to 64 TiB per node (the largest shared-memory machines); RealMemory is derived from it."""
     nics: tuple[Nic, ...] = Field(default=(), max_length=64)
     firmware: tuple[FirmwareComponent, ...] = ()
-    """Firmware components this node type carries; the set must pin each one."""
+    """Firmware components whose versions the set pins and the node is checked against (first boot,
+    drift); the set must pin each one. What the hardware is (NVSwitches) is `gpu.nvswitch`, not this."""

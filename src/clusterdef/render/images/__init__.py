@@ -206,8 +206,9 @@ def nvidia_packages(resolved: Resolved, image_name: str) -> dict[str, tuple[list
 
 
 def nvswitch_image(d, image_name: str) -> bool:
-    """A node group with NVSwitches boots this image (hardware firmware "nvswitch"): it carries Fabric Manager
-    and NSCQ and starts Fabric Manager at boot (knowledge/nvidia_packages.yaml)."""
+    """A node group with NVSwitches boots this image (what its hardware is: gpu.nvswitch or the platform,
+    knowledge/platforms.yaml; not the firmware the set pins): it carries Fabric Manager and NSCQ and starts
+    Fabric Manager at boot (knowledge/nvidia_packages.yaml)."""
     return any(fabric_components(d.hardware[g.hardware]) for g in d.nodes.values()
                if g.image == image_name and g.hardware in d.hardware)
 

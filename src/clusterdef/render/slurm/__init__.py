@@ -506,6 +506,7 @@ REASON_MAX = 400
 def nodecheck_expectations(resolved: Resolved) -> dict[str, dict]:
     """Per Slurm node group: the versions (probe argument, version) and health lines nodecheck checks."""
     from ...knowledge.gpu_limits import limits_for
+    from ...knowledge.platforms import has_nvswitch
     from ...probe import READ_TOOLS
 
     d, vs = resolved.definition, resolved.set
@@ -517,13 +518,16 @@ def nodecheck_expectations(resolved: Resolved) -> dict[str, dict]:
         health = []
         if hw.gpu:
             versions.append(("driver", c.driver))
-            vbios = vs.firmware.get(hw.platform, {}).get("gpu_vbios")
-            if vbios and "gpu_vbios" in hw.firmware:
-                versions.append((f"gpu_vbios={READ_TOOLS['gpu_vbios']}", vbios))
+            vbios_probe = f"gpu_vbios={READ_TOOLS['gpu_vbios']}"
+            vbios = vs.firmware.get(hw.platform, {}).get("gpu_vbios") if "gpu_vbios" in hw.firmware else None
+            if vbios:
+                versions.append((vbios_probe, vbios))
             versions += [("cuda", c.cuda), ("nccl", c.nccl)]
             health.append(f"gpus {hw.gpu.count}")
+            if not vbios:  # no pinned version to hold it to: every GPU reads one VBIOS, the same on all
+                health.append(f"vbios {hw.gpu.count} {vbios_probe}")
             limits = limits_for(hw.gpu.model)
-            if "nvswitch" in hw.firmware and limits is not None:
+            if has_nvswitch(hw) and limits is not None:  # what the hardware is, not what the set pins
                 health.append(f"nvlink {limits.nvlink_links}")
         versions.append(("slurm", c.slurm))
         ib = [n for n in hw.nics if n.kind == "infiniband"]
