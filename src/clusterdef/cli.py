@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # for annotations only: the verbs import what they use (a lig
 DESCRIPTION = "Validate a GPU cluster definition and compile it into everything that builds the cluster."
 GROUPS = {
     "matrix": "Validated version sets.",
-    "fabric": "InfiniBand fabric: the as-built cabling against the definition.",
+    "fabric": "InfiniBand and RoCE fabrics: the as-built cabling against the definition.",
     "baseline": "nccl-tests performance baselines.",
 }
 
@@ -692,8 +692,11 @@ def drill(
 @command("fabric check")
 def fabric_check(
     definition: Path = Argument(..., help="Cluster definition (YAML)."),
-    ibnetdiscover: Path = Option(..., "--ibnetdiscover", help="Output of `ibnetdiscover` (default format)."),
-    fabric: Optional[str] = Option(None, "--fabric", help="Fabric name (default: the only InfiniBand fabric)."),
+    ibnetdiscover: Optional[Path] = Option(None, "--ibnetdiscover", help="Output of `ibnetdiscover` (default "
+                                           "format): an InfiniBand fabric."),
+    lldp: Optional[Path] = Option(None, "--lldp", help="`lldpctl -f json` of each host (a file named after the "
+                                  "host, or a folder of them): a RoCE fabric."),
+    fabric: Optional[str] = Option(None, "--fabric", help="Fabric name (default: the only fabric of the kind)."),
     fmt: Format = Option(Format.text, "--format", "-f", help="Report format."),
     drain: Optional[Path] = DrainOpt,
     prom: Optional[Path] = PromOpt,
@@ -703,22 +706,29 @@ def fabric_check(
     """Hosts cabled to the wrong leaf, missing and degraded links, nodes the definition does not know.
     Exit 0 when the fabric is as declared, 1 when anything is off, 2 on bad input."""
     from .fabric import check as fc
+    from .fabric import lldp as fl
     from .fabric.layout import FabricError, layout
     from .limits import InputError
     from .validate.pipeline import validate_file
 
+    if (ibnetdiscover is None) == (lldp is None):
+        _bad_path("give one of --ibnetdiscover FILE (InfiniBand) or --lldp FILE|FOLDER (RoCE)")
     _check_outputs(drain, prom)
     d, _ = _valid(validate_file(definition, matrices, _today(today)))
     try:
-        lay = layout(d, fabric)
+        lay = layout(d, fabric, kind="roce" if lldp else "infiniband")
     except FabricError as exc:
         _bad_path(str(exc))
     try:
-        topo = fc.read(ibnetdiscover)
+        if lldp:
+            report = fl.compare(lay, fl.read(lldp))
+        else:
+            report = fc.compare(lay, fc.read(ibnetdiscover))
     except InputError as exc:
         _print_findings(exc.findings, {})
         raise SystemExit(EXIT_BAD)
-    report = fc.compare(lay, topo)
+    except OSError as exc:  # the folder of lldpctl files cannot be listed
+        _bad_path(f"{lldp}: {exc.strerror or exc}")
     if drain:
         _write_file(drain, "".join(line + "\n" for line in fc.drain_lines(report)))
     if prom:
