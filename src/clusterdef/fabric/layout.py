@@ -10,9 +10,10 @@ of each host of U is cabled to `U-rail<i>`; every rail leaf to every spine, ever
 
 A host's ports are its hardware's NICs of the fabric's kind (`infiniband`, or `roce` for a RoCE
 fabric) and role `compute`, `count` ports each, numbered 1..N in NIC order (port i is interface
-`Host.ifaces[i - 1]`: the NIC's name, or name0..name<count-1>, tenancy.nic_ports); their rated width is 4x (every ConnectX/InfiniBand HCA port) and
-their rated rate is the NIC's `speed_gbps`. Inter-switch links are rated at the fastest host port
-of the fabric. Hosts without compute InfiniBand NICs are not on the fabric."""
+`Host.ifaces[i - 1]`: the NIC's name, or name0..name<count-1>, tenancy.nic_ports); their rated
+width is 4x (every ConnectX/InfiniBand HCA port) and their rated rate is the NIC's `speed_gbps`.
+Inter-switch links are rated at the fastest host port of the fabric. Hosts without compute NICs of
+the fabric's kind are not on the fabric."""
 
 from __future__ import annotations
 
