@@ -47,7 +47,7 @@ def test_layout_of_roce_fabric(rail):
     assert lay.hosts["gpu003"].leaf_of(5) == "su2-rail5"
     with pytest.raises(FabricError, match="no InfiniBand fabric.*check them with --lldp"):
         layout(d, None)
-    with pytest.raises(FabricError, match="is roce, not InfiniBand"):
+    with pytest.raises(FabricError, match=r"is roce, not InfiniBand \(check it with --lldp\)"):
         layout(d, "ib0")
 
 

@@ -81,8 +81,7 @@ def pick_fabric(definition: Definition, name: str | None, kind: str = "infiniban
             raise FabricError(f"no fabric {name!r} in the definition ({what} fabrics: {known})")
         if name not in fabrics:
             other = next((k for k in KIND_NAMES if k != kind), kind)
-            hint = (f" (check a {KIND_NAMES[other]} fabric with "
-                    f"{'--lldp' if other == 'roce' else '--ibnetdiscover'})"
+            hint = (f" (check it with {'--lldp' if other == 'roce' else '--ibnetdiscover'})"
                     if definition.network.fabrics[name].kind == other else "")
             raise FabricError(f"fabric {name!r} is {definition.network.fabrics[name].kind}, not {what}{hint}")
         return name
