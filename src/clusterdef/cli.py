@@ -720,9 +720,9 @@ def fabric_check(
     except FabricError as exc:
         _bad_path(str(exc))
     try:
-        if lldp:
+        if lldp is not None:
             report = fl.compare(lay, fl.read(lldp))
-        else:
+        elif ibnetdiscover is not None:
             report = fc.compare(lay, fc.read(ibnetdiscover))
     except InputError as exc:
         _print_findings(exc.findings, {})
