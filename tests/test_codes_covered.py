@@ -54,6 +54,7 @@ TRIGGERED_ELSEWHERE = {
     "file-too-large": "test_limits.py::test_size_limit_reads_at_most_limit_plus_one",
     "json-syntax": "test_limits.py::test_json_limits",
     "ibnetdiscover-invalid": "test_fabric_check.py::test_parse_refuses",
+    "lldp-invalid": "test_fabric_lldp.py::test_refuses_with_the_json_path",
     "matrix-cuda-unknown": "test_matrix.py::test_broken_sets_are_caught",
     "matrix-driver-cuda": "test_matrix.py::test_broken_sets_are_caught",
     "matrix-driver-eol": "test_matrix.py::test_broken_sets_are_caught",

@@ -42,7 +42,8 @@ def node(rendered, tmp_path):
     (proc / "sys/kernel/random/boot_id").write_text("0f6a3b7e-1c2d-4e5f-8a9b-0c1d2e3f4a5b\n")
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "CLUSTERDEF_NODECHECK_NODE": "gpu002",
            "CLUSTERDEF_NODECHECK_PROBE": str(probe), "CLUSTERDEF_NODECHECK_SCONTROL": str(bindir / "scontrol"),
-           "CLUSTERDEF_NODECHECK_STATE": str(tmp_path / "state"), "CLUSTERDEF_PROBE_PROCFS": str(tmp_path)}
+           "CLUSTERDEF_NODECHECK_STATE": str(tmp_path / "state"), "CLUSTERDEF_PROBE_PROCFS": str(tmp_path),
+           "CLUSTERDEF_PROBE_SYSFS": str(tmp_path)}
 
     def run():
         r = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
@@ -221,6 +222,74 @@ def test_every_catalogue_action_is_classified():
     cat = xid.catalogue()
     assert [c for c in (13, 31, 43, 45, 63, 94) if cat[c].drains] == []
     assert all(cat[c].drains for c in (48, 62, 64, 74, 79, 95, 119, 154))
+
+
+# --------------------------------------------------------------------------- RoCE ports (sysfs)
+
+@pytest.fixture(scope="module")
+def roce_rendered(tmp_path_factory):
+    """slurm/nodecheck of the RoCE lab (tests/roce_lab.py: eight 400 Gb/s RoCE ports roce0..roce7)."""
+    from roce_lab import roce_lab
+
+    result = validate_file(roce_lab(tmp_path_factory.mktemp("roce") / "roce.yaml"), MATRICES, TODAY)
+    assert result.ok
+    tree, _ = build_tree(result, ["slurm"])
+    return tree["slurm/nodecheck"]
+
+
+def _net(root, name: str, state: str = "up", speed: str | None = "400000") -> None:
+    d = root / "sys" / "class" / "net" / name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "operstate").write_text(state + "\n")
+    if speed is not None:
+        (d / "speed").write_text(speed + "\n")
+
+
+@pytest.fixture
+def roce_node(node, roce_rendered, tmp_path):
+    """The stand-in node running the RoCE lab's nodecheck, its interfaces under <tmp>/sys/class/net."""
+    run, bindir, vs = node
+    (tmp_path / "nodecheck").write_text(roce_rendered)
+    _net(tmp_path, "eno1", speed="25000")
+    for i in range(8):
+        _net(tmp_path, f"roce{i}")
+    return run, bindir, tmp_path
+
+
+def test_roce_expectations_come_from_the_hardware(roce_rendered):
+    assert "  echo 'roce 400 roce0 roce1 roce2 roce3 roce4 roce5 roce6 roce7'\n" in roce_rendered
+    assert "echo 'ib " not in roce_rendered  # no InfiniBand port on this hardware
+
+
+def test_roce_healthy_node_passes(roce_node):
+    run, _, _ = roce_node
+    r, drains = run()
+    assert r.returncode == 0 and drains == [], r.stderr
+
+
+def test_roce_three_rails_down_drain(roce_node):
+    """One rail's link down, one interface gone, one trained at 200 Gb/s: 5 of 8, drained."""
+    run, bindir, root = roce_node
+    _net(root, "roce1", "down", None)
+    _net(root, "roce6", speed="200000")
+    import shutil
+
+    shutil.rmtree(root / "sys/class/net/roce4")
+    r, drains = run()
+    assert r.returncode == 1, r.stderr
+    assert len(drains) == 1 and "NodeName=gpu002 State=DRAIN" in drains[0]
+    assert ("'Reason=clusterdef-nodecheck: roce: 5 of 8 RoCE ports up at 400 Gb/s "
+            "(roce1 down, roce4 absent, roce6 at 200 Gb/s)'") in drains[0], drains[0]
+
+
+def test_roce_unreadable_fails_closed(roce_node):
+    import shutil
+
+    run, bindir, root = roce_node
+    shutil.rmtree(root / "sys/class/net")
+    r, drains = run()
+    assert r.returncode == 1
+    assert "roce: RoCE ports unreadable (no " in drains[0] and "/class/net/*/operstate)" in drains[0]
 
 
 # --------------------------------------------------------------------------- installed by a role on stateful nodes

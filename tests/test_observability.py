@@ -304,6 +304,74 @@ def test_operator_objects_strict_valid(examples, example):
     assert list(validators["PodMonitor"].iter_errors(bad))
 
 
+# ------------------------------------------------------------------ RoCE fabric
+
+@pytest.fixture(scope="module")
+def roce(tmp_path_factory) -> Resolved:
+    """The lab on RoCE (tests/roce_lab.py: eight 400 Gb/s RoCE interfaces roce0..roce7, no InfiniBand)."""
+    from roce_lab import roce_lab
+
+    return load(roce_lab(tmp_path_factory.mktemp("roce") / "roce.yaml"))
+
+
+def test_roce_rules_speak_of_the_fabric_the_cluster_has(roce, examples):
+    fabric = [a for a in rendered_alerts(roce) if a["alert"].startswith(("Ib", "Roce"))]
+    assert sorted({a["alert"] for a in fabric}) == ["RoceLinkFlapping", "RocePortBelowRatedSpeed", "RocePortDown",
+                                                   "RocePortMissing"]
+    for a in fabric:
+        text = a["annotations"]["summary"] + " " + a["annotations"]["runbook"]
+        assert "subnet manager" not in text and "ibstat" not in text and "InfiniBand" not in text, a
+    devices = '"roce0|roce1|roce2|roce3|roce4|roce5|roce6|roce7"'
+    assert _rule(roce, "RocePortDown")["expr"] == f'node_network_up{{hardware="hgx-h100",device=~{devices}}} == 0'
+    assert _rule(roce, "RocePortBelowRatedSpeed", rated_gbps="400")["expr"] == \
+        f'node_network_speed_bytes{{hardware="hgx-h100",device=~{devices}}} < {400 * 10**9 // 8}'
+    assert _rule(roce, "RocePortMissing")["expr"].endswith(") * 0) < 8")
+    # the InfiniBand lab keeps its InfiniBand rules and its subnet manager runbook
+    assert "subnet manager" in _rule(examples["lab"], "IbPortDown")["annotations"]["runbook"]
+    assert not [a for a in rendered_alerts(examples["lab"]) if a["alert"].startswith("Roce")]
+    # every metric the RoCE rules read is in node_exporter's list (tests/reference/observability)
+    used = set().union(*(metric_names(a["expr"]) for a in fabric))
+    assert used == {"node_network_up", "node_network_speed_bytes", "node_network_carrier_changes_total"}
+    assert used <= known_metrics()["node"]
+
+
+def test_roce_rules_fire_in_promtool(roce, tmp_path):
+    """promtool: each RoCE rule fires on its sustained input (one rail's interface down, one gone, one
+    at half speed, a flapping carrier) and stays silent on a one-sample blip."""
+    tool = promtool()
+    tests = {n: v for n, v in obs.unit_tests(roce).items() if v[0].name.startswith("Roce")}
+    assert sorted(a.name for a, _ in tests.values()) == ["RoceLinkFlapping", "RocePortBelowRatedSpeed",
+                                                        "RocePortDown", "RocePortMissing"]
+    (tmp_path / "rules").mkdir()
+    names = []
+    for name, (alert, doc) in tests.items():  # each test reads rules/<its index among all alerts>.yml
+        (tmp_path / "rules" / f"{name.split('-', 1)[0]}.yml").write_text(obs.single_rule_file(alert))
+        (tmp_path / f"{name}.test.yml").write_text(json.dumps(doc))
+        names.append(f"{name}.test.yml")
+    proc = subprocess.run([tool, "test", "rules", *names], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("SUCCESS") == len(names) == 4, proc.stdout[-3000:]
+    # not vacuous: the same tests fail against a rule that looks at the wrong interfaces
+    name, (alert, doc) = next((n, v) for n, v in tests.items() if v[0].name == "RocePortDown")
+    broken = alerts_mod.replace(alert, expr=alert.expr.replace("roce0|", ""))
+    (tmp_path / "rules" / f"{name.split('-', 1)[0]}.yml").write_text(obs.single_rule_file(broken))
+    proc = subprocess.run([tool, "test", "rules", f"{name}.test.yml"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0 and "RocePortDown" in proc.stdout
+    # every RoCE interface gone (only eno1 left): RocePortMissing still fires, on the `or ... * 0` side
+    name, (alert, _) = next((n, v) for n, v in tests.items() if v[0].name == "RocePortMissing")
+    (tmp_path / "rules" / f"{name.split('-', 1)[0]}.yml").write_text(obs.single_rule_file(alert))
+    node = {"hardware": "hgx-h100", "node_group": "train", "instance": "node-a:9100"}
+    series = 'node_network_up{hardware="hgx-h100",node_group="train",instance="node-a:9100",device="eno1"}'
+    doc = {"rule_files": [f"rules/{name.split('-', 1)[0]}.yml"], "evaluation_interval": "1m",
+           "tests": [{"interval": "1m", "input_series": [{"series": series, "values": "1x30"}],
+                      "alert_rule_test": [{"eval_time": "15m", "alertname": "RocePortMissing", "exp_alerts": [
+                          {"exp_labels": {**node, "severity": "critical"}, "exp_annotations": alert.annotations()}]}]}]}
+    (tmp_path / "gone.yml").write_text(json.dumps(doc))
+    proc = subprocess.run([tool, "test", "rules", "gone.yml"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
 # ------------------------------------------------------------------ thresholds from the model
 
 def _rule(r: Resolved, name: str, **labels) -> dict:
@@ -327,7 +395,7 @@ def test_thresholds_follow_hardware_and_gpu_limits(examples):
 
 
 @pytest.mark.parametrize(("mutate", "alert", "expect"), [
-    (lambda d: d["hardware"]["hgx-h100"]["gpu"].update(count=16), "GpuMissing", "< 16"),
+    (lambda d: d["hardware"]["hgx-h100"]["gpu"].update(count=16, nvswitch=True), "GpuMissing", "< 16"),
     (lambda d: d["hardware"]["hgx-h100"]["nics"][1].update(speed_gbps=200), "IbPortBelowRatedSpeed",
      f">= {200 * 10**9 // 8}) < 8"),
     (lambda d: d["hardware"]["hgx-h100"]["nics"][1].update(count=4), "IbPortBelowRatedSpeed", ") < 4"),

@@ -14,6 +14,7 @@ writer never hangs), and at most its kind's size limit plus one byte is read:
     plan       256 MiB  a plan file carries the unified diff of every rendered file
     manifest    16 MiB  an output folder's manifest.json: ~150 bytes per rendered file
     run record 256 MiB  apply's record: per step the changed tasks and folded host lists (--resume reads it)
+    lldp        16 MiB  one host's `lldpctl -f json`: ~1.5 KiB per neighbor, a host has a few dozen ports
 
 The limits are far above any real file and far below what hurts a machine; a kind whose real
 files are not bounded (a log) is streamed instead.
@@ -41,7 +42,7 @@ from .errors import DefinitionError, Finding, Severity
 MiB = 1 << 20
 LIMITS = {"definition": 16 * MiB, "inventory": 16 * MiB, "facts": 64 * MiB,
           "baseline": 4 * MiB, "plan": 256 * MiB, "manifest": 16 * MiB, "run record": 256 * MiB,
-          "ibnetdiscover": 64 * MiB, "rehearsal": 4 * MiB}
+          "ibnetdiscover": 64 * MiB, "rehearsal": 4 * MiB, "lldp": 16 * MiB}
 MAX_DEPTH = 64
 MAX_ALIAS_NODES = 100_000
 MAX_INT_DIGITS = 100

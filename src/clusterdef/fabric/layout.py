@@ -8,10 +8,12 @@ switch named `<fabric>-core`; the block's hosts are cabled to the block's switch
 Rail topology (rail-optimised scalable units): unit U has rail leaves `U-rail1`..`U-railR`; port i
 of each host of U is cabled to `U-rail<i>`; every rail leaf to every spine, every spine to every core.
 
-A host's ports are its hardware's NICs with kind `infiniband` and role `compute`, `count` ports
-each, numbered 1..N in NIC order; their rated width is 4x (every ConnectX/InfiniBand HCA port) and
-their rated rate is the NIC's `speed_gbps`. Inter-switch links are rated at the fastest host port
-of the fabric. Hosts without compute InfiniBand NICs are not on the fabric."""
+A host's ports are its hardware's NICs of the fabric's kind (`infiniband`, or `roce` for a RoCE
+fabric) and role `compute`, `count` ports each, numbered 1..N in NIC order (port i is interface
+`Host.ifaces[i - 1]`: the NIC's name, or name0..name<count-1>, tenancy.nic_ports); their rated
+width is 4x (every ConnectX/InfiniBand HCA port) and their rated rate is the NIC's `speed_gbps`.
+Inter-switch links are rated at the fastest host port of the fabric. Hosts without compute NICs of
+the fabric's kind are not on the fabric."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 from .. import hostlist
 from ..model import Definition
+from ..tenancy import nic_ports
 
 RATED_WIDTH = 4
 MAX_SWITCH_PORTS = 254  # ibsim and the IB spec: a switch has at most 254 external ports
@@ -37,6 +40,7 @@ class Host:
     ports: int
     rated_gbps: int
     rails: tuple[str, ...] = ()  # rail topology: the leaf of port i is rails[i - 1]
+    ifaces: tuple[str, ...] = ()  # the interface of port i is ifaces[i - 1]
 
     def leaf_of(self, port: int) -> str:
         return self.rails[port - 1] if self.rails else self.leaf
@@ -59,45 +63,60 @@ class Layout:
         return set(self.hosts) | set(self.switches) | {self.sm}
 
 
-def ib_fabrics(definition: Definition) -> list[str]:
-    return [n for n, f in definition.network.fabrics.items() if f.kind == "infiniband"]
+KIND_NAMES = {"infiniband": "InfiniBand", "roce": "RoCE"}
 
 
-def pick_fabric(definition: Definition, name: str | None) -> str:
-    """`name`, or the definition's only InfiniBand fabric."""
-    fabrics = ib_fabrics(definition)
+def ib_fabrics(definition: Definition, kind: str = "infiniband") -> list[str]:
+    """The fabrics of `kind` (infiniband or roce), in definition order."""
+    return [n for n, f in definition.network.fabrics.items() if f.kind == kind]
+
+
+def pick_fabric(definition: Definition, name: str | None, kind: str = "infiniband") -> str:
+    """`name`, or the definition's only fabric of `kind` (infiniband or roce)."""
+    fabrics = ib_fabrics(definition, kind)
+    what = KIND_NAMES[kind]
     if name is not None:
         if name not in definition.network.fabrics:
             known = ", ".join(fabrics) or "none"
-            raise FabricError(f"no fabric {name!r} in the definition (InfiniBand fabrics: {known})")
+            raise FabricError(f"no fabric {name!r} in the definition ({what} fabrics: {known})")
         if name not in fabrics:
-            raise FabricError(f"fabric {name!r} is {definition.network.fabrics[name].kind}, not InfiniBand")
+            other = next((k for k in KIND_NAMES if k != kind), kind)
+            hint = (f" (check it with {'--lldp' if other == 'roce' else '--ibnetdiscover'})"
+                    if definition.network.fabrics[name].kind == other else "")
+            raise FabricError(f"fabric {name!r} is {definition.network.fabrics[name].kind}, not {what}{hint}")
         return name
+    others = [n for n, f in definition.network.fabrics.items() if f.kind in KIND_NAMES and f.kind != kind]
+    hint = (f" (its {'RoCE' if kind == 'infiniband' else 'InfiniBand'} fabrics {', '.join(others)}: check them with "
+            f"{'--lldp' if kind == 'infiniband' else '--ibnetdiscover'})") if others else ""
     if len(fabrics) != 1:
-        raise FabricError("the definition has no InfiniBand fabric" if not fabrics else
-                          f"the definition has {len(fabrics)} InfiniBand fabrics ({', '.join(fabrics)}): name one")
+        raise FabricError(f"the definition has no {what} fabric{hint}" if not fabrics else
+                          f"the definition has {len(fabrics)} {what} fabrics ({', '.join(fabrics)}): name one")
     return fabrics[0]
 
 
-def _host_ports(definition: Definition) -> dict[str, tuple[str, str, int, int]]:
-    """host -> (group, control plane, compute IB port count, rated Gb/s) for hosts with such ports."""
-    out: dict[str, tuple[str, str, int, int]] = {}
+def _host_ports(definition: Definition, kind: str = "infiniband") -> dict[str, tuple[str, str, int, int, tuple]]:
+    """host -> (group, control plane, compute port count, rated Gb/s, interfaces) for hosts with
+    compute NICs of `kind`."""
+    out: dict[str, tuple[str, str, int, int, tuple]] = {}
     for gname, g in definition.nodes.items():
-        nics = [n for n in definition.hardware[g.hardware].nics if n.kind == "infiniband" and n.role == "compute"]
+        nics = [n for n in definition.hardware[g.hardware].nics if n.kind == kind and n.role == "compute"]
         if not nics:
             continue
         ports, rated = sum(n.count for n in nics), min(n.speed_gbps for n in nics)
+        ifaces = tuple(i for n in nics for i in nic_ports(n))
         for host in hostlist.names(g.hosts):
-            out[host] = (gname, g.control_plane, ports, rated)
+            out[host] = (gname, g.control_plane, ports, rated, ifaces)
     return out
 
 
-def layout(definition: Definition, fabric_name: str | None, sm: str | None = None) -> Layout:
-    """The declared cabling of `fabric_name` (the only InfiniBand fabric when None). `sm` names the
-    subnet manager host's HCA (default `sm-<fabric>`, cut to 63 characters)."""
-    fabric_name = pick_fabric(definition, fabric_name)
+def layout(definition: Definition, fabric_name: str | None, sm: str | None = None,
+           kind: str = "infiniband") -> Layout:
+    """The declared cabling of `fabric_name` (the only fabric of `kind` when None: infiniband or
+    roce). `sm` names the subnet manager host's HCA (default `sm-<fabric>`, cut to 63 characters;
+    a RoCE fabric has none, the name only stays out of the way)."""
+    fabric_name = pick_fabric(definition, fabric_name, kind)
     topo = definition.network.fabrics[fabric_name].topology
-    ports = _host_ports(definition)
+    ports = _host_ports(definition, kind)
     leaves: dict[str, tuple[str, ...]] = {}
     uplinks: list[tuple[str, str]] = []
     if topo.kind == "tree":
@@ -109,7 +128,7 @@ def layout(definition: Definition, fabric_name: str | None, sm: str | None = Non
             if sw.switches:
                 uplinks.extend((child, sname) for child in hostlist.names(sw.switches))
     elif topo.kind == "rail":
-        return _rail_layout(definition, fabric_name, topo, ports, sm)
+        return _rail_layout(definition, fabric_name, topo, ports, sm, kind)
     else:
         core = f"{fabric_name}-core"[:63]
         switches = tuple(topo.blocks) + (core,)
@@ -121,8 +140,8 @@ def layout(definition: Definition, fabric_name: str | None, sm: str | None = Non
         for h in members:
             if h in hosts:
                 raise FabricError(f"host {h} is cabled to two leaves ({hosts[h].leaf} and {leaf})")
-            g, cp, n, rated = ports[h]
-            hosts[h] = Host(h, g, cp, leaf, n, rated)
+            g, cp, n, rated, ifaces = ports[h]
+            hosts[h] = Host(h, g, cp, leaf, n, rated, (), ifaces)
     sm = sm or f"sm-{fabric_name}"[:63]
     taken = set(hosts) & set(switches)
     if taken:
@@ -136,7 +155,8 @@ def layout(definition: Definition, fabric_name: str | None, sm: str | None = Non
     return Layout(fabric_name, topo.kind, hosts, switches, leaves, tuple(uplinks), sm, trunk)
 
 
-def _rail_layout(definition: Definition, fabric_name: str, topo, ports, sm: str | None) -> Layout:
+def _rail_layout(definition: Definition, fabric_name: str, topo, ports, sm: str | None,
+                 kind: str = "infiniband") -> Layout:
     spines = hostlist.names(topo.spines) if topo.spines else ()
     cores = hostlist.names(topo.cores) if topo.cores else ()
     rail_of: dict[str, tuple[str, int]] = {}
@@ -152,10 +172,11 @@ def _rail_layout(definition: Definition, fabric_name: str, topo, ports, sm: str 
             if h in hosts:
                 raise FabricError(f"host {h} is in two scalable units ({hosts[h].leaf.rsplit('-rail', 1)[0]} "
                                   f"and {unit})")
-            g, cp, n, rated = ports[h]
+            g, cp, n, rated, ifaces = ports[h]
             if n != topo.rails:
-                raise FabricError(f"host {h} has {n} compute InfiniBand port(s) on a {topo.rails}-rail fabric")
-            hosts[h] = Host(h, g, cp, rails[0], n, rated, rails)
+                raise FabricError(f"host {h} has {n} compute {KIND_NAMES[kind]} port(s) on a {topo.rails}-rail "
+                                  "fabric")
+            hosts[h] = Host(h, g, cp, rails[0], n, rated, rails, ifaces)
     switches = tuple(rail_of) + spines + cores
     if len(set(switches)) != len(switches):
         raise FabricError(f"fabric {fabric_name} names a switch twice")

@@ -182,54 +182,130 @@ def _gpu_alerts(resolved: Resolved) -> list[Alert]:
 
 
 def _fabric_alerts(resolved: Resolved) -> list[Alert]:
+    """Per hardware type: the InfiniBand rules for its InfiniBand NICs (node_exporter's infiniband
+    collector; runbooks name ibstat and the subnet manager), the RoCE rules for its RoCE NICs
+    (node_exporter's netclass collector on the RoCE interfaces by name: no subnet manager)."""
     d = resolved.definition
-    obs = d.observability
     out: list[Alert] = []
     for hname, hw in d.hardware.items():
-        rdma = [n for n in hw.nics if n.kind in ("infiniband", "roce")]
-        if not rdma or not any(g.hardware == hname for g in d.nodes.values()):
+        if not any(g.hardware == hname for g in d.nodes.values()):
             continue
         group = next(n for n, g in d.nodes.items() if g.hardware == hname)
-        ids = {"hardware": hname, "node_group": group, "instance": "node-a:9100", "device": "mlx5_0", "port": "1"}
-        nsel = lambda m, ids=ids, **kw: _sel(m, **{**ids, **kw})  # noqa: E731
-        hw_sel = lambda m, hname=hname: _sel(m, hardware=hname)  # noqa: E731
-        ports = sum(n.count for n in rdma)
-        drain = "drain the node and open a fabric ticket (reseat or replace the cable/transceiver)"
+        ib = [n for n in hw.nics if n.kind == "infiniband"]
+        roce = [n for n in hw.nics if n.kind == "roce"]
+        if ib:
+            out += _ib_alerts(resolved, hname, group, ib)
+        if roce:
+            out += _roce_alerts(hname, group, roce)
+    return out
+
+
+FABRIC_DRAIN = "drain the node and open a fabric ticket (reseat or replace the cable/transceiver)"
+
+
+def _ib_alerts(resolved: Resolved, hname: str, group: str, ib: list) -> list[Alert]:
+    obs = resolved.definition.observability
+    out: list[Alert] = []
+    ids = {"hardware": hname, "node_group": group, "instance": "node-a:9100", "device": "mlx5_0", "port": "1"}
+    nsel = lambda m, ids=ids, **kw: _sel(m, **{**ids, **kw})  # noqa: E731
+    hw_sel = lambda m, hname=hname: _sel(m, hardware=hname)  # noqa: E731
+    ports = sum(n.count for n in ib)
+    drain = FABRIC_DRAIN
+    out.append(Alert(
+        "IbPortDown", "fabric", f"{hw_sel('node_infiniband_state_id')} != 4", 5, 0, "critical",
+        f"an InfiniBand port of a {hname} node is not ACTIVE ({ports} expected active)",
+        drain + "; check ibstat and the subnet manager log",
+        inputs=(Series(nsel("node_infiniband_state_id"), "gauge", 4, 1),), out_labels=ids))
+    node_ids = {k: ids[k] for k in ("hardware", "node_group", "instance")}
+    for speed in sorted({n.speed_gbps for n in ib}):
+        want = sum(n.count for n in ib if n.speed_gbps >= speed)
+        rate = speed * 1_000_000_000 // 8
+        inputs = tuple(Series(nsel("node_infiniband_rate_bytes_per_second", device=f"mlx5_{i}"),
+                              "gauge" if i == 0 else "static", rate, rate // 2) for i in range(want))
         out.append(Alert(
-            "IbPortDown", "fabric", f"{hw_sel('node_infiniband_state_id')} != 4", 5, 0, "critical",
-            f"an InfiniBand/RoCE port of a {hname} node is not ACTIVE ({ports} expected active)",
-            drain + "; check ibstat and the subnet manager log",
-            inputs=(Series(nsel("node_infiniband_state_id"), "gauge", 4, 1),), out_labels=ids))
-        node_ids = {k: ids[k] for k in ("hardware", "node_group", "instance")}
-        for speed in sorted({n.speed_gbps for n in rdma}):
-            want = sum(n.count for n in rdma if n.speed_gbps >= speed)
-            rate = speed * 1_000_000_000 // 8
-            inputs = tuple(Series(nsel("node_infiniband_rate_bytes_per_second", device=f"mlx5_{i}"),
-                                  "gauge" if i == 0 else "static", rate, rate // 2) for i in range(want))
-            out.append(Alert(
-                "IbPortBelowRatedSpeed", "fabric",
-                f"count by (hardware, node_group, instance) ({hw_sel('node_infiniband_rate_bytes_per_second')} "
-                f">= {rate}) < {want}", 10, 0, "warning",
-                f"fewer than {want} ports of a {hname} node at their rated {speed} Gb/s (speed or width degraded)",
-                drain + f"; ibstat must show Rate {speed} on {want} ports",
-                labels={"rated_gbps": str(speed)}, inputs=inputs, out_labels={**node_ids, "rated_gbps": str(speed)}))
-        for name, metric, sev, what, step in (
-                ("IbSymbolErrors", "node_infiniband_symbol_error_total", "warning", "symbol errors", 10),
-                ("IbLinkDowned", "node_infiniband_link_downed_total", "critical", "link-downed events", 1),
-                ("IbPortReceiveErrors", "node_infiniband_port_errors_received_total", "warning", "receive errors", 10)):
-            out.append(Alert(
-                name, "fabric", f"increase({hw_sel(metric)}[10m]) > 0", 20, 10, sev,
-                f"{what} rising on an InfiniBand/RoCE port of a {hname} node for 20 minutes",
-                drain if sev == "critical" else "open a fabric ticket; drain the node if the counter keeps rising",
-                inputs=(Series(nsel(metric), "counter", 0, step),), out_labels=ids))
-        wait = obs.fabric_transmit_wait_per_s
+            "IbPortBelowRatedSpeed", "fabric",
+            f"count by (hardware, node_group, instance) ({hw_sel('node_infiniband_rate_bytes_per_second')} "
+            f">= {rate}) < {want}", 10, 0, "warning",
+            f"fewer than {want} InfiniBand ports of a {hname} node at their rated {speed} Gb/s (speed or width "
+            "degraded)",
+            drain + f"; ibstat must show Rate {speed} on {want} ports",
+            labels={"rated_gbps": str(speed)}, inputs=inputs, out_labels={**node_ids, "rated_gbps": str(speed)}))
+    for name, metric, sev, what, step in (
+            ("IbSymbolErrors", "node_infiniband_symbol_error_total", "warning", "symbol errors", 10),
+            ("IbLinkDowned", "node_infiniband_link_downed_total", "critical", "link-downed events", 1),
+            ("IbPortReceiveErrors", "node_infiniband_port_errors_received_total", "warning", "receive errors", 10)):
         out.append(Alert(
-            "IbPortCongested", "fabric", f"rate({hw_sel('node_infiniband_port_transmit_wait_total')}[5m]) > {wait}",
-            15, 5, "warning",
-            f"a {hname} port waits to transmit more than {wait} ticks/s for 15 minutes (pause storm / congestion)",
-            "open a fabric ticket: find the congested switch port (ibqueryerrors) and the job flooding it",
-            inputs=(Series(nsel("node_infiniband_port_transmit_wait_total"), "counter", 0, wait * 240),),
-            out_labels=ids))
+            name, "fabric", f"increase({hw_sel(metric)}[10m]) > 0", 20, 10, sev,
+            f"{what} rising on an InfiniBand port of a {hname} node for 20 minutes",
+            drain if sev == "critical" else "open a fabric ticket; drain the node if the counter keeps rising",
+            inputs=(Series(nsel(metric), "counter", 0, step),), out_labels=ids))
+    wait = obs.fabric_transmit_wait_per_s
+    out.append(Alert(
+        "IbPortCongested", "fabric", f"rate({hw_sel('node_infiniband_port_transmit_wait_total')}[5m]) > {wait}",
+        15, 5, "warning",
+        f"a {hname} port waits to transmit more than {wait} ticks/s for 15 minutes (pause storm / congestion)",
+        "open a fabric ticket: find the congested switch port (ibqueryerrors) and the job flooding it",
+        inputs=(Series(nsel("node_infiniband_port_transmit_wait_total"), "counter", 0, wait * 240),),
+        out_labels=ids))
+    return out
+
+
+def _device_regex(names: list[str]) -> str:
+    """An RE2 alternation of interface names (letters, digits, `_ . -`: the dot escaped; q() then
+    escapes the backslash for the PromQL string)."""
+    return "|".join(n.replace(".", "\\.") for n in names)
+
+
+def _roce_alerts(hname: str, group: str, roce: list) -> list[Alert]:
+    """node_exporter's netclass collector (collector/netclass_linux.go): node_network_up{device} is 1
+    when operstate is `up`; node_network_speed_bytes{device} is the sysfs speed (Mb/s) x 10^6 / 8, and
+    -125000 while a link is down (speed -1; dropped with --collector.netclass.ignore-invalid-speed);
+    node_network_carrier_changes_total{device} counts carrier transitions. The interfaces are the
+    hardware's RoCE NICs by name (tenancy.nic_ports), so no other port of the node counts; an
+    interface that is gone has no series, which RocePortMissing counts (`or ... * 0`: a node whose
+    RoCE interfaces are all gone still counts 0 while node_exporter reports any interface)."""
+    from ...tenancy import nic_ports
+
+    out: list[Alert] = []
+    ifaces = [i for n in roce for i in nic_ports(n)]
+    ids = {"hardware": hname, "node_group": group, "instance": "node-a:9100", "device": ifaces[0]}
+    nsel = lambda m, ids=ids, **kw: _sel(m, **{**ids, **kw})  # noqa: E731
+
+    def dsel(metric: str, names: list[str]) -> str:
+        return f"{_sel(metric, hardware=hname)[:-1]},device=~{q(_device_regex(names))}}}"
+
+    out.append(Alert(
+        "RocePortDown", "fabric", f"{dsel('node_network_up', ifaces)} == 0", 5, 0, "critical",
+        f"a RoCE interface of a {hname} node is not up ({len(ifaces)} expected up: {', '.join(ifaces)})",
+        FABRIC_DRAIN + "; on the node, `ip link show` and `ethtool` the interface; on its leaf, the switch "
+        "port (clusterdef fabric check --lldp shows which leaf and port it is cabled to)",
+        inputs=(Series(nsel("node_network_up"), "gauge", 1, 0),), out_labels=ids))
+    node_ids = {k: ids[k] for k in ("hardware", "node_group", "instance")}
+    by = "count by (hardware, node_group, instance)"
+    out.append(Alert(
+        "RocePortMissing", "fabric",
+        f"({by} ({dsel('node_network_up', ifaces)}) or {by} ({_sel('node_network_up', hardware=hname)}) * 0) "
+        f"< {len(ifaces)}", 10, 0, "critical",
+        f"a {hname} node shows fewer than its {len(ifaces)} RoCE interfaces ({', '.join(ifaces)})",
+        FABRIC_DRAIN + "; `ip link` on the node must list every one of them (a NIC gone from the bus, a "
+        "driver that did not load, or an interface renamed)",
+        inputs=tuple(Series(nsel("node_network_up", device=name), "vanish" if k == 0 else "static", 1)
+                     for k, name in enumerate(ifaces)), out_labels=node_ids))
+    for speed in sorted({n.speed_gbps for n in roce}):
+        names = [i for n in roce if n.speed_gbps == speed for i in nic_ports(n)]
+        rate = speed * 1_000_000_000 // 8
+        out.append(Alert(
+            "RocePortBelowRatedSpeed", "fabric", f"{dsel('node_network_speed_bytes', names)} < {rate}", 10, 0,
+            "warning", f"a RoCE interface of a {hname} node below its rated {speed} Gb/s (or its link down)",
+            FABRIC_DRAIN + f"; ethtool must show Speed: {speed * 1000}Mb/s on {', '.join(names)}",
+            labels={"rated_gbps": str(speed)},
+            inputs=(Series(nsel("node_network_speed_bytes", device=names[0]), "gauge", rate, rate // 2),),
+            out_labels={**ids, "device": names[0], "rated_gbps": str(speed)}))
+    out.append(Alert(
+        "RoceLinkFlapping", "fabric", f"increase({dsel('node_network_carrier_changes_total', ifaces)}[10m]) > 0",
+        20, 10, "critical", f"carrier changes on a RoCE interface of a {hname} node for 20 minutes (the link "
+        "keeps going down)", FABRIC_DRAIN + "; the leaf's port counters show the flaps too",
+        inputs=(Series(nsel("node_network_carrier_changes_total"), "counter", 0, 2),), out_labels=ids))
     return out
 
 

@@ -508,6 +508,7 @@ def nodecheck_expectations(resolved: Resolved) -> dict[str, dict]:
     from ...knowledge.gpu_limits import limits_for
     from ...knowledge.platforms import has_nvswitch
     from ...probe import READ_TOOLS
+    from ...tenancy import nic_ports
 
     d, vs = resolved.definition, resolved.set
     c = vs.components
@@ -534,6 +535,9 @@ def nodecheck_expectations(resolved: Resolved) -> dict[str, dict]:
         if ib:
             rate = min(n.speed_gbps for n in ib)
             health.append(f"ib {sum(n.count for n in ib if n.speed_gbps >= rate)} {rate}")
+        for nic in hw.nics:  # every RoCE port by its interface name, at its NIC's rated speed
+            if nic.kind == "roce":
+                health.append(f"roce {nic.speed_gbps} {' '.join(nic_ports(nic))}")
         out[gname] = {"fn": gname.replace("-", "_"), "hosts": hostlist.canonical(g.hosts),
                       "versions": versions, "health": health}
     return out

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build image gpu-k8s 2026.07.1 (cluster estate, set 2026.07-r580) and its PXE artefacts:
-#   gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
-#   gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
+#   gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
+#   gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
 # The provisioning server serves both under /images/. Rendered by clusterdef.
 #
 # Usage (root, mkosi 14 or later, cpio, zstd): sh build.sh [ARTEFACT_DIR]
@@ -19,15 +19,15 @@ chmod 0755 mkosi.extra/usr/lib/clusterdef/probe
 chmod 0755 mkosi.extra/usr/lib/clusterdef/firstboot-baseline
 # shellcheck disable=SC2086
 mkosi --force ${MKOSI_ARGS:-} build
-root=$here/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13
-[ -d "$root" ] || root=$here/mkosi.output/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13
+root=$here/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797
+[ -d "$root" ] || root=$here/mkosi.output/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797
 kernel=${KERNEL:-$root/boot/vmlinuz-6.8.0-60-generic}
-cp "$kernel" "$out/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.vmlinuz.tmp" && mv "$out/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.vmlinuz.tmp" "$out/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.vmlinuz"
+cp "$kernel" "$out/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.vmlinuz.tmp" && mv "$out/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.vmlinuz.tmp" "$out/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.vmlinuz"
 ln -sfn usr/lib/systemd/systemd "$root/init"
 # Left out of the initrd: /boot (served separately) and apt's package lists and cache (a diskless
 # node is never updated in place; a change is a new image).
 (cd "$root" && find . \( -path ./boot -o -path ./var/lib/apt/lists -o -path ./var/cache/apt \) -prune -o -print \
    | LC_ALL=C sort | cpio -o -H newc --quiet) \
-  | zstd -q -3 -T0 > "$out/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.initrd.tmp"
-mv "$out/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.initrd.tmp" "$out/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.initrd"
-echo "built $out/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.vmlinuz $out/gpu-k8s-2026.07.1-2026.07-r580-8e5bc66f7f13.initrd"
+  | zstd -q -3 -T0 > "$out/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.initrd.tmp"
+mv "$out/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.initrd.tmp" "$out/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.initrd"
+echo "built $out/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.vmlinuz $out/gpu-k8s-2026.07.1-2026.07-r580-8a057e957797.initrd"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build image gpu-slurm 2026.07.1 (cluster estate, set 2026.07-r580) and its PXE artefacts:
-#   gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
-#   gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
+#   gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
+#   gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
 # The provisioning server serves both under /images/. Rendered by clusterdef.
 #
 # Usage (root, mkosi 14 or later, cpio, zstd): sh build.sh [ARTEFACT_DIR]
@@ -20,15 +20,15 @@ chmod 0755 mkosi.extra/usr/lib/clusterdef/firstboot-baseline
 chmod 0755 mkosi.extra/usr/sbin/clusterdef-nodecheck
 # shellcheck disable=SC2086
 mkosi --force ${MKOSI_ARGS:-} build
-root=$here/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f
-[ -d "$root" ] || root=$here/mkosi.output/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f
+root=$here/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9
+[ -d "$root" ] || root=$here/mkosi.output/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9
 kernel=${KERNEL:-$root/boot/vmlinuz-6.8.0-60-generic}
-cp "$kernel" "$out/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.vmlinuz.tmp" && mv "$out/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.vmlinuz.tmp" "$out/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.vmlinuz"
+cp "$kernel" "$out/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.vmlinuz.tmp" && mv "$out/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.vmlinuz.tmp" "$out/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.vmlinuz"
 ln -sfn usr/lib/systemd/systemd "$root/init"
 # Left out of the initrd: /boot (served separately) and apt's package lists and cache (a diskless
 # node is never updated in place; a change is a new image).
 (cd "$root" && find . \( -path ./boot -o -path ./var/lib/apt/lists -o -path ./var/cache/apt \) -prune -o -print \
    | LC_ALL=C sort | cpio -o -H newc --quiet) \
-  | zstd -q -3 -T0 > "$out/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.initrd.tmp"
-mv "$out/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.initrd.tmp" "$out/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.initrd"
-echo "built $out/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.vmlinuz $out/gpu-slurm-2026.07.1-2026.07-r580-752193931f4f.initrd"
+  | zstd -q -3 -T0 > "$out/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.initrd.tmp"
+mv "$out/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.initrd.tmp" "$out/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.initrd"
+echo "built $out/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.vmlinuz $out/gpu-slurm-2026.07.1-2026.07-r580-87302c23e6a9.initrd"

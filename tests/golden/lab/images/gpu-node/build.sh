@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build image gpu-node 2026.07.1 (cluster lab, set 2026.07-r580) and its PXE artefacts:
-#   gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
-#   gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
+#   gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
+#   gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
 # The provisioning server serves both under /images/. Rendered by clusterdef.
 #
 # Usage (root, mkosi 14 or later, cpio, zstd): sh build.sh [ARTEFACT_DIR]
@@ -22,15 +22,15 @@ chmod 0755 mkosi.extra/usr/sbin/clusterdef-nodecheck
 chmod 0440 mkosi.extra/etc/sudoers.d/clusterdef-admins
 # shellcheck disable=SC2086
 mkosi --force ${MKOSI_ARGS:-} build
-root=$here/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad
-[ -d "$root" ] || root=$here/mkosi.output/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad
+root=$here/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6
+[ -d "$root" ] || root=$here/mkosi.output/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6
 kernel=${KERNEL:-$root/boot/vmlinuz-6.8.0-60-generic}
-cp "$kernel" "$out/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.vmlinuz.tmp" && mv "$out/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.vmlinuz.tmp" "$out/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.vmlinuz"
+cp "$kernel" "$out/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.vmlinuz.tmp" && mv "$out/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.vmlinuz.tmp" "$out/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.vmlinuz"
 ln -sfn usr/lib/systemd/systemd "$root/init"
 # Left out of the initrd: /boot (served separately) and apt's package lists and cache (a diskless
 # node is never updated in place; a change is a new image).
 (cd "$root" && find . \( -path ./boot -o -path ./var/lib/apt/lists -o -path ./var/cache/apt \) -prune -o -print \
    | LC_ALL=C sort | cpio -o -H newc --quiet) \
-  | zstd -q -3 -T0 > "$out/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.initrd.tmp"
-mv "$out/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.initrd.tmp" "$out/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.initrd"
-echo "built $out/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.vmlinuz $out/gpu-node-2026.07.1-2026.07-r580-ac0a001c67ad.initrd"
+  | zstd -q -3 -T0 > "$out/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.initrd.tmp"
+mv "$out/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.initrd.tmp" "$out/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.initrd"
+echo "built $out/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.vmlinuz $out/gpu-node-2026.07.1-2026.07-r580-5567875f1eb6.initrd"
