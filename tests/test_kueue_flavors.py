@@ -127,3 +127,20 @@ def test_tenant_quota_counts_every_flavor(lab_data, tmp_path):
     d = copy.deepcopy(fallback_flavors(lab_data))
     d["tenants"]["vision"]["quota"] = {"reserved_gpus": 4, "burst_gpus": 2}  # 8 nominal over 2 flavors > 6
     assert "queue-over-tenant-quota" in codes(validated(d, tmp_path))
+
+
+def test_oracle_fungibility_rules():
+    """The oracle on its own (shouldTryNextFlavor, isPreferred at v0.19.2): whenCanPreempt MayStopSearch
+    stops at a flavor needing preemption; TryNextFlavor moves on and takes a later fit; with no flavor
+    fitting, preemption on the first is what is left."""
+    def cq(when_can_preempt: str) -> dict:
+        flavor = lambda name: {"name": name, "resources": [{"name": ks.GPU, "nominalQuota": "4"}]}  # noqa: E731
+        return {"spec": {"resourceGroups": [{"coveredResources": [ks.GPU], "flavors": [flavor("a"), flavor("b")]}],
+                         "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": when_can_preempt}}}
+
+    pods = [{"spec": {"containers": [{"name": "w", "resources": {"limits": {ks.GPU: "4"}}}]}}]
+    a_full = {"a": {ks.GPU: 4}}
+    assert ks.kueue_assign(cq("MayStopSearch"), pods, [], a_full)[:2] == ("a", ks.PREEMPT)
+    assert ks.kueue_assign(cq("TryNextFlavor"), pods, [], a_full)[:2] == ("b", ks.FIT)
+    assert ks.kueue_assign(cq("TryNextFlavor"), pods, [], {**a_full, "b": {ks.GPU: 4}})[:2] == ("a", ks.PREEMPT)
+    assert ks.kueue_assign(cq("TryNextFlavor"), pods * 2, [], {})[0] is None  # 8 > 4 on each
