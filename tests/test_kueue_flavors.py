@@ -138,7 +138,7 @@ def test_oracle_fungibility_rules():
         return {"spec": {"resourceGroups": [{"coveredResources": [ks.GPU], "flavors": [flavor("a"), flavor("b")]}],
                          "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": when_can_preempt}}}
 
-    pods = [{"spec": {"containers": [{"name": "w", "resources": {"limits": {ks.GPU: "4"}}}]}}]
+    pods = [{"spec": {"containers": [{"name": "w", "resources": {"requests": {ks.GPU: "4"}, "limits": {ks.GPU: "4"}}}]}}]
     a_full = {"a": {ks.GPU: 4}}
     assert ks.kueue_assign(cq("MayStopSearch"), pods, [], a_full)[:2] == ("a", ks.PREEMPT)
     assert ks.kueue_assign(cq("TryNextFlavor"), pods, [], a_full)[:2] == ("b", ks.FIT)
