@@ -236,6 +236,77 @@ def kueue_fits(cluster_queue: dict, pods: list[dict], excluded_prefixes: list[st
     return errors
 
 
+# Flavor modes, worst first (pkg/scheduler/flavorassigner/flavorassigner.go at v0.19.2, preemptionMode):
+# noFit, preempt (admissible once lower-priority work of the queue is preempted), fit.
+NO_FIT, PREEMPT, FIT = 0, 1, 2
+
+
+def _workload_requests(pods: list[dict], excluded_prefixes: list[str]) -> dict[str, Fraction]:
+    total: dict[str, Fraction] = {}
+    for p in pods:
+        for k, v in pod_requests(p).items():
+            if not any(k.startswith(x) for x in excluded_prefixes):
+                total[k] = total.get(k, 0) + v
+    return total
+
+
+def _flavor_mode(flavor: dict, requests: dict[str, Fraction], used: dict[str, Fraction]) -> tuple[int, bool]:
+    """One flavor's mode for the workload, the worst over its resources, and whether it borrows
+    (fitsResourceQuota): more than nominalQuota + borrowingLimit is noFit; within what the queue does
+    not use of them it fits (borrowing when the queue then holds more than nominalQuota); else, when
+    the nominal quota alone could hold it, preemption (lower-priority work of the queue assumed to
+    exist), else noFit. The cohort is assumed to lend up to borrowingLimit (nothing when unset)."""
+    quota = {r["name"]: r for r in flavor["resources"]}
+    mode, borrows = FIT, False
+    for name, want in requests.items():
+        nominal = quantity(quota[name]["nominalQuota"])
+        top = nominal + quantity(quota[name].get("borrowingLimit", 0))
+        held = used.get(name, 0)
+        if want > top:
+            return NO_FIT, False
+        if held + want <= top:
+            borrows = borrows or held + want > nominal
+        elif want <= nominal:
+            mode = min(mode, PREEMPT)
+        else:
+            return NO_FIT, False
+    return mode, borrows
+
+
+def kueue_assign(cluster_queue: dict, pods: list[dict], excluded_prefixes: list[str],
+                 used: dict[str, dict[str, Fraction]] | None = None) -> tuple[str | None, int, list[str]]:
+    """Kueue v0.19.2's flavor assignment of one workload (one resource group) by its ClusterQueue:
+    the flavor it is admitted on, the mode, and why not. findFlavorForPodSets tries the group's
+    flavors in the order listed; every resource of the group goes to the same flavor; a flavor's mode
+    is the worst over the resources; the search stops at the first flavor shouldTryNextFlavor does not
+    pass over (noFit always moves on; preemption moves on under whenCanPreempt TryNextFlavor;
+    borrowing under whenCanBorrow TryNextFlavor); else the best flavor seen wins (isPreferred,
+    BorrowingOverPreemption: the better mode, then no borrowing). `used`: what the queue already
+    holds, per flavor and resource."""
+    used = used or {}
+    requests = _workload_requests(pods, excluded_prefixes)
+    groups = cluster_queue["spec"]["resourceGroups"]
+    errors = [f"resource {k} unavailable in ClusterQueue" for k in sorted(requests)
+              if not any(k in rg["coveredResources"] for rg in groups)]
+    if errors:
+        return None, NO_FIT, errors
+    fungibility = cluster_queue["spec"].get("flavorFungibility", {})
+    on_borrow = fungibility.get("whenCanBorrow", "MayStopSearch")
+    on_preempt = fungibility.get("whenCanPreempt", "TryNextFlavor")
+    best: tuple[str | None, int, bool] = (None, NO_FIT, True)
+    for flavor in groups[0]["flavors"]:
+        mode, borrows = _flavor_mode(flavor, requests, used.get(flavor["name"], {}))
+        if mode == NO_FIT:
+            errors.append(f"insufficient quota in flavor {flavor['name']}")
+            continue
+        better = mode > best[1] or (mode == best[1] and best[2] and not borrows)
+        if not ((mode == PREEMPT and on_preempt == "TryNextFlavor") or (borrows and on_borrow == "TryNextFlavor")):
+            return flavor["name"], mode, []
+        if better:
+            best = (flavor["name"], mode, borrows)
+    return best[0], best[1], errors if best[0] is None else []
+
+
 def tolerates(toleration: dict, taint: dict) -> bool:
     """ToleratesTaint (k8s.io/api core/v1/toleration.go at v0.34.2, the staging copy of Kubernetes
     v1.34.2): an empty effect matches every effect, else the effects must be equal; an empty key

@@ -173,3 +173,18 @@ def mixed_flavor(lab: dict) -> dict:
         if "infer" in fs.get("node_groups", []):
             fs["node_groups"] = [*fs["node_groups"], "infer-h200"]
     return d
+
+
+def fallback_flavors(lab: dict, when_can_borrow: str | None = None) -> dict:
+    """A queue over two GPU models in order (Kueue flavor fungibility): the inference nodes split as in
+    `mixed_flavor`, a flavor per model (`h200` on infer-h200, `h100` on infer); tenant vision's queue
+    takes H200 first (4 GPUs) then H100 (4), nlp's queue H100 only (4)."""
+    d = mixed_flavor(lab)
+    kq = d["kubernetes"]["kueue"]
+    kq["flavors"] = {"h200": {"node_groups": ["infer-h200"]}, "h100": {"node_groups": ["infer"]}}
+    vision = kq["queues"]["vision-serve"]
+    vision.update(flavor="h200", nominal_gpus=4, fallback_flavors=[{"flavor": "h100", "nominal_gpus": 4}])
+    if when_can_borrow:
+        vision["flavor_fungibility"] = {"when_can_borrow": when_can_borrow}
+    kq["queues"]["nlp-serve"]["nominal_gpus"] = 4
+    return d

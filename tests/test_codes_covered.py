@@ -38,6 +38,9 @@ TRIGGERED_ELSEWHERE = {
     "hardware-nvswitch-contradiction": "test_nvswitch_stack.py::test_gpu_nvswitch_overrides_the_platform",
     "hardware-nvswitch-firmware-unchecked":
         "test_nvswitch_stack.py::test_blackwell_boards_get_the_nvswitch_stack_from_the_hardware",
+    "queue-flavor-twice": "test_kueue_flavors.py::test_fallback_flavor_unknown_or_twice",
+    "upgrade-baseline-invalid": "test_baseline_site.py::test_a_missing_site_baseline_is_a_located_error",
+    "upgrade-baseline-unkeyed": "test_baseline_site.py::test_a_malformed_or_unkeyed_site_baseline_is_a_located_error",
     "switch-ports": "test_fabric_kinds.py::test_a_switch_with_more_ports_than_infiniband_allows_is_refused",
     "image-rollback-not-kept": "test_images_boot.py::test_a_stateless_rollback_needs_its_build_kept",
     "backup-slurm-absent": "test_backup.py::test_checks",

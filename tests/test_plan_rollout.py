@@ -327,7 +327,8 @@ def test_stage_gates_follow_the_stage_control_plane_nodes_and_hardware(lab):
         "node health check on gpu[001,003] (GPUs visible, ECC, NVLink/fabric links, RDMA devices)",
         "drift: `clusterdef drift` shows gpu[001,003] on the target set",
         "NCCL all_reduce_perf across gpu[001,003] vs the all_reduce_perf baseline of set 2026.07-c on train's "
-        "hardware and fabric (4 nodes, baselines/b.yaml): `clusterdef baseline compare`, large messages within 5%, "
+        "hardware and fabric (4 nodes, baselines/b.yaml): `clusterdef baseline compare LOG --set 2026.07-c "
+        "--node-group train --fabric infiniband`, large messages within 5%, "
         "#wrong = 0",
         "Slurm job: `srun --nodelist=gpu[001,003] --nodes=2 --gres=gpu:h100:8` on gpu[001,003] completes",
         "smoke hardware/t on gpu[001,003]: `/usr/bin/true` exits 0 within 600 s"]

@@ -18,7 +18,8 @@ Per tenant and plane:
   Kubernetes cannot hold is left to Slurm.
 
 Kueue semantics (kueue v0.19 apis/kueue/v1beta1/clusterqueue_types.go): a ClusterQueue borrows only
-within its cohort tree and only the flavor it lists, at most `borrowingLimit` over its nominal quota
+within its cohort tree and only the flavors it lists, each flavor on its own (quota is per flavor and
+resource), at most `borrowingLimit` over its nominal quota
 and only what others do not use of their lendable quota: a queue lends at most `lendingLimit` of its
 nominal quota (all of it when unset). So when every other queue of the cohort lends 0 and the cohort
 holds no quota of its own, nothing can be borrowed, whatever borrowingLimit says."""
@@ -32,13 +33,33 @@ from .model import Definition
 
 
 @dataclass(frozen=True)
-class QueueQuota:
-    """A ClusterQueue's GPU quota as rendered (nominalQuota, borrowingLimit, lendingLimit)."""
+class FlavorShare:
+    """A ClusterQueue's GPU quota on one flavor as rendered (nominalQuota, borrowingLimit, lendingLimit)."""
 
+    flavor: str
     nominal: int
     borrowing: int | None  # None: the queue is in no cohort (no borrowing or lending limits apply)
     lending: int | None
+
+
+@dataclass(frozen=True)
+class QueueQuota:
+    """A ClusterQueue's GPU quota: one share per flavor, in the order Kueue tries them."""
+
+    flavors: tuple[FlavorShare, ...]
     tenant: str | None
+
+    @property
+    def nominal(self) -> int:
+        return sum(f.nominal for f in self.flavors)
+
+    @property
+    def borrowing(self) -> int | None:
+        return None if self.flavors[0].borrowing is None else sum(f.borrowing or 0 for f in self.flavors)
+
+    @property
+    def lending(self) -> int | None:
+        return None if self.flavors[0].lending is None else sum(f.lending or 0 for f in self.flavors)
 
 
 @dataclass(frozen=True)
@@ -115,12 +136,12 @@ def queue_tenants(d: Definition) -> dict[str, str]:
 
 
 def queue_quotas(d: Definition) -> dict[str, QueueQuota]:
-    """Nominal, borrowing and lending GPUs per queue.
+    """Nominal, borrowing and lending GPUs per queue and flavor.
 
-    A tenant's reserved GPUs are spread over its queues in the order it lists them; the reserved part
-    of a queue is never lent (lendingLimit = nominal - reserved part) and a queue may borrow up to the
-    tenant's burst GPUs. Explicit borrowing/lending limits in the definition win. Limits only apply to
-    queues in a cohort."""
+    A tenant's reserved GPUs are spread over its queues in the order it lists them, and over each
+    queue's flavors in order; the reserved part of a flavor's quota is never lent (lendingLimit =
+    nominal - reserved part) and a queue may borrow up to the tenant's burst GPUs of each flavor.
+    Explicit borrowing/lending limits in the definition win. Limits only apply to queues in a cohort."""
     if d.kubernetes is None:
         return {}
     queues = d.kubernetes.kueue.queues
@@ -134,18 +155,35 @@ def queue_quotas(d: Definition) -> dict[str, QueueQuota]:
             if qname not in queues or owner.get(qname) != tname or qname in out:
                 continue
             q = queues[qname]
-            part = min(q.nominal_gpus, reserved_left[tname])
-            reserved_left[tname] -= part
-            borrow = q.borrowing_limit_gpus if q.borrowing_limit_gpus is not None else t.quota.burst_gpus
-            lend = q.lending_limit_gpus if q.lending_limit_gpus is not None else q.nominal_gpus - part
-            out[qname] = QueueQuota(q.nominal_gpus, borrow if q.cohort else None,
-                                    min(lend, q.nominal_gpus) if q.cohort else None, tname)
+            shares = []
+            for fq in q.flavor_quotas():
+                part = min(fq.nominal_gpus, reserved_left[tname])
+                reserved_left[tname] -= part
+                borrow = fq.borrowing_limit_gpus if fq.borrowing_limit_gpus is not None else t.quota.burst_gpus
+                lend = fq.lending_limit_gpus if fq.lending_limit_gpus is not None else fq.nominal_gpus - part
+                shares.append(FlavorShare(fq.flavor, fq.nominal_gpus, borrow if q.cohort else None,
+                                          min(lend, fq.nominal_gpus) if q.cohort else None))
+            out[qname] = QueueQuota(tuple(shares), tname)
     for qname, q in queues.items():
         if qname not in out:  # no tenant: nothing of it is reserved, it borrows nothing unless told
-            out[qname] = QueueQuota(q.nominal_gpus,
-                                    (q.borrowing_limit_gpus or 0) if q.cohort else None,
-                                    (q.lending_limit_gpus if q.lending_limit_gpus is not None else q.nominal_gpus)
-                                    if q.cohort else None, None)
+            out[qname] = QueueQuota(tuple(
+                FlavorShare(fq.flavor, fq.nominal_gpus,
+                            (fq.borrowing_limit_gpus or 0) if q.cohort else None,
+                            (fq.lending_limit_gpus if fq.lending_limit_gpus is not None else fq.nominal_gpus)
+                            if q.cohort else None)
+                for fq in q.flavor_quotas()), None)
+    return out
+
+
+def flavor_nominal(d: Definition) -> dict[str, list[tuple[str, int, int]]]:
+    """Flavor -> (queue, index of the flavor in the queue's list, nominal GPUs) of every queue quota on
+    it: what the flavor's nodes must hold."""
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    if d.kubernetes is None:
+        return out
+    for qname, q in d.kubernetes.kueue.queues.items():
+        for i, fq in enumerate(q.flavor_quotas()):
+            out.setdefault(fq.flavor, []).append((qname, i, fq.nominal_gpus))
     return out
 
 
@@ -167,10 +205,11 @@ def cohort_spare(d: Definition) -> dict[str, dict[str, int]]:
         return {}
     kq = d.kubernetes.kueue
     spare: dict[str, dict[str, int]] = {}
+    on = flavor_nominal(d)
     for fname in kq.flavors:
-        users = [q for q in kq.queues.values() if q.flavor == fname]
-        roots = {cohort_root(d, q.cohort) if q.cohort else None for q in users}
-        left = flavor_gpus(d, fname) - sum(q.nominal_gpus for q in users)
+        users = [(kq.queues[qname], n) for qname, _, n in on.get(fname, [])]
+        roots = {cohort_root(d, q.cohort) if q.cohort else None for q, _ in users}
+        left = flavor_gpus(d, fname) - sum(n for _, n in users)
         root = roots.pop() if len(roots) == 1 else None
         if root is not None and left > 0:
             spare.setdefault(root, {})[fname] = left
@@ -185,17 +224,17 @@ def _borrowable(d: Definition, tenant: str, quotas: dict[str, QueueQuota], spare
     if kq is None:
         return 0
     wants: dict[tuple[str, str], int] = {}
-    for qname, qq in quotas.items():
-        q = kq.queues[qname]
-        if qq.tenant == tenant and q.cohort and qq.borrowing:
-            key = (cohort_root(d, q.cohort), q.flavor)
-            wants[key] = wants.get(key, 0) + qq.borrowing
     lenders: dict[tuple[str, str], int] = {}  # (tree, flavor) -> what other tenants' queues lend
     for qname, qq in quotas.items():
         q = kq.queues[qname]
-        if qq.tenant != tenant and q.cohort and qq.lending:
-            key = (cohort_root(d, q.cohort), q.flavor)
-            lenders[key] = lenders.get(key, 0) + qq.lending
+        if not q.cohort:
+            continue
+        for share in qq.flavors:
+            key = (cohort_root(d, q.cohort), share.flavor)
+            if qq.tenant == tenant and share.borrowing:
+                wants[key] = wants.get(key, 0) + share.borrowing
+            elif qq.tenant != tenant and share.lending:
+                lenders[key] = lenders.get(key, 0) + share.lending
     return sum(min(want, lenders.get((root, flavor), 0) + spare.get(root, {}).get(flavor, 0))
                for (root, flavor), want in wants.items())
 
@@ -233,11 +272,10 @@ def _kubernetes_users(d: Definition, quotas: dict[str, QueueQuota]) -> dict[str,
     kq = d.kubernetes.kueue
     out: dict[str, set[str]] = {}
     for qname, q in kq.queues.items():
-        if q.flavor not in kq.flavors:
-            continue
         who = quotas[qname].tenant or f"queue:{qname}"
-        for g in kq.flavors[q.flavor].node_groups:
-            out.setdefault(g, set()).add(who)
+        for fname in q.flavor_names():
+            for g in kq.flavors[fname].node_groups if fname in kq.flavors else ():
+                out.setdefault(g, set()).add(who)
     return out
 
 

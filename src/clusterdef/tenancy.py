@@ -270,8 +270,8 @@ def tenant_flavors(d: Definition, tenant: str) -> tuple[str, ...]:
     if not t.kubernetes or k is None:
         return ()
     kq = k.kueue
-    return tuple(dict.fromkeys(kq.queues[q].flavor for q in t.kubernetes.queues
-                               if q in kq.queues and kq.queues[q].flavor in kq.flavors))
+    return tuple(dict.fromkeys(f for q in t.kubernetes.queues if q in kq.queues
+                               for f in kq.queues[q].flavor_names() if f in kq.flavors))
 
 
 def tenant_pod_groups(d: Definition, tenant: str) -> tuple[str, ...]:
@@ -477,8 +477,8 @@ def rdma_reaches_pods(d: Definition, tenant: str) -> bool:
     if not k or not t.kubernetes or not k.network_operator.enabled or not k.network_operator.rdma_shared_device_plugin:
         return False
     kq = k.kueue
-    groups = {g for q in t.kubernetes.queues if q in kq.queues and kq.queues[q].flavor in kq.flavors
-              for g in kq.flavors[kq.queues[q].flavor].node_groups}
+    groups = {g for q in t.kubernetes.queues if q in kq.queues for f in kq.queues[q].flavor_names()
+              if f in kq.flavors for g in kq.flavors[f].node_groups}
     for g in groups:
         p = d.nodes[g].placement if g in d.nodes else None
         f = d.network.fabrics.get(p.fabric) if p else None

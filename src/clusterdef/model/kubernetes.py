@@ -69,15 +69,51 @@ class Cohort(Model):
     parent: Name | None = None
 
 
+class FlavorQuota(Model):
+    """A queue's quota on one more flavor, tried after the queue's own `flavor` (and the ones listed
+    before it): e.g. B200 first, then H100."""
+
+    flavor: Name
+    nominal_gpus: Gpus
+    borrowing_limit_gpus: Gpus | None = None
+    lending_limit_gpus: Gpus | None = None
+
+
+FungibilityPolicy = Literal["MayStopSearch", "TryNextFlavor"]
+
+
+class FlavorFungibility(Model):
+    """When Kueue tries the queue's next flavor instead of the current one (ClusterQueue
+    spec.flavorFungibility, kueue v0.19.2 config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml).
+    The defaults are Kueue's: a workload that fits a flavor by borrowing stays on it (MayStopSearch),
+    one that would need to preempt there tries the next flavor first (TryNextFlavor)."""
+
+    when_can_borrow: FungibilityPolicy = "MayStopSearch"
+    when_can_preempt: FungibilityPolicy = "TryNextFlavor"
+
+
 class Queue(Model):
     flavor: Name
     nominal_gpus: Gpus
     cohort: Name | None = None
     borrowing_limit_gpus: Gpus | None = None
     lending_limit_gpus: Gpus | None = None
+    fallback_flavors: tuple[FlavorQuota, ...] = Field(default=(), max_length=63)
+    """More flavors, in order of preference after `flavor`: a workload that does not fit one is
+    admitted on the next (Kueue tries a ClusterQueue's flavors in the order listed; at most 64)."""
+    flavor_fungibility: FlavorFungibility = Field(default_factory=FlavorFungibility)
     workload_class: WorkloadClass = "batch"
     gang: bool = False
     """All-or-nothing admission (Kueue waitForPodsReady); required for training."""
+
+    def flavor_quotas(self) -> tuple[FlavorQuota, ...]:
+        """Every flavor of the queue with its quota, in the order Kueue tries them (`flavor` first)."""
+        return (FlavorQuota(flavor=self.flavor, nominal_gpus=self.nominal_gpus,
+                            borrowing_limit_gpus=self.borrowing_limit_gpus,
+                            lending_limit_gpus=self.lending_limit_gpus),) + self.fallback_flavors
+
+    def flavor_names(self) -> tuple[str, ...]:
+        return tuple(fq.flavor for fq in self.flavor_quotas())
 
 
 class Kueue(Model):

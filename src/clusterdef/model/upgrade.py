@@ -7,7 +7,7 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator
 
 from .base import Model, Name
-from ..types import CommandArg, SetName
+from ..types import CommandArg, RelPath, SetName
 
 # The order smoke tests run in after each step that changed nodes: a later layer is only meaningful
 # when the ones below it work (no NCCL test on a node whose GPUs or HCAs are missing).
@@ -90,6 +90,11 @@ class Upgrade(Model):
     drain: Drain = Field(default_factory=Drain)
     timing: Timing = Field(default_factory=Timing)
     baseline_tolerance: Tolerances = Field(default_factory=Tolerances)
+    baseline: RelPath | None = None
+    """The site's own recorded baseline file (beside the definition), which the collective gates compare
+    with instead of the target set's baseline in the shared matrices. Every entry names the GPU model and
+    fabric kind it was taken on (`clusterdef baseline record LOG --set S --node-group G --fabric KIND -o
+    FILE`); each stage is compared with the entry of its own GPU model and fabric, never another's."""
     rollback: Rollback = Field(default_factory=Rollback)
     smoke_tests: dict[Name, SmokeTest] = Field(default_factory=dict, max_length=256)
     """Run in layer order (hardware, storage, rdma, collective, application) after every gate."""

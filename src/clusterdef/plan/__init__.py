@@ -348,22 +348,31 @@ def _disruption_summary(layer_changes: list[dict], changes: list[Change]) -> dic
             for cls in ORDER if cls in counts}
 
 
-def _set_baselines(matrix: Matrix, vs) -> list:
-    """The set's recorded baseline entries ([] without a file; an unreadable one is the gate's own problem)."""
+def _gate_baselines(d: Definition, matrix: Matrix, vs, base_dir: Path) -> tuple[list, str | None]:
+    """The baseline entries the collective gates compare with, and their file as the plan names it: the
+    site's own (`upgrade.baseline`, beside the definition) when the definition names one, else the target
+    set's in the shared matrices. [] without a file; an unreadable one is refused by validation
+    (upgrade-baseline-invalid) or, for the set's, the gate's own problem."""
     from ..baseline import BaselineError, load_baselines
 
+    if d.upgrade.baseline:
+        path, label = base_dir / d.upgrade.baseline, f"{d.upgrade.baseline} (upgrade.baseline)"
+    elif vs.baseline:
+        path, label = matrix.set_root(vs.name) / vs.baseline, vs.baseline
+    else:
+        return [], None
     try:
-        return load_baselines(matrix.set_root(vs.name) / vs.baseline) if vs.baseline else []
+        return load_baselines(path), label
     except BaselineError:
-        return []
+        return [], label
 
 
-def _baseline_warnings(d: Definition, matrix: Matrix, vs, group: str) -> list[Problem]:
-    """The gate compares the canary's collective with the set's recorded baseline: warn when that was
-    taken on another GPU or fabric kind."""
-    baselines = _set_baselines(matrix, vs)
+def _baseline_warnings(d: Definition, baselines: list, vs, group: str) -> list[Problem]:
+    """The gate compares the canary's collective with the recorded baseline: warn when that was taken on
+    another GPU or fabric kind."""
+    out = " -o " + d.upgrade.baseline if d.upgrade.baseline else ""
     return [Problem("baseline-hardware", w, "record a baseline on the canary's hardware: `clusterdef baseline "
-                    f"record LOG --set {vs.name} --node-group {group} --fabric KIND`")
+                    f"record LOG --set {vs.name} --node-group {group} --fabric KIND{out}`")
             for w in baseline_mismatch(d, baselines, group)]
 
 
@@ -442,12 +451,13 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     located = identity_findings(old, new, rb_set, {i["image"] for i in image_changes})
     if located:
         raise PlanInputError(located, {new.result.file: new.result.source} if new.result.source else {})
+    baselines, baseline_file = _gate_baselines(d, matrix, new_set, Path(new.result.file).resolve().parent)
     scope = stages_mod.Scope(d, new_set.name, layer_changes, changes, rb_set,
                              stages_mod.nodes_by_group(d, layer_changes, changes), builds_of(new.tree),
                              builds_of(old.tree), {i["image"] for i in image_changes},
-                             gates(d, has_slurm, has_k8s, new_set.baseline), moved_pools(old, new),
+                             gates(d, has_slurm, has_k8s, baseline_file), moved_pools(old, new),
                              rollback_pool_drivers(old.definition, d, matrix.sets, old_set.name, rb_set)
-                             if rb_set else {}, _set_baselines(matrix, new_set), new_set.baseline or None)
+                             if rb_set else {}, baselines, baseline_file)
 
     warnings += [Problem("rollback-target", p, "set upgrade.rollback.target to a validated set") for p in rb_problems]
     stages: list[Stage] = [stages_mod.image_stage(image_changes)] if image_changes else []
@@ -463,7 +473,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
                       scope.gates_for(canary.hosts)[2:] if canary.hosts else [])] if cp_steps else []
     cp_first = stages_mod.control_plane_first(scope, canary)
     stages_mod.kubernetes_group_canaries(scope, canary, k8s, daemons=bool(cp_stage) and (cp_first or not canary_only))
-    warnings += canary.warnings + k8s.warnings + _baseline_warnings(d, matrix, new_set, canary.group)
+    warnings += canary.warnings + k8s.warnings + _baseline_warnings(d, baselines, new_set, canary.group)
     stages = _order_stages(stages, canary, k8s, cp_stage, cp_first,
                            f"before the canary: its image {scope.new_builds[d.nodes[canary.group].image].artefact} "
                            "carries the new slurmd, and slurmctld may not be older than slurmd" if cp_first else "")

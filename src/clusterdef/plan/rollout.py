@@ -159,8 +159,8 @@ def stage_gates(definition: Definition, hosts: list[str], groups: list[str], bas
         own = own_baseline(d, baselines, group)
         if own is not None:
             out.append(f"NCCL all_reduce_perf across {where} vs the {own.test} baseline of set {own.set} on "
-                       f"{group}'s hardware and fabric ({own.nodes} nodes, {baseline_file}): `clusterdef baseline "
-                       f"compare`, large messages within {tol:g}%, #wrong = 0")
+                       f"{group}'s hardware and fabric ({own.nodes} nodes, {baseline_file}): "
+                       f"`{_compare_command(d, own, group)}`, large messages within {tol:g}%, #wrong = 0")
         else:
             out.append(f"NCCL all_reduce_perf across {where} (no baseline of the target set was taken on "
                        f"{_hardware_words(d, group)}: nothing to compare with; record one)")
@@ -182,6 +182,18 @@ def stage_gates(definition: Definition, hosts: list[str], groups: list[str], bas
             continue
         out.append(f"smoke {t.layer}/{name} on {where}: `{shlex.join(t.argv)}` exits 0 within {t.timeout_seconds} s")
     return out
+
+
+def _compare_command(definition: Definition, own, group: str) -> str:
+    """The comparison the gate runs: against the site's file (upgrade.baseline) or the set's, for the
+    group and its fabric kind, so `baseline compare` refuses a run on another GPU model or fabric
+    (baseline/compare.py hardware_problems)."""
+    g = definition.nodes[group]
+    fabric = definition.network.fabrics.get(g.placement.fabric) if g.placement else None
+    src = (f"--baseline {shlex.quote(definition.upgrade.baseline)}" if definition.upgrade.baseline
+           else f"--set {shlex.quote(own.set)}")
+    kind = f" --fabric {fabric.kind}" if fabric and fabric.kind in ("infiniband", "roce", "ethernet") else ""
+    return f"clusterdef baseline compare LOG {src} --node-group {shlex.quote(group)}{kind}"
 
 
 def _hardware_words(definition: Definition, group: str) -> str:

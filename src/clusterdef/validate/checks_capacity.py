@@ -62,8 +62,8 @@ def _plane_groups(d, plane: str) -> set[str]:
 def _queues_over_flavors(d) -> bool:
     kq = d.kubernetes.kueue if d.kubernetes else None
     return kq is not None and any(
-        sum(q.nominal_gpus for q in kq.queues.values() if q.flavor == f) > capacity.flavor_gpus(d, f)
-        for f in kq.flavors)
+        sum(n for _, _, n in on) > capacity.flavor_gpus(d, f)
+        for f, on in capacity.flavor_nominal(d).items() if f in kq.flavors)
 
 
 @check("tenant-capacity-per-control-plane")

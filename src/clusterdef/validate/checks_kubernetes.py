@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .. import generations
+from .. import capacity, generations
 from ..errors import Finding, error, warning
 from .graph import cycles, describe, last_defined
 from .registry import Context, check
@@ -36,17 +36,30 @@ def kueue_capacity(ctx: Context) -> Iterable[Finding]:
                     "run its pods on nodes of each",
                     "make one flavor per GPU model (its node groups all of one hardware GPU type), and a queue "
                     "per flavor")
+    for qname, q in kq.queues.items():
+        # ClusterQueue spec.resourceGroups[].flavors is a list map keyed by name (kueue v0.19.2
+        # kueue.x-k8s.io_clusterqueues.yaml): the API server refuses a flavor listed twice.
+        seen = {q.flavor}
+        for i, fq in enumerate(q.fallback_flavors):
+            if fq.flavor in seen:
+                yield error("queue-flavor-twice", ("kubernetes", "kueue", "queues", qname, "fallback_flavors", i,
+                                                   "flavor"),
+                            f"queue `{qname}` lists flavor `{fq.flavor}` twice",
+                            "list each flavor once: `flavor` first, then each fallback flavor in order")
+            seen.add(fq.flavor)
+    on_flavor = capacity.flavor_nominal(d)
     for fname, fl in kq.flavors.items():
         if any(g not in d.nodes or d.nodes[g].hardware not in d.hardware for g in fl.node_groups):
             continue  # reported by the reference checks
-        capacity = sum(ctx.gpus_in(g) for g in fl.node_groups)
-        users = [(n, q) for n, q in kq.queues.items() if q.flavor == fname]
-        nominal = sum(q.nominal_gpus for _, q in users)
-        if users and nominal > capacity:
-            last = users[-1][0]
-            yield error("queue-over-flavor-capacity", ("kubernetes", "kueue", "queues", last, "nominal_gpus"),
+        gpus = sum(ctx.gpus_in(g) for g in fl.node_groups)
+        users = on_flavor.get(fname, [])
+        nominal = sum(n for _, _, n in users)
+        if users and nominal > gpus:
+            last, i, _ = users[-1]
+            at = ("nominal_gpus",) if i == 0 else ("fallback_flavors", i - 1, "nominal_gpus")
+            yield error("queue-over-flavor-capacity", ("kubernetes", "kueue", "queues", last) + at,
                         f"queues on flavor `{fname}` hold {nominal} nominal GPUs but its node groups "
-                        f"({', '.join(fl.node_groups)}) have {capacity}",
+                        f"({', '.join(fl.node_groups)}) have {gpus}",
                         "nominal quota is guaranteed capacity: lower nominal_gpus or add nodes to the flavor")
 
 

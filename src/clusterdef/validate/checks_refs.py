@@ -78,6 +78,10 @@ def references(ctx: Context) -> Iterable[Finding]:
             if queue.flavor not in kueue.flavors:
                 yield _ref("ref-flavor", ("kubernetes", "kueue", "queues", qname, "flavor"), "flavor", queue.flavor,
                            kueue.flavors, "kubernetes.kueue.flavors")
+            for i, fq in enumerate(queue.fallback_flavors):
+                if fq.flavor not in kueue.flavors:
+                    yield _ref("ref-flavor", ("kubernetes", "kueue", "queues", qname, "fallback_flavors", i, "flavor"),
+                               "flavor", fq.flavor, kueue.flavors, "kubernetes.kueue.flavors")
             if queue.cohort and queue.cohort not in kueue.cohorts:
                 yield _ref("ref-cohort", ("kubernetes", "kueue", "queues", qname, "cohort"), "cohort", queue.cohort,
                            kueue.cohorts, "kubernetes.kueue.cohorts")

@@ -103,17 +103,19 @@ def tenant_owned_nodes(ctx: Context) -> Iterable[Finding]:
             for q in (t.kubernetes.queues if t.kubernetes else ()):
                 tenant_of.setdefault(q, []).append(tname)
         for qname, queue in k.kueue.queues.items():
-            if queue.flavor not in k.kueue.flavors:
-                continue
-            fl_owners = {owner[g] for g in k.kueue.flavors[queue.flavor].node_groups if g in owner}
-            for o in sorted(fl_owners):
-                strangers = [t for t in tenant_of.get(qname, []) if t != o]
-                if strangers:
-                    yield error("dedicated-flavor-shared", ("kubernetes", "kueue", "queues", qname, "flavor"),
-                                f"queue `{qname}` of tenant(s) {', '.join(strangers)} uses flavor `{queue.flavor}`, "
-                                f"whose nodes tenant `{o}` owns: their pods would be admitted onto `{o}`'s nodes",
-                                f"give `{qname}` a flavor on nodes `{o}` does not own, or list the queue only "
-                                f"under tenant `{o}`")
+            for i, fname in enumerate(queue.flavor_names()):
+                fl_owners = {owner[g] for g in k.kueue.flavors[fname].node_groups if g in owner} \
+                    if fname in k.kueue.flavors else set()
+                at = ("flavor",) if i == 0 else ("fallback_flavors", i - 1, "flavor")
+                for o in sorted(fl_owners):
+                    strangers = [t for t in tenant_of.get(qname, []) if t != o]
+                    if strangers:
+                        yield error("dedicated-flavor-shared", ("kubernetes", "kueue", "queues", qname) + at,
+                                    f"queue `{qname}` of tenant(s) {', '.join(strangers)} uses flavor `{fname}`, "
+                                    f"whose nodes tenant `{o}` owns: their pods would be admitted onto "
+                                    f"`{o}`'s nodes",
+                                    f"give `{qname}` a flavor on nodes `{o}` does not own, or list the queue "
+                                    f"only under tenant `{o}`")
 
 
 @check("tenant-vlans")

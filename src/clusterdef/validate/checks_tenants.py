@@ -32,7 +32,8 @@ def tenant_capacity(ctx: Context) -> Iterable[Finding]:
     for tname, t in d.tenants.items():
         if not t.kubernetes:
             continue
-        nominal = sum(queues[q].nominal_gpus for q in t.kubernetes.queues if q in queues)
+        nominal = sum(fq.nominal_gpus for q in t.kubernetes.queues if q in queues
+                      for fq in queues[q].flavor_quotas())
         allowed = t.quota.reserved_gpus + t.quota.burst_gpus
         if nominal > allowed:
             yield error("queue-over-tenant-quota", ("tenants", tname, "kubernetes", "queues"),

@@ -96,8 +96,14 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
                 {"key": L_NS_NAME, "operator": "In", "values": sorted(set(namespaces[qname]))}]}
         spec["queueingStrategy"] = "StrictFIFO" if q.gang else "BestEffortFIFO"
         spec["preemption"] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+        # One resource group; its flavors in the queue's order of preference: Kueue's flavor assigner
+        # tries them in the order listed (pkg/scheduler/flavorassigner/flavorassigner.go at v0.19.2) and
+        # flavorFungibility says when it moves on to the next (kueue.x-k8s.io_clusterqueues.yaml at v0.19.2).
         spec["resourceGroups"] = [{"coveredResources": list(RESOURCES), "flavors": [
-            {"name": q.flavor, "resources": _resources(resolved, q.flavor, qq.nominal, qq.borrowing, qq.lending)}]}]
+            {"name": s.flavor, "resources": _resources(resolved, s.flavor, s.nominal, s.borrowing, s.lending)}
+            for s in qq.flavors]}]
+        spec["flavorFungibility"] = {"whenCanBorrow": q.flavor_fungibility.when_can_borrow,
+                                     "whenCanPreempt": q.flavor_fungibility.when_can_preempt}
         objs.append({"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": qname, "labels": labels},
                      "spec": spec})
     return objs

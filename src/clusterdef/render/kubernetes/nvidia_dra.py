@@ -80,8 +80,8 @@ def compute_domains(resolved: Resolved) -> list[dict]:
         fabrics: list[str] = []
         for q in t.kubernetes.queues:
             queue = k.kueue.queues.get(q)
-            flavor = k.kueue.flavors.get(queue.flavor) if queue else None
-            for g in (flavor.node_groups if flavor else ()):
+            flavors = [k.kueue.flavors[f] for f in (queue.flavor_names() if queue else ()) if f in k.kueue.flavors]
+            for g in (g for flavor in flavors for g in flavor.node_groups):
                 if g in groups and groups[g] not in fabrics:
                     fabrics.append(groups[g])
         for f in fabrics:

@@ -161,7 +161,8 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
     # v1.34.2 pkg/apis/core/v1/defaults.go), so every container naming no GPU (sidecar, init, CPU-only
     # pod) would ask for a whole node's GPUs; the request then follows the limit.
     kq = d.kubernetes.kueue if d.kubernetes else None
-    groups = sorted({g for q in tk.queues if kq and q in kq.queues for g in kq.flavors[kq.queues[q].flavor].node_groups})
+    groups = sorted({g for q in tk.queues if kq and q in kq.queues for f in kq.queues[q].flavor_names()
+                     for g in kq.flavors[f].node_groups})
     per_node = max((gpu_nodes(d, g)[1] for g in groups), default=0)
     cpu, mem = per_gpu(d, groups) if groups else (0, 0)
     limit: dict = {"type": "Container"}
