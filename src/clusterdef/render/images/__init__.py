@@ -247,6 +247,11 @@ def group_files(resolved: Resolved, image: str) -> dict[str, str]:
             target = "remote-fs.target" if "WantedBy=remote-fs.target" in text else "local-fs.target"
             out[f"etc/systemd/system/{target}.d/clusterdef-{unit}.conf"] = (
                 f"# Rendered by clusterdef: mount {unit} on every boot of image {image}.\n[Unit]\nWants={unit}\n")
+        elif dest.endswith(".service") and "WantedBy=multi-user.target" in text:
+            unit = dest.rsplit("/", 1)[1]
+            out[f"etc/systemd/system/multi-user.target.d/{unit}.conf"] = (
+                f"# Rendered by clusterdef: start {unit} on every boot of image {image}, as `systemctl enable` "
+                f"would through its WantedBy=multi-user.target.\n[Unit]\nWants={unit}\n")
     return out
 
 
