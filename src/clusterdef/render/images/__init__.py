@@ -346,7 +346,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             "nv_tools": tools_nv, "set_pkgs": set_pkgs, "tools": list(base["tool_packages"]),
             "set_repos": sorted({line for ch in set_pkgs.values() if (line := repo_line(ch, img, vs.components))}),
             "executables": [probe.INSTALLED.lstrip("/"), SCRIPT]
-            + ([nc[0].lstrip("/")] if (nc := _nodecheck(resolved, name)) else []),
+            + ([nc[0].lstrip("/")] if (nc := _nodecheck(resolved, name)) else [])
+            + [p.lstrip("/") for p in _configless(resolved, name) if p.endswith(".sh")],
             "operator_owned": operator_owns_driver(d, name),
             "private": private_files(resolved, name),
         }
