@@ -160,3 +160,19 @@ def test_systemd_networkd_gives_each_rail_its_address_and_route(lab, tmp_path, m
         assert re.search(rf"^10\.50\.{third}\.0/19 dev {port} proto kernel scope link src 10\.50\.{third}\.12", out,
                          re.M), out
     assert len(re.findall(r"^10\.50\.", out, re.M)) == 8, out  # one route per rail, no other
+
+
+def test_gb200_roce_storage_port_gets_the_lossless_settings_only():
+    """clusters/gb200.yaml: one RoCE storage port (bf3s) per tray, no RoCE compute fabric: the port gets
+    trust, PFC and ECN; no rails, no sysctls (one port), no job environment, no TaskProlog."""
+    from conftest import CLUSTERS
+
+    r = validate_file(CLUSTERS / "gb200.yaml", MATRICES, TODAY)
+    tree = build_tree(r)[0]
+    files = sorted(k for k in tree if k.startswith("network/roce/train-r01/"))
+    assert files == ["network/roce/train-r01/clusterdef-roce-qos.service", "network/roce/train-r01/clusterdef-roce-qos.sh"]
+    qos = tree["network/roce/train-r01/clusterdef-roce-qos.sh"]
+    assert "/usr/bin/mlnx_qos -i bf3s --trust dscp --pfc 0,0,0,1,0,0,0,0\n" in qos and "roce.env" not in qos
+    assert "TaskProlog" not in tree["slurm/slurm.conf"]
+    assert "Wants=clusterdef-roce-qos.service\n" in tree[
+        "images/grace-node/mkosi.extra/etc/systemd/system/multi-user.target.d/clusterdef-roce-qos.service.conf"]

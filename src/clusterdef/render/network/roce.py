@@ -179,7 +179,8 @@ def files(resolved: Resolved) -> dict[str, str]:
                             f"rail {rail} of RoCE fabric {fname} on {port}; install into /etc/systemd/network/.\n")
                     out[f"{base}30-clusterdef-rail-{host}-{port}.network"] = _rail_network(host, port, rail, addr, f,
                                                                                             head)
-        head = f"# Rendered by clusterdef for node group {gname} of cluster {d.cluster.name}.\n"
+        # no group name: groups with the same ports get the same text, so an image they share can carry it
+        head = f"# Rendered by clusterdef for the RoCE ports of cluster {d.cluster.name}.\n"
         if len(ports) > 1 or rail_ports(d, gname):
             out[f"{base}90-clusterdef-roce.conf"] = sysctl_conf(head + f"# install as {SYSCTL}\n")
         out[f"{base}clusterdef-roce-qos.sh"] = qos_script(d, gname, "#!/bin/sh\n" + head + f"# install as {SCRIPT}\n")
