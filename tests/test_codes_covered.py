@@ -32,7 +32,6 @@ CODE = re.compile(r"[a-z]+(-[a-z0-9]+)+")
 
 # code -> "file.py::test_function" that triggers it and names it
 TRIGGERED_ELSEWHERE = {
-    "roce-rails": "test_roce_hosts.py::test_rails_that_cannot_be_laid_out_are_located_errors",
     "render-undelivered": "test_delivery.py::test_a_file_no_rule_covers_is_a_render_error",
     "switch-ports": "test_fabric_kinds.py::test_a_switch_with_more_ports_than_infiniband_allows_is_refused",
     "image-rollback-not-kept": "test_images_boot.py::test_a_stateless_rollback_needs_its_build_kept",
