@@ -137,6 +137,7 @@ def test_rails_that_cannot_be_laid_out_are_located_errors(lab, tmp_path):
         "network.fabrics.ib0.lossless") for f in r.errors), [(f.dotted, f.message) for f in r.errors]
 
 
+# networkctl is not used: it needs the system bus ("Failed to connect system bus"), which this namespace lacks
 _ROUTES = "ip -4 route show table main\nkill $P\n"
 
 
