@@ -49,6 +49,10 @@ def _build(data: dict, tmp_path: Path):
 
 def test_rail_files_addresses_sysctls_and_lossless_settings(lab, tmp_path):
     r, tree = _build(roce_lab(lab), tmp_path)
+    # `secure` boots the same image without RoCE rails: the group-level files cannot go into it
+    assert [(f.dotted, "RoCE sysctls and lossless Ethernet unit cannot be in the image" in f.message)
+            for f in r.findings if f.code == "image-group-files"] == [("nodes.train.image", True)]
+    assert "images/gpu-node/mkosi.extra/etc/sysctl.d/90-clusterdef-roce.conf" not in tree
     train = {k: v for k, v in tree.items() if k.startswith("network/roce/train/")}
     assert len([k for k in train if k.endswith(".network")]) == 4 * 8
     # gpu002 (the group's second host: offset 12) on rail 4: the 4th /19 of 10.50.0.0/16

@@ -95,3 +95,29 @@ def rail_addresses(d, group: str) -> dict[str, list[tuple[str, IPv4Interface]]]:
     return {host: [(port, IPv4Interface((int(slices[r].network_address) + offset + i, slices[r].prefixlen)))
                    for r, port in enumerate(ports)]
             for i, host in enumerate(hostlist.names(d.nodes[group].hosts))}
+
+
+def vlan_owned(d, group: str) -> bool:
+    return any(group in tenancy.owned_groups(d, t) for t in tenancy.vlan_tenants(d))
+
+
+def qos_ports(d, group: str) -> list[tuple[str, Fabric]]:
+    """(port, fabric) of every RoCE compute port with rail addresses and the RoCE storage port."""
+    out: list[tuple[str, Fabric]] = []
+    rf = rail_fabric(d, group)
+    if rf is not None and rail_addresses(d, group) and not vlan_owned(d, group):
+        out += [(p, rf[1]) for p in compute_ports(d, group)]
+    g = d.nodes.get(group)
+    a = g.attachments.get("storage") if g else None
+    f = d.network.fabrics.get(a.network) if a else None
+    port = tenancy.storage_port(d, group)
+    if port is not None and f is not None and f.kind == "roce" and port not in {p for p, _ in out}:
+        out.append((port, f))
+    return out
+
+
+def rail_ports(d, group: str) -> list[str]:
+    """The ports whose RDMA devices jobs use (NCCL_IB_HCA, UCX_NET_DEVICES): the compute rails."""
+    if not rail_addresses(d, group) or vlan_owned(d, group):
+        return []
+    return compute_ports(d, group)

@@ -12,8 +12,8 @@ from ... import access, capacity, segmentation, tenancy
 from ...errors import present
 from ...model.tenants import TenantKubernetes
 from ...resolve import Resolved
-from ...fabric.rails import rail_fabric
-from ..network.roce import job_env, rail_ports
+from ...fabric.rails import rail_fabric, rail_ports
+from ..network.roce import job_env
 from . import image_policy
 from .common import GPU, L_GROUP, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
 from .kueue import local_queues

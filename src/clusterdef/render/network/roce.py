@@ -27,8 +27,7 @@ from __future__ import annotations
 import shlex
 from ipaddress import IPv4Interface
 
-from ... import tenancy
-from ...fabric.rails import compute_ports, rail_addresses, rail_fabric
+from ...fabric.rails import qos_ports, rail_addresses, rail_fabric, rail_ports
 from ...model.network import Fabric, Lossless
 from ...quoting import unit_name
 from ...resolve import Resolved
@@ -42,32 +41,6 @@ GID_INDEX = 3
 """RoCEv2 with an IPv4 address: GID index 3 of a port with no IPv6 address of its own (0 and 1: the
 default GID, RoCE v1 and v2; 2 and 3: the IPv4 address, RoCE v1 and v2). LinkLocalAddressing=no keeps
 the kernel from adding IPv6 GIDs ahead of it."""
-
-
-def vlan_owned(d, group: str) -> bool:
-    return any(group in tenancy.owned_groups(d, t) for t in tenancy.vlan_tenants(d))
-
-
-def qos_ports(d, group: str) -> list[tuple[str, Fabric]]:
-    """(port, fabric) of every RoCE compute port with rail addresses and the RoCE storage port."""
-    out: list[tuple[str, Fabric]] = []
-    rf = rail_fabric(d, group)
-    if rf is not None and rail_addresses(d, group) and not vlan_owned(d, group):
-        out += [(p, rf[1]) for p in compute_ports(d, group)]
-    g = d.nodes.get(group)
-    a = g.attachments.get("storage") if g else None
-    f = d.network.fabrics.get(a.network) if a else None
-    port = tenancy.storage_port(d, group)
-    if port is not None and f is not None and f.kind == "roce" and port not in {p for p, _ in out}:
-        out.append((port, f))
-    return out
-
-
-def rail_ports(d, group: str) -> list[str]:
-    """The ports whose RDMA devices jobs use (NCCL_IB_HCA, UCX_NET_DEVICES): the compute rails."""
-    if not rail_addresses(d, group) or vlan_owned(d, group):
-        return []
-    return compute_ports(d, group)
 
 
 def _rail_network(host: str, port: str, rail: int, address: IPv4Interface, f: Fabric, head: str) -> str:

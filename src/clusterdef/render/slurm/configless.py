@@ -8,7 +8,7 @@ change reaches every node through one reconfigure, and no node can run with a st
 from __future__ import annotations
 
 from ...resolve import Resolved
-from ..network.roce import rail_ports
+from ...fabric.rails import rail_ports
 
 DEFAULTS = "/etc/default/slurmd"
 DROPIN = "/etc/systemd/system/slurmd.service.d/clusterdef-configless.conf"
