@@ -47,7 +47,8 @@ def _rail_network(host: str, port: str, rail: int, address: IPv4Interface, f: Fa
     """One host's rail port (systemd.network(5)): matched by interface and host name, its address on the
     rail subnet (the kernel adds the connected route through this port), no IPv6 link-local address
     (no IPv6 GIDs ahead of the IPv4 one, GID_INDEX). Not RequiredForOnline: a rail that is down must not
-    hold network-online.target for every service of the node (nodecheck drains it instead)."""
+    hold network-online.target for every service of the node (a health check must catch it: nodecheck
+    does not check RoCE ports yet, issue 29 item 3)."""
     link = f"MTUBytes={f.mtu}\n" if f.mtu else ""
     return (head + f"# rail {rail}: subnet {address.network}\n[Match]\nName={port}\nHost={host}\n\n"
             f"[Link]\n{link}RequiredForOnline=no\n\n"
