@@ -77,6 +77,9 @@ CLASSES = (
     "images/*/mkosi.extra/usr/lib/clusterdef/baseline/**",
     "images/*/mkosi.extra/usr/lib/clusterdef/probe",
     "images/*/mkosi.extra/usr/sbin/clusterdef-nodecheck",
+    "images/*/mkosi.extra/etc/systemd/system/clusterdef-roce-qos.service",
+    "images/*/mkosi.extra/etc/systemd/system/multi-user.target.d/clusterdef-roce-qos.service.conf",
+    "images/*/mkosi.extra/usr/lib/clusterdef/roce/qos.sh",
     # tables for people and the site's systems
     "inventory/hosts",
     "inventory/nodes.csv",
@@ -102,6 +105,8 @@ CLASSES = (
     # fabric and storage networks
     "network/opensm/partitions.conf",
     "network/storage/*/20-clusterdef-storage-*.network",
+    "network/roce/*/clusterdef-roce-qos.sh",
+    "network/roce/*/clusterdef-roce-qos.service",
     # observability
     "observability/prometheus.yml",
     "observability/rules/*.yml",

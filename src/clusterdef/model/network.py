@@ -5,7 +5,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal, Union
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import Hostlist, Model, Name
 from ..types import AbsPath, Fqdn
@@ -109,6 +109,34 @@ class RailTopology(Model):
 Topology = Annotated[Union[TreeTopology, BlockTopology, RailTopology], Field(discriminator="kind")]
 
 
+class Lossless(Model):
+    """Lossless Ethernet for RDMA on a RoCE fabric's ports (NVIDIA's RoCE configuration for ConnectX:
+    trust DSCP, PFC on one priority, ECN with DCQCN), applied per port at boot by
+    `clusterdef-roce-qos.service` with DOCA's `mlnx_qos` and the mlx5 driver's ECN sysfs files
+    (docs/network.md). The switches must be configured to match; clusterdef does not configure them."""
+
+    trust: Literal["dscp", "pcp"] = "dscp"
+    """What the port classifies received traffic by (`mlnx_qos --trust`): the IP header's DSCP (routed
+    leaf/spine fabrics) or the VLAN header's PCP (L2 only)."""
+    pfc_priority: int = Field(default=3, ge=0, le=7)
+    """The one priority PFC pauses (`mlnx_qos --pfc`, one flag per priority 0..7): RDMA traffic only."""
+    dscp: int = Field(default=26, ge=0, le=63)
+    """DSCP of the RDMA traffic jobs send: NCCL_IB_TC / UCX_IB_TRAFFIC_CLASS are DSCP*4 (the IPv4 TOS
+    byte's upper six bits). With `trust: dscp` the adapter's default DSCP-to-priority map sends DSCP d
+    to priority d/8, so `dscp` must map to `pfc_priority` (26 -> 3)."""
+    ecn: bool = True
+    """ECN congestion control (DCQCN) on the PFC priority: the mlx5 driver's
+    /sys/class/net/<if>/ecn/roce_np/enable/<prio> and roce_rp/enable/<prio>."""
+
+    @model_validator(mode="after")
+    def _dscp_on_priority(self) -> "Lossless":
+        if self.trust == "dscp" and self.dscp >> 3 != self.pfc_priority:
+            raise ValueError(f"DSCP {self.dscp} maps to priority {self.dscp >> 3} (DSCP/8, the adapter's default "
+                             f"map), not to the PFC priority {self.pfc_priority}: RDMA traffic would not be "
+                             f"lossless; use a DSCP from {self.pfc_priority * 8} to {self.pfc_priority * 8 + 7}")
+        return self
+
+
 class Fabric(Model):
     kind: Literal["infiniband", "roce", "ethernet", "nvlink"]
     """`nvlink`: NVLink domains (GB200/GB300 NVL72 racks), a block topology with one block per domain."""
@@ -125,6 +153,15 @@ class Fabric(Model):
     """IPoIB transport of an `infiniband` fabric's interfaces (systemd.network `[IPoIB] Mode=`):
     `connected` (reliable connected, MTU up to 65520: the usual choice for storage) or `datagram`.
     Unset: the kernel's default (datagram)."""
+    lossless: Lossless | None = None
+    """RoCE only: lossless Ethernet on the nodes' ports of this fabric (trust, PFC priority, ECN) and
+    the traffic class jobs' NCCL/UCX use. Unset on a `roce` fabric: the defaults (trust dscp, PFC
+    priority 3, DSCP 26, ECN on); set on another kind: refused (`fabric-interface`)."""
+
+    @property
+    def qos(self) -> Lossless | None:
+        """The lossless settings the nodes' ports get: a RoCE fabric's (the defaults when unset)."""
+        return (self.lossless or Lossless()) if self.kind == "roce" else None
 
 
 class Management(Model):

@@ -8,6 +8,7 @@ from typing import Iterable
 from .. import hostlist, tenancy
 from ..errors import Finding, Path, error
 from ..fabric.layout import leaves
+from ..fabric.rails import rail_fabric, rail_problem
 from ..knowledge.nvlink_domains import domain_for, table as nvlink_table
 from .registry import Context, check
 
@@ -389,6 +390,10 @@ def storage_fabric(ctx: Context) -> Iterable[Finding]:
             yield error("fabric-interface", base + ("ipoib_mode",),
                         f"fabric `{fname}` is {f.kind}: IPoIB mode applies to InfiniBand fabrics only",
                         "remove ipoib_mode (MTU alone sets a RoCE/Ethernet interface)")
+        if f.lossless is not None and f.kind != "roce":
+            yield error("fabric-interface", base + ("lossless",),
+                        f"fabric `{fname}` is {f.kind}: lossless Ethernet (trust, PFC, ECN) is for RoCE only",
+                        "remove lossless, or set kind: roce")
         # unset is the kernel's default, datagram: the MTU would be refused on the interface all the same
         if f.kind == "infiniband" and f.ipoib_mode != "connected" and f.mtu and f.mtu > IPOIB_DATAGRAM_MTU:
             mode = "datagram mode" if f.ipoib_mode else "datagram mode (ipoib_mode unset: the kernel's default)"
@@ -472,3 +477,20 @@ def vlan_storage(ctx: Context) -> Iterable[Finding]:
                     "the switch port carries the tenant's VLAN, not the shared storage network",
                     f"attach storage over an InfiniBand fabric (IPoIB carries no VLAN), or isolate `{t}` by "
                     "partition key instead of VLAN; clusterdef does not place storage servers on tenant VLANs")
+
+
+@check("roce-rails")
+def roce_rails(ctx: Context) -> Iterable[Finding]:
+    """A node group's addresses on a RoCE compute fabric: one per rail port, rail i on the i-th equal
+    slice of the fabric's subnet, the same host offset on every rail (render/network/roce.py): the subnet
+    must split into the rails, the group's range fit in rail 1's slice, its ports be no more than the
+    rails (docs/network.md)."""
+    d = ctx.definition
+    for gname in d.nodes:
+        if rail_fabric(d, gname) is None:
+            continue
+        problem = rail_problem(d, gname)
+        if problem:
+            yield error("roce-rails", ("nodes", gname, "attachments", "compute", "ipv4_start"), problem,
+                        "give the fabric a subnet that splits into its rails (a /16 for 8 rails: a /19 each) and start "
+                        "the group's addresses inside the first slice, with room for every host")

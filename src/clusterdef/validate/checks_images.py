@@ -122,13 +122,17 @@ def gpu_layer_owner(ctx: Context) -> Iterable[Finding]:
 
 def _group_files(d, group: str) -> tuple:
     """What the group's nodes get from roles/tenant_isolation (the mount units of filesystems with a
-    source it mounts, its VLAN tenant's files): as a comparable signature."""
+    source it mounts, its VLAN tenant's files, its RoCE sysctls and lossless unit, which follow from its
+    RoCE ports, their fabrics' settings and whether it has rails): as a comparable signature."""
     from .. import tenancy
+    from ..fabric.rails import qos_ports, rail_ports
 
     mounts = tuple(sorted(fs for fs, f in d.filesystems.items() if f.source is not None and group in f.node_groups))
     vlans = tuple(sorted(t for t in tenancy.vlan_tenants(d) if group in tenancy.owned_groups(d, t)
                          and tenancy.vlan_interfaces(d, group)))
-    return mounts, vlans
+    qos = tuple((port, f.qos) for port, f in qos_ports(d, group))
+    roce = qos + ((bool(rail_ports(d, group)),) if qos else ())
+    return mounts, vlans, roce
 
 
 @check("image-group-files")
@@ -146,11 +150,12 @@ def image_group_files(ctx: Context) -> Iterable[Finding]:
         if len(set(groups.values())) < 2:
             continue
         for gname, files in groups.items():
-            if d.nodes[gname].provisioning != "stateless" or files == ((), ()):
+            if d.nodes[gname].provisioning != "stateless" or files == ((), (), ()):
                 continue
             others = sorted(o for o, f in groups.items() if f != files)
-            mounts, vlans = files
-            what = ", ".join([*(f"filesystem {m}" for m in mounts), *(f"tenant {v}'s VLAN" for v in vlans)])
+            mounts, vlans, roce = files
+            what = ", ".join([*(f"filesystem {m}" for m in mounts), *(f"tenant {v}'s VLAN" for v in vlans),
+                              *(["RoCE sysctls and lossless Ethernet unit"] if roce else [])])
             yield warning("image-group-files", ("nodes", gname, "image"),
                           f"node group `{gname}` boots stateless from image `{image}`, which it shares with "
                           f"{', '.join(f'`{o}`' for o in others)}: its {what} cannot be in the image, and what "

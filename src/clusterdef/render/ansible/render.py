@@ -280,7 +280,8 @@ def variables(resolved: Resolved) -> dict[str, dict]:
     if "cp_slurm" in out and d.slurm is not None:  # roles/slurm_node: configless slurmd on stateful nodes
         from ..slurm import configless
 
-        out["cp_slurm"]["slurm_node_files"] = [{"dest": dest, "mode": "0644", "content": yamlout.Unsafe(text)}
+        out["cp_slurm"]["slurm_node_files"] = [{"dest": dest, "mode": "0755" if dest.endswith(".sh") else "0644",
+                                                "content": yamlout.Unsafe(text)}
                                                for dest, text in configless.node_files(resolved).items()]
     for gname, g in d.nodes.items():
         if g.roles:  # playbooks/group-roles.yml applies them (never one that installs packages on a stateless group)

@@ -248,6 +248,11 @@ def group_files(resolved: Resolved, image: str) -> dict[str, str]:
             target = "remote-fs.target" if "WantedBy=remote-fs.target" in text else "local-fs.target"
             out[f"etc/systemd/system/{target}.d/clusterdef-{unit}.conf"] = (
                 f"# Rendered by clusterdef: mount {unit} on every boot of image {image}.\n[Unit]\nWants={unit}\n")
+        elif dest.endswith(".service") and "WantedBy=multi-user.target" in text:
+            unit = dest.rsplit("/", 1)[1]
+            out[f"etc/systemd/system/multi-user.target.d/{unit}.conf"] = (
+                f"# Rendered by clusterdef: start {unit} on every boot of image {image}, as `systemctl enable` "
+                f"would through its WantedBy=multi-user.target.\n[Unit]\nWants={unit}\n")
     return out
 
 
@@ -342,7 +347,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
             "nv_tools": tools_nv, "set_pkgs": set_pkgs, "tools": list(base["tool_packages"]),
             "set_repos": sorted({line for ch in set_pkgs.values() if (line := repo_line(ch, img, vs.components))}),
             "executables": [probe.INSTALLED.lstrip("/"), SCRIPT]
-            + ([nc[0].lstrip("/")] if (nc := _nodecheck(resolved, name)) else []),
+            + ([nc[0].lstrip("/")] if (nc := _nodecheck(resolved, name)) else [])
+            + [p.lstrip("/") for p in _configless(resolved, name) if p.endswith(".sh")],
             "operator_owned": operator_owns_driver(d, name),
             "private": private_files(resolved, name),
         }

@@ -12,6 +12,8 @@ from ... import access, capacity, segmentation, tenancy
 from ...errors import present
 from ...model.tenants import TenantKubernetes
 from ...resolve import Resolved
+from ...fabric.rails import rail_fabric, rail_ports
+from ..network.roce import job_env
 from . import image_policy
 from .common import GPU, L_GROUP, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
 from .kueue import local_queues
@@ -119,6 +121,23 @@ def ib_attachment(resolved: Resolved, tenant: str) -> dict | None:
             "spec": {"config": json.dumps(config, sort_keys=True)}}
 
 
+ROCE_CONFIGMAP = "clusterdef-roce"
+
+
+def roce_env(resolved: Resolved, tenant: str) -> dict[str, str]:
+    """NCCL/UCX settings for the tenant's pods on RoCE rails (GID index, traffic class of the fabric's
+    lossless priority: render/network/roce.job_env), for pods to take with `envFrom: configMapRef
+    clusterdef-roce`. No device list: the pod's RDMA devices are the ones its device plugin gave it, which
+    NCCL and UCX find by themselves. {} when none of its groups has RoCE rails (or they disagree)."""
+    d = resolved.definition
+    envs = []
+    for g in tenancy.tenant_pod_groups(d, tenant):
+        rf = rail_fabric(d, g)
+        if rf is not None and rail_ports(d, g) and rf[1].qos is not None:
+            envs.append(job_env(rf[1].qos))
+    return envs[0] if envs and all(e == envs[0] for e in envs) else {}
+
+
 def objects(resolved: Resolved, tenant: str) -> list[dict]:
     d = resolved.definition
     t = d.tenants[tenant]
@@ -197,6 +216,10 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
                          {"to": [{"namespaceSelector": {"matchExpressions": [
                              {"key": L_TENANT, "operator": "DoesNotExist"}]}}]},
                      ]}})
+
+    roce = roce_env(resolved, tenant)
+    if roce:
+        objs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(ROCE_CONFIGMAP), "data": roce})
 
     if segmentation.policed(d, tenant):
         # egress outside the cluster only to the tenant's networks, the BMC network cut out of each

@@ -47,6 +47,8 @@
                                              base IPoIB interface is the kernel's (no .netdev); every
                                              file matches one host only, so an image carries them all
 
+    network/roce/<group>/                    RoCE rail addresses, sysctls, lossless Ethernet: see roce.py
+
 Pure: the port GUIDs come from the resolved inventory (MAC inventory column 3 or `port_guids`)."""
 
 from __future__ import annotations
@@ -134,7 +136,9 @@ def vlan_files(resolved: Resolved) -> dict[str, str]:
 
 
 def render(resolved: Resolved) -> dict[str, str]:
-    tree = {**vlan_files(resolved), **storage_files(resolved)}
+    from .roce import files as roce_files
+
+    tree = {**vlan_files(resolved), **storage_files(resolved), **roce_files(resolved)}
     if tenancy.pkey_tenants(resolved.definition):
         tree["network/opensm/partitions.conf"] = partitions_conf(resolved)
     return tree

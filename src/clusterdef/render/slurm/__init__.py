@@ -33,6 +33,7 @@ from ...resolve import Resolved
 from ...quoting import Quoted, guarded_env, lua, sacctmgr, shell, slurm
 from ...knowledge import slurm as keywords
 
+from . import configless
 from .common import slurm_section
 from .common import header as _header
 from .slurmdbd import PRIVATE_DATA
@@ -177,6 +178,9 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
             "AccountingStorageTRES": "gres/gpu" if has_gpus else "",
         })
     params.update(tenancy_params(resolved, kw))
+    if configless.task_prolog(resolved):
+        # RoCE: every task gets the NCCL/UCX settings of its node's rails (render/slurm/configless.py)
+        params["TaskProlog"] = configless.TASK_PROLOG
     hc = s.health_check
     if hc.enabled:
         params.update({

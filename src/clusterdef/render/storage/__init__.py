@@ -169,8 +169,9 @@ def admin_host(d, fs: str) -> str | None:
 
 def node_files(resolved: Resolved) -> dict[str, list[dict]]:
     """Per node group: its mount units (into /etc/systemd/system), VLAN networkd files and storage
-    interface files (into /etc/systemd/network), as [{dest, mode, content}]; a storage interface file
-    is one host's (`host`: roles/tenant_isolation installs it on that host only)."""
+    interface files (into /etc/systemd/network), its RoCE rail files, sysctls and lossless Ethernet unit
+    (network/roce.py), as [{dest, mode, content}]; a storage interface or rail file is one host's
+    (`host`: roles/tenant_isolation installs it on that host only)."""
     from ..network import storage_files, vlan_files
 
     groups: dict[str, list[dict]] = {}
@@ -184,6 +185,10 @@ def node_files(resolved: Resolved) -> dict[str, list[dict]]:
         entry = {"dest": f"{NETWORKD}/{name}", "mode": "0644", "content": Unsafe(text)}
         # one host's file names it in [Match] Host=; the IPoIB interface's files are the group's
         groups.setdefault(g, []).append({**entry, "host": host} if f"\nHost={host}\n" in text else entry)
+    from ..network.roce import node_files as roce_files
+
+    for g, entries in roce_files(resolved).items():
+        groups.setdefault(g, []).extend({**e, "content": Unsafe(e["content"])} for e in entries)
     return groups
 
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build image grace-node 2026.07.1 (cluster gb200, set 2026.07-r580) and its PXE artefacts:
-#   grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
-#   grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
+#   grace-node-2026.07.1-2026.07-r580-4d2e449f7949.vmlinuz   the kernel 6.8.0-60-generic from the image's /boot
+#   grace-node-2026.07.1-2026.07-r580-4d2e449f7949.initrd    the whole image as a zstd-compressed cpio (diskless node; /init -> systemd)
 # The provisioning server serves both under /images/. Rendered by clusterdef.
 #
 # Usage (root, mkosi 14 or later, cpio, zstd): sh build.sh [ARTEFACT_DIR]
@@ -20,17 +20,17 @@ chmod 0755 mkosi.extra/usr/lib/clusterdef/firstboot-baseline
 chmod 0755 mkosi.extra/usr/sbin/clusterdef-nodecheck
 # shellcheck disable=SC2086
 mkosi --force ${MKOSI_ARGS:-} build
-root=$here/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f
-[ -d "$root" ] || root=$here/mkosi.output/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f
+root=$here/grace-node-2026.07.1-2026.07-r580-4d2e449f7949
+[ -d "$root" ] || root=$here/mkosi.output/grace-node-2026.07.1-2026.07-r580-4d2e449f7949
 kernel=${KERNEL:-$root/boot/vmlinuz-6.8.0-60-generic}
-cp "$kernel" "$out/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.vmlinuz.tmp" && mv "$out/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.vmlinuz.tmp" "$out/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.vmlinuz"
+cp "$kernel" "$out/grace-node-2026.07.1-2026.07-r580-4d2e449f7949.vmlinuz.tmp" && mv "$out/grace-node-2026.07.1-2026.07-r580-4d2e449f7949.vmlinuz.tmp" "$out/grace-node-2026.07.1-2026.07-r580-4d2e449f7949.vmlinuz"
 ln -sfn usr/lib/systemd/systemd "$root/init"
 # Left out of the initrd: /boot (served separately) and apt's package lists and cache (a diskless
 # node is never updated in place; a change is a new image).
 (cd "$root" && find . \( -path ./boot -o -path ./var/lib/apt/lists -o -path ./var/cache/apt \) -prune -o -print \
    | LC_ALL=C sort | cpio -o -H newc --quiet) \
-  | zstd -q -3 -T0 > "$out/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.initrd.tmp"
-mv "$out/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.initrd.tmp" "$out/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.initrd"
-echo "built $out/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.vmlinuz $out/grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.initrd"
+  | zstd -q -3 -T0 > "$out/grace-node-2026.07.1-2026.07-r580-4d2e449f7949.initrd.tmp"
+mv "$out/grace-node-2026.07.1-2026.07-r580-4d2e449f7949.initrd.tmp" "$out/grace-node-2026.07.1-2026.07-r580-4d2e449f7949.initrd"
+echo "built $out/grace-node-2026.07.1-2026.07-r580-4d2e449f7949.vmlinuz $out/grace-node-2026.07.1-2026.07-r580-4d2e449f7949.initrd"
 # Signed images: the checksum file, its signature and the verifier initrd (a node boots nothing else).
 sh "$here/sign.sh" "$out"

@@ -1,9 +1,9 @@
 #!/bin/sh
-# Sign build grace-node-2026.07.1-2026.07-r580-2ba25a212b8f of image grace-node (cluster gb200) and build its verifier initrd;
+# Sign build grace-node-2026.07.1-2026.07-r580-4d2e449f7949 of image grace-node (cluster gb200) and build its verifier initrd;
 # rendered by clusterdef. build.sh runs it last; run it alone on artefacts built elsewhere.
-#   grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.SHA256SUMS          sha256 of the .vmlinuz and .initrd
-#   grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.SHA256SUMS.minisig  its minisign signature (trusted comment: the artefact name)
-#   grace-node-2026.07.1-2026.07-r580-2ba25a212b8f.verify.initrd       busybox, minisign, zstd, the public key and verify/init: the first
+#   grace-node-2026.07.1-2026.07-r580-4d2e449f7949.SHA256SUMS          sha256 of the .vmlinuz and .initrd
+#   grace-node-2026.07.1-2026.07-r580-4d2e449f7949.SHA256SUMS.minisig  its minisign signature (trusted comment: the artefact name)
+#   grace-node-2026.07.1-2026.07-r580-4d2e449f7949.verify.initrd       busybox, minisign, zstd, the public key and verify/init: the first
 #                                 initrd every node loads; it boots the image only when both verify
 # Usage: sh sign.sh [ARTEFACT_DIR]. Needs minisign, zstd, busybox-static (/bin/busybox), cpio, gzip.
 # The secret key (by reference, never in the definition): CLUSTERDEF_SIGNING_KEY, else /etc/clusterdef/gb200-images.key
@@ -12,7 +12,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(cd "${1:-$here/artefacts}" && pwd)
 key=${CLUSTERDEF_SIGNING_KEY:-/etc/clusterdef/gb200-images.key}
-art=grace-node-2026.07.1-2026.07-r580-2ba25a212b8f
+art=grace-node-2026.07.1-2026.07-r580-4d2e449f7949
 for f in "$art.vmlinuz" "$art.initrd"; do [ -s "$out/$f" ] || { echo "sign.sh: $out/$f is missing" >&2; exit 1; }; done
 [ -r "$key" ] || { echo "sign.sh: cannot read the signing key $key (CLUSTERDEF_SIGNING_KEY)" >&2; exit 1; }
 (cd "$out" && sha256sum "$art.vmlinuz" "$art.initrd") > "$out/$art.SHA256SUMS.tmp"
