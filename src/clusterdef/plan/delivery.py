@@ -32,7 +32,7 @@ _PARAM = re.compile(r"^\s*([A-Za-z]+)\s*=\s*(.*?)\s*$")
 
 @cache
 def _restart() -> dict:
-    return YAML(typ="safe", pure=True).load(files("clusterdef.knowledge").joinpath("slurm_restart.yaml").read_text())
+    return YAML(typ="safe", pure=False).load(files("clusterdef.knowledge").joinpath("slurm_restart.yaml").read_text())
 
 
 def _slurm_params(text: str) -> tuple[dict[str, str], list[str]]:

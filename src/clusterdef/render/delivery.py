@@ -64,7 +64,7 @@ def _regex(glob: str) -> re.Pattern:
 @cache
 def rules() -> tuple[dict, dict, tuple[Rule, ...]]:
     """(checks, actions, rules) from delivery.yaml."""
-    doc = YAML(typ="safe", pure=True).load(files("clusterdef.render").joinpath("delivery.yaml").read_text())
+    doc = YAML(typ="safe", pure=False).load(files("clusterdef.render").joinpath("delivery.yaml").read_text())
     for name, a in doc["actions"].items():
         if a.get("before") and a["before"]["when"] not in CONDITIONS:
             raise ValueError(f"delivery.yaml: action {name}: before.when {a['before']['when']!r} is not one of "
