@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
-"""Benchmark `clusterdef validate` and `clusterdef render` on generated estates of 1024, 4096 and 16384 nodes.
+"""Benchmark clusterdef where users feel it: pre-commit (validate), pull request (plan), render at scale.
 
     .venv/bin/python benchmarks/bench_render.py              # table; exit 1 when a target is missed
     .venv/bin/python benchmarks/bench_render.py --no-fail --json /tmp/bench.json
 
-For each size the estate (scripts/gen_estate.py, 48 tenants) is generated into a temporary folder, then:
+One run prints:
 
-* CLI: `python -m clusterdef validate|render` as real subprocesses, REPEATS times each; median wall seconds
-  and peak RSS (MB) of that one child process;
-* in-process: the same work through the library functions, with imports and interpreter start-up
-  excluded, split into parse (definition YAML), matrix (matrices/ YAML), model (pydantic), checks
-  (semantic checks) and render (resolve + targets + resolved JSON + atomic write).
+* start-up, whole process: `validate clusters/lab.yaml` (what the pre-commit hook runs) and `render
+  clusters/estate.yaml` (every target, to a fresh folder), beside the floors they stand on;
+* plan, whole process: `plan --from OLD --to NEW -f markdown` between two sets of the generated 4,096-node
+  estate (2025.10-r580 -> 2026.07-r580, the old builds kept as `images.*.published` as a real change
+  has them): what a pull request's check runs; median wall and peak RSS;
+* for each size (1024, 4096, 16384 nodes; scripts/gen_estate.py, 48 tenants), generated into a temporary
+  folder: `python -m clusterdef validate|render` as real subprocesses, REPEATS times each (median wall
+  seconds, peak RSS of that one child), and the same work in-process, imports and interpreter start-up
+  excluded, split into parse, matrix, model, checks and render.
 
-Targets (checked on the 4096-node estate, the size of clusters/estate.yaml):
-  `clusterdef render` CLI wall (it validates, then renders every target) <= 1.0 s, peak RSS of
-  validate and render <= 200 MB (the sum of separate validate and render runs is printed too),
-  and the render CLI wall grows at most 2.0x from 1024 to 16384 nodes.
+Targets (checked on the 4096-node estate, the size of clusters/estate.yaml): `clusterdef render` CLI
+wall <= 1.0 s, peak RSS of validate and render <= 200 MB, and the render CLI wall grows at most 2.5x
+from 1024 to 16384 nodes. The start-up targets of the earlier quality issue (lab validate 0.15 s,
+estate render 0.30 s) were withdrawn by issue 30 (they lie below the floor of the pydantic model):
+those figures are printed, never failed on. The speed-up against the peer users would otherwise run
+is benchmarks/bench_peer.py.
 """
 
 from __future__ import annotations
@@ -45,9 +51,13 @@ MATRICES = ROOT / "matrices"
 TARGET_WALL_S = 1.0      # 4096 nodes: render CLI wall (validate + render in one command)
 TARGET_RSS_MB = 200.0    # 4096 nodes: peak RSS of either command
 TARGET_TARGET_S = 0.5    # 4096 nodes: the slurm and kubernetes targets each, in-process
-TARGET_RATIO = 2.0       # render CLI wall, 16384 / 1024 nodes
+TARGET_RATIO = 2.5       # render CLI wall, 16384 / 1024 nodes (issue 30)
+# Withdrawn by issue 30 (below the floor of the pydantic model): printed beside the figures, never failed on.
 TARGET_LAB_VALIDATE_S = 0.15   # `clusterdef validate clusters/lab.yaml`, whole process, median wall
 TARGET_ESTATE_RENDER_S = 0.30  # `clusterdef render clusters/estate.yaml` (all targets), whole process, median wall
+PLAN_NODES = 4096
+PLAN_SETS = ("2025.10-r580", "2026.07-r580")  # old -> new: the repository's previous and current validated sets
+IMAGE_VERSIONS = {"2025.10-r580": "2025.10.1", "2026.07-r580": "2026.07.1"}  # an image version belongs to one set
 # What every verb stands on: the interpreter, then its libraries (`import pydantic` alone is lazy:
 # BaseModel is what loads pydantic's core), then the definition's typed model, its classes built and
 # its validator compiled by pydantic, which validate needs before it reads a line of the file.
@@ -88,6 +98,60 @@ def bench_start(repeats: int, work: Path) -> dict:
     return out
 
 
+def _on_set(text: str, set_name: str) -> str:
+    """The generated estate (on 2026.07-r580) moved to `set_name`: its matrix, its image versions, and for the
+    older set the firmware it tracks (2025.10-r580 pins no BlueField-3 firmware), as tests/test_plan.py does."""
+    text = text.replace(f"matrix: {PLAN_SETS[1]}", f"matrix: {set_name}", 1)
+    text = text.replace('\n    version: "2026.07.1"\n', f'\n    version: "{IMAGE_VERSIONS[set_name]}"\n')
+    if set_name == PLAN_SETS[0]:
+        text = text.replace("firmware: [bmc, sbios, gpu_vbios, nvswitch, cx7, bf3]",
+                            "firmware: [bmc, sbios, gpu_vbios, nvswitch, cx7]")
+    return text
+
+
+def plan_pair(work: Path) -> tuple[Path, Path]:
+    """(old, new) definitions of the generated PLAN_NODES-node estate on PLAN_SETS; the new one keeps the old
+    image builds on the boot server (`images.<image>.published`), as a change that reaches review has them."""
+    import re
+
+    from clusterdef.build import build_tree
+    from clusterdef.plan.images import builds_of
+    from clusterdef.validate.pipeline import validate_file
+
+    folder = work / "plan"
+    text = generate(PLAN_NODES, TENANTS, folder, "estate").read_text(encoding="utf-8")
+    old = folder / "estate-old.yaml"
+    old.write_text(_on_set(text, PLAN_SETS[0]), encoding="utf-8")
+    result = validate_file(old, MATRICES, date.fromisoformat(TODAY))
+    if not result.ok:
+        raise SystemExit(f"{old}: {[f.code for f in result.errors]}")
+    new_text = _on_set(text, PLAN_SETS[1])
+    for name, b in builds_of(build_tree(result, ["images"])[0]).items():
+        new_text, n = re.subn(rf'(\n  {re.escape(name)}:\n    version: "[^"\n]*"\n)',
+                              lambda m, b=b: m.group(1) + f'    published: {{"{b.version}": {{set: {b.set}, '
+                                                          f'digest: "{b.digest}"}}}}\n', new_text, count=1)
+        if n != 1:
+            raise SystemExit(f"no image {name} in the generated estate")
+    new = folder / "estate-new.yaml"
+    new.write_text(new_text, encoding="utf-8")
+    return old, new
+
+
+def bench_plan(repeats: int, work: Path) -> dict:
+    """`clusterdef plan --from OLD --to NEW -f markdown` (the pull-request check), whole process, REPEATS runs."""
+    old, new = plan_pair(work)
+    walls, rss = [], []
+    for _ in range(repeats):
+        wall, peak, rc = run_cli(["plan", "--from", str(old), "--to", str(new), "-f", "markdown",
+                                  "--matrices", str(MATRICES), "--today", TODAY], old.parent)
+        if rc != 0:
+            raise SystemExit(f"clusterdef plan failed (exit {rc})")
+        walls.append(wall)
+        rss.append(peak)
+    return {"nodes": PLAN_NODES, "from": PLAN_SETS[0], "to": PLAN_SETS[1], "wall_s": statistics.median(walls),
+            "walls_s": walls, "rss_mb": max(rss)}
+
+
 def run_cli(args: list[str], cwd: Path) -> tuple[float, float, int]:
     """Run `python -m clusterdef ARGS` once; return (wall seconds, peak RSS in MB, exit code).
 
@@ -113,6 +177,7 @@ def run_cli(args: list[str], cwd: Path) -> tuple[float, float, int]:
 def in_process(defn: Path, out_dir: Path) -> dict[str, float]:
     """The work of `validate` then `render`, timed per stage, with every import already done."""
     from clusterdef import __version__, hostlist
+    from clusterdef.errors import Severity
     from clusterdef.matrix.load import load_matrix
     from clusterdef.model import Definition
     from clusterdef.render import TARGETS
@@ -132,8 +197,9 @@ def in_process(defn: Path, out_dir: Path) -> dict[str, float]:
     t3 = time.perf_counter()
     findings = run_checks(Context(d, matrix, date.fromisoformat(TODAY), defn.parent))
     t4 = time.perf_counter()
-    if findings or mfind:
-        raise SystemExit(f"{defn}: unexpected findings: {[f.code for f in findings + mfind]}")
+    errors = [f.code for f in findings + mfind if f.severity is Severity.ERROR]  # warnings: as the CLI, rendered
+    if errors:
+        raise SystemExit(f"{defn}: unexpected errors: {errors}")
     resolved = resolve(d, matrix, defn.parent)
     tree = {}
     for name, render_target in TARGETS.items():  # render_all, one target at a time to time each
@@ -159,7 +225,7 @@ def bench_size(nodes: int, repeats: int, work: Path) -> dict:
     common = ["--matrices", str(MATRICES), "--today", TODAY]
     res: dict = {"nodes": nodes, "gpus": nodes * 8, "tenants": TENANTS,
                  "yaml_bytes": defn.stat().st_size}
-    for verb, extra in (("validate", ["--strict"]), ("render", ["-o", str(folder / "out-cli")])):
+    for verb, extra in (("validate", []), ("render", ["-o", str(folder / "out-cli")])):
         walls, rss = [], []
         for _ in range(repeats):
             wall, peak, rc = run_cli([verb, str(defn), *common, *extra], folder)
@@ -187,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="clusterdef-bench-") as tmp:
         print("... start-up", file=sys.stderr, flush=True)
         start = bench_start(max(a.repeats, 5), Path(tmp))
+        print(f"... plan {PLAN_SETS[0]} -> {PLAN_SETS[1]}, {PLAN_NODES} nodes", file=sys.stderr, flush=True)
+        plan = bench_plan(a.repeats, Path(tmp))
         for n in a.sizes:
             print(f"... {n} nodes", file=sys.stderr, flush=True)
             results.append(bench_size(n, a.repeats, Path(tmp)))
@@ -205,12 +273,13 @@ def main(argv: list[str] | None = None) -> int:
 
     by_n = {r["nodes"]: r for r in results}
     failures = []
-    summary: dict = {"start": start}
+    summary: dict = {"start": start, "plan": plan}
     print(f"start-up, whole process (median of {max(a.repeats, 5)} runs): "
           + "; ".join(f"{k} {v['wall_s']:.3f} s wall, {v['cpu_s']:.3f} s CPU" for k, v in start.items()))
-    for case, limit in (("validate lab", TARGET_LAB_VALIDATE_S), ("render estate", TARGET_ESTATE_RENDER_S)):
-        if start[case]["wall_s"] > limit:
-            failures.append(f"{case}: {start[case]['wall_s']:.3f} s > {limit} s")
+    print(f"(withdrawn targets, not checked: validate lab <= {TARGET_LAB_VALIDATE_S} s, "
+          f"render estate <= {TARGET_ESTATE_RENDER_S} s)")
+    print(f"plan {plan['from']} -> {plan['to']}, {plan['nodes']} nodes, -f markdown, whole process: "
+          f"median wall {plan['wall_s']:.3f} s of {a.repeats}, peak RSS {plan['rss_mb']:.1f} MB")
     if 1024 in by_n and 16384 in by_n:
         ratio = by_n[16384]["render_wall_s"] / by_n[1024]["render_wall_s"]
         ip_ratio = by_n[16384]["in_process_s"]["total"] / by_n[1024]["in_process_s"]["total"]
@@ -248,8 +317,8 @@ def main(argv: list[str] | None = None) -> int:
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
             "repeats": a.repeats, "results": results, "summary": summary,
             "targets": {"wall_4096_s": TARGET_WALL_S, "rss_4096_mb": TARGET_RSS_MB,
-                        "render_ratio_16384_1024": TARGET_RATIO, "validate_lab_s": TARGET_LAB_VALIDATE_S,
-                        "render_estate_s": TARGET_ESTATE_RENDER_S},
+                        "render_ratio_16384_1024": TARGET_RATIO},
+            "withdrawn_targets": {"validate_lab_s": TARGET_LAB_VALIDATE_S, "render_estate_s": TARGET_ESTATE_RENDER_S},
             "missed": failures}, indent=2) + "\n", encoding="utf-8")
     return 1 if failures and not a.no_fail else 0
 

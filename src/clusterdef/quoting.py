@@ -160,9 +160,11 @@ def _word_filter(value, language: str = "this file") -> Quoted:
 
 def guarded_env(package: str, folder: str = "templates", **options):
     """A Jinja environment whose templates can only interpolate safe or explicitly quoted values."""
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+    from jinja2 import Environment, StrictUndefined
 
-    env = Environment(loader=PackageLoader(package, folder), undefined=StrictUndefined, keep_trailing_newline=True,
+    from .jinja_precompiled import PrecompiledLoader  # the templates' code compiled ahead (clusterdef/_jinja/)
+
+    env = Environment(loader=PrecompiledLoader(package, folder), undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=True, lstrip_blocks=True, autoescape=False, finalize=_finalize, **options)
     env.filters.update({
         "sh": shell, "q": shell, "slurm": slurm, "systemd": systemd,

@@ -66,10 +66,16 @@ def read_guids(definition: Definition, base_dir: Path) -> dict[str, dict[str, tu
     inventories = read_inventories(files.values())
     # Groups share an inventory file: each keeps only its own hosts' GUIDs (a partition of one
     # group's ports must never take another group's).
-    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    out: dict[str, dict[str, tuple[str, ...]]] = {group: {} for group in files}
+    owners: dict[Path, dict[str, list[str]]] = {}  # file -> host -> the groups of that file holding it
     for group, f in files.items():
-        mine = set(hostlist.names(definition.nodes[group].hosts))
-        out[group] = {h: v for h, v in inventories[f].guids.items() if h in mine}
+        held = owners.setdefault(f, {})
+        for h in hostlist.names(definition.nodes[group].hosts):
+            held.setdefault(h, []).append(group)
+    for f, held in owners.items():  # one pass over each file's GUIDs (was: every file's GUIDs once per group)
+        for h, v in inventories[f].guids.items():
+            for group in held.get(h, ()):
+                out[group][h] = v  # in the file's order, as before
     for gname, g in definition.nodes.items():
         m = g.addressing.mac
         if m.source == "list" and m.port_guids:

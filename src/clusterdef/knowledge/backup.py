@@ -5,10 +5,10 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-from ruamel.yaml import YAML
+from ..source import safe_yaml
 
 
 @cache
 def backup_packages() -> dict:
     """{commands: {package: [command]}, every: [package], jobs: {kind: [package]}}."""
-    return YAML(typ="safe").load(files(__package__).joinpath("backup_packages.yaml").read_text(encoding="utf-8"))
+    return safe_yaml().load(files(__package__).joinpath("backup_packages.yaml").read_text(encoding="utf-8"))

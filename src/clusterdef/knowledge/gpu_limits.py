@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ruamel.yaml import YAML
+from ..source import safe_yaml
 
 DATA = Path(__file__).with_name("gpu_limits.yaml")
 
@@ -21,7 +21,7 @@ class GpuLimits:
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, GpuLimits]:
-    raw = YAML(typ="safe").load(DATA.read_text())["models"]
+    raw = safe_yaml().load(DATA.read_text())["models"]
     return {k: GpuLimits(k, int(v["tdp_w"]), int(v["max_operating_c"]), int(v["nvlink_links"]))
             for k, v in raw.items()}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-from ruamel.yaml import YAML
+from ..source import safe_yaml
 
 from ..matrix import sources
 from .platforms import has_nvswitch
@@ -19,7 +19,7 @@ DOCA_HOST_PACKAGE = "doca-ofed"  # the host package of DOCA-OFED (an image witho
 
 @cache
 def _data(name: str) -> dict:
-    return YAML(typ="safe").load(files(__package__).joinpath(name).read_text(encoding="utf-8"))
+    return safe_yaml().load(files(__package__).joinpath(name).read_text(encoding="utf-8"))
 
 
 def bases() -> dict:

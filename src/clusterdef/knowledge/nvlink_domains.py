@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ruamel.yaml import YAML
+from ..source import safe_yaml
 
 DATA = Path(__file__).with_name("nvlink_domains.yaml")
 
@@ -22,7 +22,7 @@ class NvlinkDomain:
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, NvlinkDomain]:
-    raw = YAML(typ="safe").load(DATA.read_text())["platforms"]
+    raw = safe_yaml().load(DATA.read_text())["platforms"]
     return {k: NvlinkDomain(k, int(v["trays"]), int(v["gpus_per_tray"]), int(v["gpus"]), str(v["cpu_arch"]))
             for k, v in raw.items()}
 

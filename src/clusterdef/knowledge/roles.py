@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from ruamel.yaml import YAML
+from ..source import safe_yaml
 
 DATA = Path(__file__).with_name("roles.yaml")
 
@@ -13,7 +13,7 @@ DATA = Path(__file__).with_name("roles.yaml")
 @cache
 def roles() -> dict[str, dict]:
     """role name -> {installs_packages: bool}."""
-    return dict(YAML(typ="safe").load(DATA.read_text(encoding="utf-8"))["roles"])
+    return dict(safe_yaml().load(DATA.read_text(encoding="utf-8"))["roles"])
 
 
 def installs_packages(role: str) -> bool:

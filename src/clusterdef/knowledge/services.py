@@ -9,7 +9,7 @@ from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
-from ruamel.yaml import YAML
+from ..source import safe_yaml
 
 from .. import hostlist
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 @cache
 def table() -> dict[str, dict]:
     """service -> {group, packages, with?, component?, section?, checks?, mofed?}."""
-    return YAML(typ="safe").load(files(__package__).joinpath("services.yaml").read_text(encoding="utf-8"))
+    return safe_yaml().load(files(__package__).joinpath("services.yaml").read_text(encoding="utf-8"))
 
 
 def is_service_group(group) -> bool:

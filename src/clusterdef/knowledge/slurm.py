@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
-from ruamel.yaml import YAML
+from ..source import safe_yaml
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -138,7 +138,7 @@ class Renamed:
 
 @lru_cache(maxsize=1)
 def renamed() -> tuple[Renamed, ...]:
-    data = YAML(typ="safe").load(_root().joinpath("renamed.yaml").read_text(encoding="utf-8"))
+    data = safe_yaml().load(_root().joinpath("renamed.yaml").read_text(encoding="utf-8"))
     return tuple(Renamed(since=str(r["since"]), key=r["key"], plugin=r["plugin"], file=r["file"],
                          older_key=r["older_key"], older_plugin=r["older_plugin"], older_file=r["older_file"],
                          newer_reads_older=bool(r["newer_reads_older"]), older_plugin_prefix=r["older_plugin_prefix"],

@@ -14,7 +14,7 @@ import re
 from functools import cache
 from importlib.resources import files
 
-from ruamel.yaml import YAML
+from ..source import safe_yaml
 
 from ..render.delivery import FILE
 from .transition import LIVE, NONE, RESTART, SEVERITY
@@ -32,7 +32,7 @@ _PARAM = re.compile(r"^\s*([A-Za-z]+)\s*=\s*(.*?)\s*$")
 
 @cache
 def _restart() -> dict:
-    return YAML(typ="safe", pure=True).load(files("clusterdef.knowledge").joinpath("slurm_restart.yaml").read_text())
+    return safe_yaml().load(files("clusterdef.knowledge").joinpath("slurm_restart.yaml").read_text())
 
 
 def _slurm_params(text: str) -> tuple[dict[str, str], list[str]]:

@@ -29,6 +29,12 @@ TARGETS: dict[str, Renderer] = {
 }
 
 
+def template_environments() -> dict:
+    """The Jinja environments of the targets, by package: what scripts/compile-templates compiles ahead."""
+    return {"clusterdef.render.pxe": pxe._env, "clusterdef.render.images": images._env,
+            "clusterdef.render.slurm": slurm._templates()}
+
+
 def render_all(resolved: Resolved, targets: list[str] | None = None) -> FileTree:
     tree: FileTree = {}
     for name in targets or list(TARGETS):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
-from ruamel.yaml import YAML
+from ..source import safe_yaml
 
 from ..resolve import Resolved
 from .slurm import binds_qos
@@ -64,7 +64,7 @@ def _regex(glob: str) -> re.Pattern:
 @cache
 def rules() -> tuple[dict, dict, tuple[Rule, ...]]:
     """(checks, actions, rules) from delivery.yaml."""
-    doc = YAML(typ="safe", pure=True).load(files("clusterdef.render").joinpath("delivery.yaml").read_text())
+    doc = safe_yaml().load(files("clusterdef.render").joinpath("delivery.yaml").read_text())
     for name, a in doc["actions"].items():
         if a.get("before") and a["before"]["when"] not in CONDITIONS:
             raise ValueError(f"delivery.yaml: action {name}: before.when {a['before']['when']!r} is not one of "

@@ -92,11 +92,9 @@ def attachments(resolved: Resolved) -> str:
                 subnet = present(d.network.management, "network.management").subnet
             else:
                 subnet = d.network.fabrics[a.network].subnet
-            for i, host in enumerate(hostlist.names(g.hosts)):
-                if role == "provisioning":
-                    ip = str(g.addressing.ipv4_start + i)
-                else:
-                    ip = str(a.ipv4_start + i) if a.ipv4_start is not None else ""
-                writer.writerow([host, gname, role, a.network, nic.kind, nic.name, ports, nic.speed_gbps, ip,
-                                 str(subnet) if subnet else ""])
+            net = str(subnet) if subnet else ""  # once per attachment, not per host
+            start = g.addressing.ipv4_start if role == "provisioning" else a.ipv4_start
+            writer.writerows([host, gname, role, a.network, nic.kind, nic.name, ports, nic.speed_gbps,
+                              str(start + i) if start is not None else "", net]
+                             for i, host in enumerate(hostlist.names(g.hosts)))
     return buf.getvalue()

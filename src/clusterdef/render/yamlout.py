@@ -10,6 +10,9 @@ import re
 # double-quoted JSON strings, which are valid YAML. Key order is the order the renderers chose.
 _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./-]*$")
 _SPECIAL = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
+# json.dumps(s, ensure_ascii=False) builds a JSONEncoder per call (a non-default argument); one encoder,
+# the same output (json/__init__.py, Python 3.11)
+_QUOTE = json.JSONEncoder(ensure_ascii=False).encode
 
 
 class Unsafe(str):
@@ -19,7 +22,7 @@ class Unsafe(str):
 
 def _scalar(v) -> str:
     if isinstance(v, Unsafe):
-        return "!unsafe " + json.dumps(str(v), ensure_ascii=False)
+        return "!unsafe " + _QUOTE(str(v))
     if v is None:
         return "null"
     if v is True:
@@ -31,7 +34,7 @@ def _scalar(v) -> str:
     s = str(v)
     if _PLAIN.match(s) and s.lower() not in _SPECIAL:
         return s
-    return json.dumps(s, ensure_ascii=False)
+    return _QUOTE(s)
 
 
 def _emit(v, indent: str, out: list[str]) -> None:

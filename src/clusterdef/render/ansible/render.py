@@ -76,9 +76,12 @@ def waves(resolved: Resolved) -> list[list[str]]:
     out: list[list[str]] = [canary] if canary else []
     current: list[str] = []
     last = None
+    limits: dict[str, int] = {}  # per group, not per leaf unit: group_limit walks every capacity domain
     for gname, hosts in units:
         hosts = [h for h in hosts if h not in taken]
-        size = group_limit(d, gname)[0]  # max_unavailable_pct of its partitions, tenant and pool (knowledge/floors)
+        if gname not in limits:  # max_unavailable_pct of its partitions, tenant and pool (knowledge/floors)
+            limits[gname] = group_limit(d, gname)[0]
+        size = limits[gname]
         if current and gname != last:  # groups never share a wave (as the plan's, plan/rollout.waves)
             out.append(current)
             current = []

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 
-from ruamel.yaml import YAML
+from ...source import safe_yaml
 
 from ... import probe
 from ...errors import present
@@ -118,7 +118,7 @@ def package_pins(resolved: Resolved, name: str) -> dict[str, str]:
 
 @cache
 def _data(name: str) -> dict:
-    return YAML(typ="safe").load(files(__package__).joinpath(name).read_text(encoding="utf-8"))
+    return safe_yaml().load(files(__package__).joinpath(name).read_text(encoding="utf-8"))
 
 
 def architectures() -> dict:

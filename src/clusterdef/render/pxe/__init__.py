@@ -27,6 +27,7 @@ DHCP options so the chain works behind any DHCP server that hands out `ipxe/boot
 
 from __future__ import annotations
 
+from ... import hostlist
 from ...resolve import Resolved
 from ..images import ImageIdentity, identities, published_identity
 from ..network import storage_addressed
@@ -130,7 +131,7 @@ def host_pointer(resolved: Resolved, host: str, group: str, mac: str, build: Ima
 
 def _group_ctx(resolved: Resolved, gname: str, build: ImageIdentity, url: str) -> dict:
     g = resolved.definition.nodes[gname]
-    return {"name": gname, "hosts": g.hosts, "count": len(list(resolved.nodes(gname))), "image": g.image,
+    return {"name": gname, "hosts": g.hosts, "count": len(hostlist.parse(g.hosts)), "image": g.image,
             "version": build.version, "build": build, "kernel": f"{url}/images/{build.artefact}.vmlinuz",
             "initrd": f"{url}/images/{build.artefact}.initrd", "cmdline": ipxe_cmdline(resolved, gname, build),
             "signed": resolved.definition.images[g.image].signing is not None,
