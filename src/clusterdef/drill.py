@@ -18,7 +18,8 @@ Each run is appended to the record file `<definition stem>.rehearsal.json` besid
                      "target": {"database": "...", "state_dir": "..."}, "seconds": 3.1,
                      "checks": [{"name": "...", "ok": true, "detail": "..."}]}]}
 
-`validate` reads the last *passed* entry (check backup-rehearsal-stale)."""
+`validate` reads the last *passed* entry: its date (check backup-rehearsal-stale) and its `seconds`, the
+restore's duration compared with `service.recovery.slurm.rto_minutes` (check service-rto-unmet)."""
 
 from __future__ import annotations
 
@@ -92,6 +93,25 @@ def last_passed(rehearsals: list[dict]) -> date | None:
         except ValueError:
             continue
     return max(dates, default=None)
+
+
+def last_passed_seconds(rehearsals: list[dict]) -> float | None:
+    """How long the newest passed rehearsal took (its `seconds`: the restores and the checks, timed by
+    `clusterdef drill`), None when no passed rehearsal records a duration (service-rto-* checks)."""
+    best: tuple[datetime, float] | None = None
+    for r in rehearsals:
+        secs = r.get("seconds")
+        if r.get("result") != "passed" or not isinstance(r.get("date"), str) or isinstance(secs, bool) \
+                or not isinstance(secs, (int, float)) or secs < 0:
+            continue
+        try:
+            when = datetime.fromisoformat(r["date"].replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+        if best is None or when > best[0]:
+            best = (when, float(secs))
+    return None if best is None else best[1]
 
 
 def append_record(path: Path, entry: dict) -> None:
