@@ -180,6 +180,23 @@ TodayOpt = Option(None, "--today", help="Date for lifecycle checks, YYYY-MM-DD (
                         metavar="DATE")
 
 
+def _start(value: Optional[str]):
+    """--start: an ISO 8601 instant with its zone (a bare local time would be read in the machine's zone)."""
+    from datetime import datetime
+
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        err.print(f"[red]error[/]: --start {escape(repr(value))} is not an ISO 8601 time with a zone; "
+                  "use e.g. 2026-12-08T07:00+01:00")
+        raise SystemExit(EXIT_BAD)
+    return at
+
+
 def _today(value: Optional[str]) -> date:
     if not value:
         return date.today()
@@ -465,6 +482,9 @@ def plan(
                                          "plan then covers the canary stage only."),
     matrices: Optional[Path] = MatricesOpt,
     today: Optional[str] = TodayOpt,
+    start: Optional[str] = Option(None, "--start", help="When the rollout starts, ISO 8601 with a zone "
+                                  "(2026-12-08T07:00+01:00), to lay the stages out in the maintenance windows "
+                                  "(default: the first window opening of --today)."),
 ) -> None:
     """Plan the change from one definition to another: set change, compatibility, disruption, rollout, file
     diffs; with neither --from nor --base, the bring-up plan of a new cluster (day 0). Exit 0 with a plan, 2 when
@@ -478,6 +498,7 @@ def plan(
         raise SystemExit(EXIT_BAD)
     _check_outputs(plan_file)
     day = _today(today)
+    begin = _start(start)
     try:
         if from_ is None and base is None:  # day 0: the bring-up plan of a new cluster
             from .plan.bringup import make_bringup
@@ -491,7 +512,7 @@ def plan(
             else:
                 assert from_ is not None  # one of them, checked above
                 old = load_side(from_, matrices, day, FROM_SIDE_IGNORED)
-            p = make_plan(old, new, allow_candidate)  # image identity across the two sides: located errors
+            p = make_plan(old, new, allow_candidate, begin)  # image identity across the two sides: located errors
     except PlanInputError as exc:
         _print_findings(exc.findings, exc.sources)
         err.print("[red]no plan[/]: fix the definition errors above first")
