@@ -113,11 +113,11 @@ def test_a_window_naming_unknown_scope(lab_data, tmp_path):
 
 
 def test_overlapping_windows_in_one_scope_warn(lab_data, tmp_path):
-    # the lab's `weekly` (whole cluster) is open Tuesdays 07:00-17:00
+    # the lab's `gpu` window (partition train, node group infer) is open Tuesdays 07:00-17:00
     r = _validate(lab_data, tmp_path, lambda s, d: s["maintenance_windows"].update(
         train={"days": ["tue"], "start": "16:00", "hours": 2, "partitions": ["train"]}))
     f = _one(r, "service-window-overlap")
-    assert f.severity is Severity.WARNING and r.ok and "weekly" in f.message
+    assert f.severity is Severity.WARNING and r.ok and "`gpu` and `train`" in f.message
     r = _validate(lab_data, tmp_path, lambda s, d: s["maintenance_windows"].update(
         train={"days": ["tue"], "start": "17:00", "hours": 2, "partitions": ["train"]}))
     assert not [f for f in r.findings if f.code == "service-window-overlap"]
@@ -250,13 +250,27 @@ def test_the_lab_plan_places_its_stages(lab_data, tmp_path):
 
     a = load_side(variant(tmp_path, "lab", OLD), MATRICES, TODAY, FROM_SIDE_IGNORED)
     b = load_side(variant(tmp_path, "lab", CURRENT), MATRICES, TODAY)
-    start = datetime(2026, 12, 3, 9, 0, tzinfo=BERLIN)  # a Thursday, inside the lab's `weekly` window
+    start = datetime(2026, 12, 3, 9, 0, tzinfo=BERLIN)  # a Thursday, inside the lab's `gpu` window
     doc = make_plan(a, b, start=start).doc
     sc = doc["rollout"]["schedule"]
     assert sc["start"] == "2026-12-03T09:00:00+01:00" and sc["outside"] == 0
     names = [s["name"] for s in doc["rollout"]["stages"]]
     assert [r["stage"] for r in sc["stages"]] == names
-    waves = [r for r in sc["stages"] if r["stage"].startswith("wave")]
-    assert waves and all(r["window"] == "weekly" for r in waves)
+    rows = {r["stage"]: r for r in sc["stages"]}
+    stages = {s["name"]: s for s in doc["rollout"]["stages"]}
+    # the control plane in the whole-cluster window (Monday evening), the secure tenant's nodes on Saturday
+    assert rows["control plane and cluster config"]["window"] == "cluster"
+    assert rows["control plane and cluster config"]["start"] == "2026-12-07T18:00:00+01:00"
+    by_window = {r["window"] for r in rows.values() if stages[r["stage"]]["kind"] == "wave"}
+    assert by_window == {"gpu", "secure-weekend", "cluster"}
+    assert all(rows[n]["window"] == "secure-weekend" for n, st in stages.items() if st["hosts"].startswith("sgpu"))
     assert recorded_start(doc) == start  # what apply lays the plan out from again
     assert doc["approvals"] == {"reflash + power cycle": ["hpc-admins"], "drain + reboot": ["hpc-admins"]}
+
+
+@pytest.mark.parametrize("start", ["2026-12-08T07:00", "next tuesday"])
+def test_plan_start_needs_a_zone(tmp_path, start):
+    """A bare local time would be read in the machine's zone: refused before anything is planned."""
+    r = CliRunner().invoke(app, ["plan", "--to", str(tmp_path / "lab.yaml"), "--from", str(tmp_path / "old.yaml"),
+                                 "--start", start])
+    assert r.exit_code == 2 and "--start" in r.output and "zone" in r.output

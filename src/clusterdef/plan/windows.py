@@ -28,6 +28,8 @@ HORIZON = timedelta(days=15)  # weekly windows: two weeks reach every opening of
 def first_opening(d, after: datetime) -> datetime | None:
     """The first instant at or after `after` at which a maintenance window opens (None without windows)."""
     tz = zone(d.service.timezone)
+    if tz is None:
+        return None
     found = [o for w in d.service.maintenance_windows.values()
              for o, _ in openings(w, tz, after, after + HORIZON) if o >= after]
     return min(found, default=None)
@@ -48,12 +50,14 @@ def layout(d, stages: list[dict], timeline: list[dict], start: datetime) -> dict
     when it runs outside every window, what it needs; with supported hours, whether it starts inside them."""
     s = d.service
     tz = zone(s.timezone)
+    assert tz is not None  # schedule() lays out only a known zone
     windows = {n: (w, groups_of(w, d)) for n, w in s.maintenance_windows.items() if w.days and w.hours > 0}
     cursor = start
     rows = []
     for st, t in zip(stages, timeline):
         length = timedelta(minutes=t["minutes"])
         row: dict = {"stage": st["name"]}
+        scope: str | list[str] | None
         if st["kind"] in CLUSTER:
             scope, fit = "cluster", [n for n, (w, _) in windows.items() if w.whole_cluster]
         elif st["kind"] in NODES:

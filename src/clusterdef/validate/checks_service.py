@@ -10,7 +10,7 @@ from typing import Iterable
 
 from ..drill import RecordError, last_passed_seconds, read_record, record_path
 from ..model.backup import INTERVALS
-from ..errors import Finding, error, warning
+from ..errors import Finding, error, present, warning
 from ..model.service import minutes_of
 from ..windows import groups_of, overlap, zone
 from .registry import Context, check
@@ -81,7 +81,7 @@ def _sets(d) -> dict[str, str]:
 
 
 def _first_not_due(ctx: Context) -> bool:
-    r = ctx.definition.backup.rehearsal
+    r = present(ctx.definition.backup, "backup").rehearsal
     return r.adopted is not None and (ctx.today - r.adopted).days <= r.max_age_days
 
 
@@ -107,7 +107,7 @@ def service_recovery(ctx: Context) -> Iterable[Finding]:
                         f"name one of: {', '.join(sets)}" if sets else
                         "add a backup section that backs it up (backup.authoritative: slurm, etcd or sets)")
             continue
-        interval = d.backup.schedule.interval_hours  # sets is empty without a backup section
+        interval = present(d.backup, "backup").schedule.interval_hours  # sets is empty without one
         if r.rpo_hours < interval:
             yield error("service-rpo-unmet", where + ("rpo_hours",),
                         f"backup every {interval} h cannot meet an RPO of {r.rpo_hours} h for `{name}`: "
