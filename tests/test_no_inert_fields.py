@@ -36,6 +36,11 @@ INERT: dict[tuple, str] = {
                                           "against the live one (backup-rehearsal-live; test_backup.py)",
     ("backup", "rehearsal", "max_age_days"): "warns once the last recorded rehearsal is older (backup-rehearsal-stale, "
                                              "test_backup.py); the lab adopted its policy the day after TODAY",
+    ("service", "supported_hours", "days"): "dropping the last day (Friday) changes nothing: no stage of the lab's "
+                                            "plan starts on a Friday (`staffed`: test_service.py)",
+    ("service", "recovery", "slurm", "rto_minutes"): "compared with the last passed rehearsal's duration "
+                                                     "(service-rto-unmet), and the lab has no rehearsal record yet "
+                                                     "(test_service.py::test_rto_against_the_last_passed_rehearsal)",
     ("kubernetes", "kueue", "pods_ready_timeout_s"): "Kueue's waitForPodsReady timeout, rendered only with a "
                                                       "gang queue (the lab has none; test_kubernetes_render)",
 }

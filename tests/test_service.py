@@ -113,13 +113,13 @@ def test_a_window_naming_unknown_scope(lab_data, tmp_path):
 
 
 def test_overlapping_windows_in_one_scope_warn(lab_data, tmp_path):
-    # the lab's `gpu` window (partition train, node group infer) is open Tuesdays 07:00-17:00
+    # the lab's `gpu` window (partition train, node group infer) is open Tuesdays 08:00-16:00
     r = _validate(lab_data, tmp_path, lambda s, d: s["maintenance_windows"].update(
-        train={"days": ["tue"], "start": "16:00", "hours": 2, "partitions": ["train"]}))
+        train={"days": ["tue"], "start": "15:00", "hours": 2, "partitions": ["train"]}))
     f = _one(r, "service-window-overlap")
     assert f.severity is Severity.WARNING and r.ok and "`gpu` and `train`" in f.message
     r = _validate(lab_data, tmp_path, lambda s, d: s["maintenance_windows"].update(
-        train={"days": ["tue"], "start": "17:00", "hours": 2, "partitions": ["train"]}))
+        train={"days": ["tue"], "start": "16:00", "hours": 2, "partitions": ["train"]}))
     assert not [f for f in r.findings if f.code == "service-window-overlap"]
 
 

@@ -40,9 +40,8 @@ def default_start(d, today: date) -> datetime | None:
     return first_opening(d, datetime.combine(today, time(0), tzinfo=zone(d.service.timezone)))
 
 
-def _groups(d, hosts: str) -> frozenset[str]:
-    names = set(hostlist.names(hosts)) if hosts else set()
-    return frozenset(g for g, ng in d.nodes.items() if names & set(hostlist.names(ng.hosts)))
+def _groups(group_of: dict[str, str], hosts: str) -> frozenset[str]:
+    return frozenset(group_of[h] for h in (hostlist.names(hosts) if hosts else []) if h in group_of)
 
 
 def layout(d, stages: list[dict], timeline: list[dict], start: datetime) -> dict:
@@ -52,6 +51,7 @@ def layout(d, stages: list[dict], timeline: list[dict], start: datetime) -> dict
     tz = zone(s.timezone)
     assert tz is not None  # schedule() lays out only a known zone
     windows = {n: (w, groups_of(w, d)) for n, w in s.maintenance_windows.items() if w.days and w.hours > 0}
+    group_of = {h: g for g, ng in d.nodes.items() for h in hostlist.names(ng.hosts)}
     cursor = start
     rows = []
     for st, t in zip(stages, timeline):
@@ -61,7 +61,7 @@ def layout(d, stages: list[dict], timeline: list[dict], start: datetime) -> dict
         if st["kind"] in CLUSTER:
             scope, fit = "cluster", [n for n, (w, _) in windows.items() if w.whole_cluster]
         elif st["kind"] in NODES:
-            groups = _groups(d, st["hosts"])
+            groups = _groups(group_of, st["hosts"])
             scope, fit = sorted(groups), [n for n, (_, g) in windows.items() if groups <= g]
         else:
             scope, fit = None, []
