@@ -121,7 +121,7 @@ def service_recovery(ctx: Context) -> Iterable[Finding]:
                           "is a promise nobody has timed (`clusterdef drill` rehearses the Slurm restore only)",
                           "time a restore of this data set into a scratch target and keep the record with the "
                           "definition, or drop the objective until it can be rehearsed")
-        elif seconds is None and not unreadable and _first_not_due(ctx):
+        elif seconds is None and _first_not_due(ctx):
             continue  # as backup-rehearsal-stale: the first rehearsal is due max_age_days after adoption
         elif seconds is None:
             yield warning("service-rto-unrehearsed", where + ("rto_minutes",),
