@@ -247,6 +247,7 @@ def test_checks(lab, tmp_path):
     assert codes(ok) == set()
     # retention shorter than (or as long as) the interval
     bad = json.loads(json.dumps(lab))
+    del bad["service"]["recovery"]  # a weekly backup misses the lab's RPO too (service-rpo-unmet: test_service.py)
     bad["backup"]["schedule"] = {"interval_hours": 168}
     bad["backup"]["retention"] = {"daily_days": 3}
     assert codes(bad) == {("backup-retention-short", ("backup", "retention"))}
@@ -583,6 +584,7 @@ def test_drill_refuses_bad_input(lab, tmp_path):
     assert r.exit_code == 2 and "absolute" in r.output, r.output
     no_backup = json.loads(json.dumps(lab))
     del no_backup["backup"]
+    del no_backup["service"]["recovery"]  # objectives of data sets no backup section declares: service-recovery-*
     r = drill(no_backup)
     assert r.exit_code == 2 and "nothing to rehearse" in r.output, r.output
     bad = json.loads(json.dumps(lab))

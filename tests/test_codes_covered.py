@@ -79,6 +79,12 @@ TRIGGERED_ELSEWHERE = {
     "facts-invalid": "test_codes_triggered.py::test_facts_invalid",
     "plan-git": "test_codes_triggered.py::test_plan_git",
     "render-unsafe-value": "test_codes_triggered.py::test_render_unsafe_value",
+    "service-window-scope-unknown": "test_service.py::test_a_window_naming_unknown_scope",
+    "service-window-overlap": "test_service.py::test_overlapping_windows_in_one_scope_warn",
+    "service-hours-empty": "test_service.py::test_supported_hours_that_end_before_they_start",
+    "service-recovery-unknown-set": "test_service.py::test_recovery_of_an_unknown_data_set",
+    "service-rto-unmet": "test_service.py::test_rto_against_the_last_passed_rehearsal",
+    "service-rto-unrehearsed": "test_service.py::test_no_rehearsal_on_record_warns_once_the_first_is_due",
 }
 
 

@@ -36,6 +36,7 @@ def _lab_without_secure() -> Path:
     del data["nodes"]["secure"], data["slurm"]["partitions"]["secure"], data["tenants"]["secure"]
     data["filesystems"]["scratch"]["node_groups"].remove("secure")
     data.get("identity", {}).get("tenant_groups", {}).pop("secure", None)
+    data.get("service", {}).get("maintenance_windows", {}).pop("secure-weekend", None)  # its partition is gone
     for sw in data["network"]["fabrics"]["ib0"]["topology"]["switches"].values():
         if "nodes" in sw:
             sw["nodes"] = ",".join(p for p in sw["nodes"].split(",") if not p.startswith("sgpu"))

@@ -6,7 +6,7 @@ importing the drill, which renders the tree it rehearses."""
 from __future__ import annotations
 
 import json
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 from .writer import write_file_atomic
@@ -49,6 +49,25 @@ def last_passed(rehearsals: list[dict]) -> date | None:
         except ValueError:
             continue
     return max(dates, default=None)
+
+
+def last_passed_seconds(rehearsals: list[dict]) -> float | None:
+    """How long the newest passed rehearsal took (its `seconds`: the restores and the checks, timed by
+    `clusterdef drill`), None when no passed rehearsal records a duration (service-rto-* checks)."""
+    best: tuple[datetime, float] | None = None
+    for r in rehearsals:
+        secs = r.get("seconds")
+        if r.get("result") != "passed" or not isinstance(r.get("date"), str) or isinstance(secs, bool) \
+                or not isinstance(secs, (int, float)) or secs < 0:
+            continue
+        try:
+            when = datetime.fromisoformat(r["date"].replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+        if best is None or when > best[0]:
+            best = (when, float(secs))
+    return None if best is None else best[1]
 
 
 def append_record(path: Path, entry: dict) -> None:

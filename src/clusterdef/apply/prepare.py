@@ -15,6 +15,7 @@ from pathlib import Path
 from ruamel.yaml import YAMLError
 
 from .. import hostlist
+from ..plan.windows import recorded_start
 from ..plan import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_file, load_side, make_plan
 from ..plan.planfile import forgeries, schema_problems, seal
 from . import ApplyError
@@ -101,7 +102,8 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
     # target can only have a canary-only plan, so --allow-candidate is implied.
     old, new = replace(old, label=doc["from"]["file"]), replace(new, label=doc["to"]["file"])
     try:
-        derived = make_plan(old, new, allow_candidate=True)
+        # laid out in the maintenance windows from the plan file's own start (the planning day has passed)
+        derived = make_plan(old, new, allow_candidate=True, start=recorded_start(doc))
     except PlanInputError as exc:
         raise ApplyError(["the definitions no longer give a plan"], "fix them and plan again", exc.findings,
                          exc.sources)

@@ -28,10 +28,30 @@ def add(verbs: Any) -> None:
                      help="Allow a candidate target set; the plan then covers the canary stage only.")
     add_matrices(sub)
     add_today(sub)
+    sub.add_argument("--start", default=None, metavar="START",
+                     help="When the rollout starts, ISO 8601 with a zone (2026-12-08T07:00+01:00), to lay the stages "
+                          "out in the maintenance windows (default: the first window opening of --today).")
+
+
+def start_time(value: Optional[str]):
+    """--start: an ISO 8601 instant with its zone (a bare local time would be read in the machine's zone)."""
+    from datetime import datetime
+
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        err.print(f"[red]error[/]: --start {escape(repr(value))} is not an ISO 8601 time with a zone; "
+                  "use e.g. 2026-12-08T07:00+01:00")
+        raise SystemExit(EXIT_BAD)
+    return at
 
 
 def plan(to: Path, from_: Optional[Path], base: Optional[str], fmt: str, plan_file: Optional[Path],
-         allow_candidate: bool, matrices: Optional[Path], today: Optional[str]) -> None:
+         allow_candidate: bool, matrices: Optional[Path], today: Optional[str], start: Optional[str]) -> None:
     """Plan the change from one definition to another: set change, compatibility, disruption, rollout, file
     diffs; with neither --from nor --base, the bring-up plan of a new cluster (day 0). Exit 0 with a plan, 2 when
     refused or on bad input."""
@@ -44,6 +64,7 @@ def plan(to: Path, from_: Optional[Path], base: Optional[str], fmt: str, plan_fi
         raise SystemExit(EXIT_BAD)
     check_outputs(plan_file)
     when = day(today)
+    begin = start_time(start)
     try:
         if from_ is None and base is None:  # day 0: the bring-up plan of a new cluster
             from ..plan.bringup import make_bringup
@@ -57,7 +78,7 @@ def plan(to: Path, from_: Optional[Path], base: Optional[str], fmt: str, plan_fi
             else:
                 assert from_ is not None  # one of them, checked above
                 old = load_side(from_, matrices, when, FROM_SIDE_IGNORED)
-            p = make_plan(old, new, allow_candidate)  # image identity across the two sides: located errors
+            p = make_plan(old, new, allow_candidate, begin)  # image identity across the two sides: located errors
     except PlanInputError as exc:
         print_findings(exc.findings, exc.sources)
         err.print("[red]no plan[/]: fix the definition errors above first")

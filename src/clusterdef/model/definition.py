@@ -17,6 +17,7 @@ from .network import Network
 from .nodes import NodeGroup
 from .observability import Observability
 from .secrets import Secrets
+from .service import Service
 from .slurm import Slurm
 from .storage import Filesystem
 from .tenants import Tenant
@@ -39,6 +40,8 @@ class Definition(Model):
     secrets: Secrets = Field(default_factory=Secrets)
     identity: Identity | None = None
     backup: Backup | None = None
+    service: Service | None = None
+    """Service objectives: time zone, maintenance windows, supported hours, recovery objectives, approvers."""
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
         """The worker groups of a control plane: service hosts (groups with `services`, such as a

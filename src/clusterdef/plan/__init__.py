@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from collections.abc import Set
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 
 from .. import __version__, hostlist
@@ -34,6 +34,7 @@ from . import stages as stages_mod
 from .images import builds_of, identity_findings, image_diff
 from ..knowledge import floors
 from . import estimate as estimate_mod
+from . import windows as windows_mod
 from .rollout import Stage, baseline_mismatch, gates, rollback_target
 from ..render.kubernetes.gpu_operator import pool_drivers, rollback_pool_drivers
 from .transition import (COMPONENT_DISRUPTION, LAYER_OF, LAYERS, NONE, ORDER, REFLASH, RELOAD, RESTART,
@@ -60,6 +61,7 @@ class Side:
     label: str  # the file name (or ref:path) shown in the plan
     result: Result
     tree: dict[str, str]
+    today: date | None = None  # the planning day (--today): the schedule starts at its first window opening
 
     @property
     def definition(self) -> Definition:
@@ -88,7 +90,7 @@ def load_side(path: str | Path, matrices: str | Path | None, today: date, ignore
         tree, _ = build_tree(result)
     except DefinitionError as exc:
         raise PlanInputError(exc.findings, {result.file: result.source}) from None
-    return Side(label or Path(path).name, result, tree)
+    return Side(label or Path(path).name, result, tree, today)
 
 
 def _git(args: list[str], cwd: Path) -> str:
@@ -427,7 +429,7 @@ def _slurm_transition_doc(new: Side, matrix: Matrix, old_set, has_slurm: bool) -
     return {"slurm_transition": doc} if doc else {}
 
 
-def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
+def make_plan(old: Side, new: Side, allow_candidate: bool = False, start: datetime | None = None) -> Plan:
     """The plan document: refusals and warnings, the set change layer by layer with the transition's
     checks, the definition changes, image builds, disruption, the rollout stages and the file diffs.
     Raises PlanInputError when image identities across the sides are inconsistent (located)."""
@@ -503,6 +505,10 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
     stages, delivery_warnings = _with_delivery(stages, dsteps, slurm_doc.get("slurm_transition"), canary_only)
     warnings += delivery_warnings
     files = tree_diff(old.tree, new.tree)
+    est = estimate_mod.estimate([st.to_json() for st in stages], d.upgrade, estimate_mod.gpu_nodes(d))
+    sched = windows_mod.schedule(d, [st.to_json() for st in stages], est["timeline"], start, new.today)
+    disruption = _disruption_summary(layer_changes, changes)
+    approvals = windows_mod.approvals(d, disruption)
     doc = {
         "plan_format": PLAN_FORMAT,
         "clusterdef": __version__,
@@ -521,7 +527,8 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
         **slurm_doc,
         "changes": [c.to_json() for c in changes],
         "images": image_changes,
-        "disruption": _disruption_summary(layer_changes, changes),
+        "disruption": disruption,
+        **({"approvals": approvals} if approvals else {}),  # service.approvers of the classes this plan has
         "rollout": {
             "layer_order": [name for name, _ in LAYERS],
             "canary": {"hosts": hostlist.fold(canary.hosts) if canary.hosts else "", "nodes": len(canary.hosts)},
@@ -534,7 +541,8 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False) -> Plan:
             # the lowest capacity each partition, tenant and Kubernetes pool keeps while the waves run in turn
             "floors": floors.lowest(d, [st.hosts for st in stages if st.kind in ("canary", "rollback-drill", "wave")]),
             "gates": scope.gate_list,
-            "estimate": estimate_mod.estimate([st.to_json() for st in stages], d.upgrade, estimate_mod.gpu_nodes(d)),
+            "estimate": est,
+            **({"schedule": sched} if sched else {}),  # the stages in the maintenance windows (service)
             "rollback": {"target": rb_set, "exercised_on_canary": bool(canary.hosts)
                          and d.upgrade.rollback.exercise_on_canary,
                          # what apply snapshots before the first change and a rollback returns to

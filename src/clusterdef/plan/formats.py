@@ -65,6 +65,21 @@ def estimate_line(ro: dict) -> str:
             f"{est['gpu_nodes']} GPU nodes.")
 
 
+def schedule_lines(ro: dict) -> list[str]:
+    """The stages in the maintenance windows (plan/windows.py): one line, and one per stage outside every window."""
+    sc = ro.get("schedule")
+    if not sc:
+        return []
+    rows = sc["stages"]
+    used = sorted({r["window"] for r in rows if r["window"]})
+    late = [r["stage"] for r in rows if r.get("staffed") is False and (r["window"] or r.get("outside"))]
+    line = (f"Maintenance windows (`service`, `{sc['timezone']}`): from {sc['start'][:16]} to {sc['end'][:16]}, "
+            f"disruptive stages in {', '.join(f'`{w}`' for w in used) or 'no window'}; "
+            + (f"{sc['outside']} outside every window:" if sc["outside"] else "none outside a window.")
+            + (f" {len(late)} disruptive stage(s) start outside the supported hours." if late else ""))
+    return [line, *(f"- **{r['stage']}** ({r['start'][:16]}): needs {r['outside']}" for r in rows if r.get("outside"))]
+
+
 def _kubernetes_canaries_line(ro: dict) -> list[str]:
     """The Kubernetes GPU nodes' own canaries, by driver pool or node group, or nothing."""
     kc = ro.get("kubernetes_canaries") or []
@@ -145,6 +160,9 @@ def to_markdown(doc: dict) -> str:
                 s = doc["disruption"][cls]
                 out.append(f"| {cls} | {s['changes']} | {s['nodes']} |")
         out.append("")
+        if doc.get("approvals"):  # directory groups: a pattern without backticks (identity.DirectoryGroup)
+            out += ["Approvers (`service.approvers`): " + "; ".join(
+                f"{cls}: " + ", ".join(f"`{g}`" for g in groups) for cls, groups in doc["approvals"].items()) + ".", ""]
     if doc["changes"]:
         out += ["<details><summary>Definition changes (" + str(len(doc["changes"])) + ")</summary>", "",
                 "| field | from | to | disruption | nodes |", "|---|---|---|---|---|"]
@@ -164,6 +182,7 @@ def to_markdown(doc: dict) -> str:
             *_kubernetes_canaries_line(ro),
             *([floors_line(ro)] if ro.get("floors") else []),
             *([estimate_line(ro)] if estimate_line(ro) else []),
+            *schedule_lines(ro),
             f"Rollback point: `{escape_md(_val(pt['file'])).replace('`', chr(39))}` on `{escape_md(pt['set'])}` "
             f"(definition {pt['definition_sha256'][:12]}, rendered tree {pt['tree_sha256'][:12]}), snapshotted by "
             "`clusterdef apply` with every node's versions before the first change.", ""]
@@ -406,6 +425,7 @@ def to_text(doc: dict) -> str:
             out.append(f"  {e(floors_line(ro))}")
         if estimate_line(ro):
             out.append(f"  {e(estimate_line(ro))}")
+        out += [f"  {e(line)}" for line in schedule_lines(ro)]
         pt = ro["rollback"]["point"]
         out.append(f"[bold]rollback point[/] {e(pt['file'])} on {e(pt['set'])} (definition "
                    f"{pt['definition_sha256'][:12]}, tree {pt['tree_sha256'][:12]})")
