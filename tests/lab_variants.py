@@ -113,6 +113,13 @@ def box(lab: dict, matrix: str) -> dict:
     d["identity"].pop("directory", None)  # no LDAP server in the box: the tenants' groups are local (box.users)
     d["secrets"]["refs"].pop("ldap_bind_password", None)
     d["upgrade"].pop("smoke_tests", None)
+    # the service objectives name what is left out: the Kubernetes group's window and the backed-up data sets
+    svc = d.get("service")
+    if svc:
+        svc.pop("recovery", None)
+        for w in svc.get("maintenance_windows", {}).values():
+            if "node_groups" in w:
+                w["node_groups"] = [g for g in w["node_groups"] if g in d["nodes"]]
     # the service hosts' hardware as small as a container: MariaDB gets the floor of its buffer pool (4 GiB)
     d["hardware"]["mgmt-server"]["memory_gib"] = 16
     s = d["slurm"]
