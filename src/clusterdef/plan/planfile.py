@@ -54,6 +54,7 @@ SCHEMA = {
         "changes": {"type": "array"}, "images": {"type": "array"}, "disruption": {"type": "object"},
         "files": {"type": "array"},
         "kubernetes_objects": {"type": "array"}, HASH_FIELD: _SHA, "bringup": _BOOL,
+        "approvals": {"type": "object", "additionalProperties": _STRS},  # disruption -> approver groups (service)
         "slurm_transition": {"type": "object", "additionalProperties": False,
                              "required": ["from", "to", "held_back", "files"],
                              "properties": {"from": _STR, "to": _STR,
@@ -72,6 +73,7 @@ SCHEMA = {
                         "canary": {"type": "object", "additionalProperties": False, "required": ["hosts", "nodes"],
                                    "properties": {"hosts": _STR, "nodes": _INT}},
                         "max_unavailable_pct": _INT,
+                        "schedule": {"type": "object"},  # the stages in the maintenance windows (plan/windows.py)
                         "estimate": {
                             "type": "object", "additionalProperties": False,
                             "required": ["minutes", "gpu_nodes", "lowest_nodes", "timing", "timeline"],
