@@ -23,20 +23,18 @@ restore's duration compared with `service.recovery.slurm.rto_minutes` (check ser
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import present
 from .model import Definition
-
-FORMAT = "clusterdef-rehearsal/1"
+from .rehearsal import append_record, read_record, record_path
 RESTORES = ("backup/slurmdbd/restore.sh", "backup/slurm/restore.sh")  # database first, as slurmdbd starts first
 _DATABASE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
@@ -56,73 +54,6 @@ def refusal(definition: Definition, file: str | Path, database: str | None, stat
     if state_dir is not None and not state_dir.startswith("/"):
         return f"--state-dir {state_dir!r} must be an absolute path"
     return None
-
-
-def record_path(definition_file: str | Path) -> Path:
-    p = Path(definition_file)
-    return p.with_name(p.stem + ".rehearsal.json")
-
-
-class RecordError(ValueError):
-    """The record file exists but cannot be read as a rehearsal record."""
-
-
-def read_record(path: Path) -> list[dict]:
-    """The rehearsals in a record file ([] when there is none)."""
-    from .limits import InputError, load_json
-
-    if not path.exists() and not path.is_symlink():
-        return []
-    try:
-        data = load_json(path, "rehearsal")  # bounded: size, nesting, number length, regular file only
-    except InputError as exc:
-        raise RecordError("; ".join(f"{path.name}: {f.message}" for f in exc.findings)) from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("rehearsals"), list):
-        raise RecordError(f"{path.name}: not a {FORMAT} record")
-    return [r for r in data["rehearsals"] if isinstance(r, dict)]
-
-
-def last_passed(rehearsals: list[dict]) -> date | None:
-    """The date of the newest passed rehearsal."""
-    dates = []
-    for r in rehearsals:
-        if r.get("result") != "passed" or not isinstance(r.get("date"), str):
-            continue
-        try:
-            dates.append(datetime.fromisoformat(r["date"].replace("Z", "+00:00")).date())
-        except ValueError:
-            continue
-    return max(dates, default=None)
-
-
-def last_passed_seconds(rehearsals: list[dict]) -> float | None:
-    """How long the newest passed rehearsal took (its `seconds`: the restores and the checks, timed by
-    `clusterdef drill`), None when no passed rehearsal records a duration (service-rto-* checks)."""
-    best: tuple[datetime, float] | None = None
-    for r in rehearsals:
-        secs = r.get("seconds")
-        if r.get("result") != "passed" or not isinstance(r.get("date"), str) or isinstance(secs, bool) \
-                or not isinstance(secs, (int, float)) or secs < 0:
-            continue
-        try:
-            when = datetime.fromisoformat(r["date"].replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-        if best is None or when > best[0]:
-            best = (when, float(secs))
-    return None if best is None else best[1]
-
-
-def append_record(path: Path, entry: dict) -> None:
-    from .writer import write_file_atomic
-
-    rehearsals = read_record(path)
-    rehearsals.append(entry)
-    text = json.dumps({"format": FORMAT, "rehearsals": rehearsals}, indent=2, sort_keys=True) + "\n"
-    # a fresh temporary sibling, removed on failure (a fixed `.tmp` name was written through whatever it was,
-    # a link included, and left half-written when the write failed); writer.OutputError names the path
-    write_file_atomic(path, text)
 
 
 @dataclass
