@@ -23,7 +23,7 @@ def box_bringup(box_ready, tmp_path_factory, lab_data) -> Future:
     from test_box_bringup import bring_up
 
     tmp = tmp_path_factory.mktemp("bringup")
-    with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=1) as pool:
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=1, initializer=timeline.lower_priority) as pool:
         future = pool.submit(bring_up, tmp, lab_data, stack)
         future.add_done_callback(lambda _f: timeline.finished("box bring-up"))
         yield future

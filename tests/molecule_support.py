@@ -102,7 +102,7 @@ def molecule_runs(molecule_env, request):
                 if getattr(item, "originalname", "") == "test_molecule_scenario"}
     order = sorted(selected, key=lambda rs: LONGEST_FIRST.index(SCENARIOS[SCENARIO_DIRS.index(rs)])
                    if SCENARIOS[SCENARIO_DIRS.index(rs)] in LONGEST_FIRST else len(LONGEST_FIRST))
-    with ThreadPoolExecutor(max_workers=MOLECULE_JOBS) as pool:
+    with ThreadPoolExecutor(max_workers=MOLECULE_JOBS, initializer=timeline.lower_priority) as pool:
         futures = {rs: pool.submit(_molecule_test, molecule, env, *rs) for rs in order}
         for (role, scenario), future in futures.items():
             future.add_done_callback(lambda _f, name=f"molecule {role}/{scenario}": timeline.finished(name))

@@ -538,33 +538,6 @@ def test_missing_versions_and_a_failing_smoke_test_halt_the_rollout(tmp_path):
     assert rec["capacity"] == [] and rec["not_run"][0]["stage"] == "rollback drill"
 
 
-@pytest.mark.slow
-def test_check_mode_previews_a_canary_only_candidate_plan(tmp_path):
-    need_ansible_runner()
-    pf = make_plan(tmp_path, CURRENT, CANDIDATE, "--allow-candidate")
-    log = tmp_path / "apply.log"
-    r = apply(pf, log, "--check", "--forks", "7")
-    assert r.exit_code == 0, r.output
-    lines = log_lines(log)
-    assert [(x[0], x[2]) for x in lines] == [("publish", "none"), ("snapshot", "none"), ("prepare", "none"),
-                                             ("upgrade", "wave_000"), ("gates", "wave_000"), ("smoke", "wave_000"),
-                                             ("rollback", "wave_000"), ("gates", "wave_000"), ("smoke", "wave_000"),
-                                             ("reapply", "wave_000"),
-                                             # the Kubernetes GPU group's canary (kgpu01 of wave_002) and drill
-                                             ("upgrade", "wave_002"), ("gates", "wave_002"), ("smoke", "wave_002"),
-                                             ("rollback", "wave_002"), ("gates", "wave_002"), ("smoke", "wave_002"),
-                                             ("reapply", "wave_002")]
-    assert {x[4] for x in lines} == {"check=True"}  # ansible_check_mode was on in every run
-    [rec] = records(tmp_path)
-    assert rec["check"] is True and rec["status"] == "succeeded"
-    cmd = json.loads((Path(run_of(rec, "canary", "upgrade")["artifact_dir"]) / "command").read_text())["command"]
-    # smoke tests do not run in check mode: recorded as skipped
-    assert {t["test"]: t["skipped"] for t in run_of(rec, "canary", "smoke")["smoke"]} == {
-        "gpus-visible": "gpu[001,003]", "scratch-mounted": "gpu[001,003]"}
-    assert "--check" in cmd and "--diff" in cmd
-    assert cmd[cmd.index("--forks") + 1] == "7" and rec["forks"] == 7  # --forks reaches every ansible-playbook run
-
-
 # --------------------------------------------------------------------------- change summary (fast)
 
 def ev(kind: str, host: str, task: str, changed: bool = False, role: str = "", **res) -> dict:
@@ -711,12 +684,33 @@ def canary_plan(tmp: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.slow
-def test_check_mode_shows_which_tasks_would_change_on_which_hosts(tmp_path):
+def test_check_mode_previews_a_canary_only_plan_and_shows_which_tasks_would_change(tmp_path):
+    """One check-mode run of a canary-only candidate plan (one apply: each costs about 17 playbook runs):
+    the steps it would run, ansible_check_mode and --forks in every run, smoke tests recorded as skipped,
+    and which tasks would change on which hosts."""
     pf, state = canary_plan(tmp_path)
-    r = apply(pf, tmp_path / "apply.log", "--check", "-e", f"apply_state_dir={state}", "-e", "apply_hold_hosts=gpu001")
+    log = tmp_path / "apply.log"
+    r = apply(pf, log, "--check", "--forks", "7", "-e", f"apply_state_dir={state}", "-e", "apply_hold_hosts=gpu001")
     assert r.exit_code == 0, r.output
+    lines = log_lines(log)
+    assert [(x[0], x[2]) for x in lines] == [("publish", "none"), ("snapshot", "none"), ("prepare", "none"),
+                                             ("upgrade", "wave_000"), ("gates", "wave_000"), ("smoke", "wave_000"),
+                                             ("rollback", "wave_000"), ("gates", "wave_000"), ("smoke", "wave_000"),
+                                             ("reapply", "wave_000"),
+                                             # the Kubernetes GPU group's canary (kgpu01 of wave_002) and drill
+                                             ("upgrade", "wave_002"), ("gates", "wave_002"), ("smoke", "wave_002"),
+                                             ("rollback", "wave_002"), ("gates", "wave_002"), ("smoke", "wave_002"),
+                                             ("reapply", "wave_002")]
+    assert {x[4] for x in lines} == {"check=True"}  # ansible_check_mode was on in every run
     assert sorted(p.name for p in state.iterdir()) == ["gpu003.driver"]  # check mode wrote nothing
     [rec] = records(tmp_path)
+    assert rec["check"] is True and rec["status"] == "succeeded"
+    cmd = json.loads((Path(run_of(rec, "canary", "upgrade")["artifact_dir"]) / "command").read_text())["command"]
+    assert "--check" in cmd and "--diff" in cmd
+    assert cmd[cmd.index("--forks") + 1] == "7" and rec["forks"] == 7  # --forks reaches every ansible-playbook run
+    # smoke tests do not run in check mode: recorded as skipped
+    assert {t["test"]: t["skipped"] for t in run_of(rec, "canary", "smoke")["smoke"]} == {
+        "gpus-visible": "gpu[001,003]", "scratch-mounted": "gpu[001,003]"}
     canary, gates = run_of(rec, "canary", "upgrade"), run_of(rec, "canary", "gates")
     assert (canary["action"], canary["hosts"]) == ("upgrade", "gpu[001,003]")
     assert [(c["n"], c["task"], c["hosts"], c["count"]) for c in canary["changes"]] == [

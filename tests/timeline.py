@@ -3,11 +3,21 @@
 The molecule scenarios and the box bring-up run beside the other tests, so a test's wall time says
 little about what it costs the run: at the end this prints, per test file, its wall time and the CPU the
 whole machine spent meanwhile (podman containers included, which no rusage of ours sees), and when each
-background job finished, counted from the session's start."""
+background job finished, counted from the session's start.
+
+It also sets how the background jobs share the machine with the foreground (measured on 2 cores, 2026-12-03):
+the foreground is one test at a time, so it can use about one core; the background jobs take the rest.
+- Background threads run at a lower priority (`lower_priority`, nice 10; their subprocesses inherit it):
+  the foreground keeps its core, and the background soaks up the other one and every wait of the foreground.
+  Before, three molecule scenarios and the box bring-up took the foreground's core too, and once they were
+  done the last ten minutes ran on one core.
+- Tests that only wait for a background job's result run last (`pytest_collection_modifyitems`), so the
+  foreground never stands still waiting; by then the jobs are done or nearly."""
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import defaultdict
 
@@ -26,6 +36,28 @@ def machine_busy_seconds() -> float:
         return 0.0
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
     return (user + nice + system + irq + softirq + steal) / _TICK
+
+
+BACKGROUND_NICE = 10
+# Tests that wait for a background job (box_bringup.py, molecule_support.py): run after every other test.
+WAITS_FOR_BACKGROUND = ("tests/test_box_bringup.py::", "tests/test_roles.py::test_molecule_scenario[")
+
+
+def lower_priority() -> None:
+    """Make the calling thread, and every process it starts from now on, yield the CPU to the foreground
+    (Linux keeps the nice value per thread; a child inherits its parent thread's): a ThreadPoolExecutor
+    initializer of the background jobs."""
+    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    waiting = [item for item in items if item.nodeid.startswith(WAITS_FOR_BACKGROUND)]
+    if waiting:
+        ids = {id(item) for item in waiting}
+        items[:] = [item for item in items if id(item) not in ids] + waiting
+
+
+_BUSY_AT_START = machine_busy_seconds()
 
 
 def finished(name: str) -> None:
@@ -56,5 +88,9 @@ def pytest_terminal_summary(terminalreporter):
     for path, (wall, cpu, n) in rows:
         tr.write_line(f"{wall:8.1f} {cpu:8.1f} {n:5d}  {path}")
     total = time.monotonic() - START
+    busy = machine_busy_seconds() - _BUSY_AT_START
+    cores = os.cpu_count() or 1
+    tr.write_line(f"machine busy {busy:.0f} CPU s of {total * cores:.0f} ({cores} cores): "
+                  f"{100 * busy / (total * cores):.0f}%")
     ends = ", ".join(f"{k} {v:.0f}" for k, v in sorted(_finished.items(), key=lambda kv: kv[1])) or "none ran"
     tr.write_line(f"session {total:.1f} s; background jobs finished at (s from start): {ends}")
