@@ -76,7 +76,8 @@ def hardware_driver_floor(ctx: Context) -> Iterable[Finding]:
                           f"choose a set with driver {p.min_driver} or later (`clusterdef matrix list`)")
 
 
-NVLSM_FIRST_BRANCH = 570  # shared/reference/compat/packages.yaml nvswitch_stack[0]: "nvlsm + infiniband-diags for >=570 (NVLink5)"
+# shared/reference/compat/packages.yaml nvswitch_stack[0]: "nvlsm + infiniband-diags for >=570 (NVLink5)"
+NVLSM_FIRST_BRANCH = 570
 
 
 @check("hardware-nvlsm")
@@ -99,8 +100,9 @@ def hardware_nvlsm(ctx: Context) -> Iterable[Finding]:
         branch = int(vs.components.driver.split(".")[0])
         if branch < NVLSM_FIRST_BRANCH:
             yield Finding("hardware-nvlsm-driver", Severity.ERROR, at,
-                          f"hardware `{hname}` has fourth-generation NVSwitches (NVLink 5), which need NVIDIA's NVLink "
-                          f"Subnet Manager beside Fabric Manager, first shipped for driver branch R{NVLSM_FIRST_BRANCH}; "
+                          f"hardware `{hname}` has fourth-generation NVSwitches (NVLink 5), which need NVIDIA's "
+                          "NVLink Subnet Manager beside Fabric Manager, first shipped for driver branch "
+                          f"R{NVLSM_FIRST_BRANCH}; "
                           f"set `{vs.name}` runs driver {vs.components.driver}",
                           f"choose a set with driver R{NVLSM_FIRST_BRANCH} or later (`clusterdef matrix list`)")
             continue
