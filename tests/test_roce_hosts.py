@@ -17,6 +17,7 @@ import yaml
 from clusterdef.build import build_tree
 from clusterdef.validate.pipeline import validate_file
 from conftest import MATRICES, TODAY, dump_yaml
+from lab_variants import roce_rails as roce_lab
 from test_storage_fabric import _networkd
 
 RAILS = [f"ens{i}" for i in range(8)]
@@ -27,18 +28,6 @@ class _Vars(yaml.SafeLoader):
 
 
 _Vars.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
-
-
-def roce_lab(lab: dict, subnet: str = "10.50.0.0/16", start: str = "10.50.0.11") -> dict:
-    """The lab with ib0 a RoCE fabric (MTU 9000) and its 8 compute ports RoCE ports ens0..ens7; the
-    Slurm group `train` (gpu001-004) and the Kubernetes group `infer` (kgpu01-02) get rail addresses."""
-    d = copy.deepcopy(lab)
-    d["hardware"]["hgx-h100"]["nics"][1] = {"name": "ens", "kind": "roce", "speed_gbps": 400, "count": 8,
-                                            "role": "compute"}
-    d["network"]["fabrics"]["ib0"].update(kind="roce", subnet=subnet, mtu=9000)
-    d["nodes"]["train"]["attachments"] = {"compute": {"network": "ib0", "nic": "ens", "ipv4_start": start}}
-    d["nodes"]["infer"]["attachments"] = {"compute": {"network": "ib0", "nic": "ens", "ipv4_start": "10.50.0.31"}}
-    return d
 
 
 def _build(data: dict, tmp_path: Path):
