@@ -88,3 +88,32 @@ def test_a_set_older_than_nvlsm_is_refused(tmp_path):
     assert [(f.severity.value, f.path) for f in bad] == [("error", ("hardware", "hgx-h100", "platform"))]
     assert "first shipped for driver branch R570" in bad[0].message and "R570 or later" in bad[0].hint
     assert not _codes(result, "nvlsm-unpinned")
+
+
+def test_b300_renders_no_alert_or_link_count_from_figures_the_reference_lacks(tmp_path):
+    """The lab's boards as HGX B300 with B300 GPUs: no TDP, temperature or link count is known
+    (gpu_limits.yaml), so no power or temperature alert and no `nvlink N` nodecheck line; the NVLink runbooks
+    say "every NVLink link"; NVLSM is there all the same (the generation is known). Validation says so
+    (gpu-limits-incomplete); thresholds set in the definition bring those two alerts back."""
+    from clusterdef.render.observability.alertrules import alerts
+    from clusterdef.render.slurm import nodecheck_expectations
+    from clusterdef.validate.pipeline import validate_file
+    from conftest import MATRICES, TODAY
+
+    path, _ = blackwell_lab(tmp_path, "hgx-b300", "[]")
+    path.write_text(path.read_text().replace("B200-SXM-180GB", "B300-SXM-288GB", 1))
+    result = validate_file(path, MATRICES, TODAY)
+    assert result.ok and [f.dotted for f in result.findings if f.code == "gpu-limits-incomplete"] == [
+        "hardware.hgx-h100.gpu.model"]
+    resolved = resolve(result.definition, result.matrix, CLUSTERS)
+    gpu = {a.name: a for a in alerts(resolved) if a.group == "gpu"}
+    assert "GpuPowerHigh" not in gpu and "GpuTemperatureHigh" not in gpu and "GpuNvlinkLinkDown" in gpu
+    assert "nvidia-smi nvlink -s must show every NVLink link up" in gpu["GpuNvlinkLinkDown"].runbook
+    assert [h for h in nodecheck_expectations(resolved)["train"]["health"] if h.startswith("nvlink")] == []
+    assert _nvlsm(result)["packages"] == NVLSM
+    text = path.read_text()
+    assert "\nobservability:" not in text
+    path.write_text(text + "observability:\n  hardware:\n    hgx-h100: {temperature_c: 80, power_w: 900}\n")
+    result = validate_file(path, MATRICES, TODAY)
+    gpu = {a.name: a for a in alerts(resolve(result.definition, result.matrix, CLUSTERS)) if a.group == "gpu"}
+    assert "> 900" in gpu["GpuPowerHigh"].expr and "> 80" in gpu["GpuTemperatureHigh"].expr
