@@ -74,7 +74,11 @@ def _incomplete(d, hname: str, hw, lim) -> Iterable[Finding]:
     """A known model whose entry leaves figures null (the reference lacks them): say which, and what is
     therefore not rendered; a threshold the definition sets stands in for the alert's figure."""
     t = d.observability.hardware.get(hname)
-    lost = [f for f in lim.unknown() if not (t and _LOST[f][2] and getattr(t, _LOST[f][2]))]
+
+    def replaced(f: str) -> bool:
+        over = _LOST[f][2]
+        return bool(t is not None and over is not None and getattr(t, over))
+    lost = [f for f in lim.unknown() if not replaced(f)]
     if not lost:
         return
     what = ", ".join(_LOST[f][0] for f in lost)
