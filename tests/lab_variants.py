@@ -13,7 +13,14 @@ host kgpu03) runs the candidate set's driver through its own NVIDIADriver.
 (sgpu01-02) on a RoCE compute fabric `roce0` (MTU 9000, port ens1f0/ens1f1) and attached to a RoCE
 storage fabric `stor0` (10.40.0.0/24, MTU 9000) through `storage_nic`: `ens2` (RoCE: the VLAN takes the
 port) or `ibs` (the InfiniBand storage NIC: a VLAN is not put on it; then `stor0` is InfiniBand, IPoIB
-MTU 2044). The lab's other Slurm groups stay on `ib0`, so validate warns `slurm-topology-fabrics`."""
+MTU 2044). The lab's other Slurm groups stay on `ib0`, so validate warns `slurm-topology-fabrics`.
+
+`roce_rails`: the lab's compute fabric ib0 switched to RoCE with rail addresses (tests/test_roce_hosts.py).
+
+`roce_two_models`: RoCE rails and two GPU models together (issue 29 item 7): the lab on `roce_rails`, the
+train nodes split into `train` (gpu001, gpu003: HGX H100) and `train-b200` (gpu002, gpu004: HGX B200), both in
+partitions train and debug; the inference nodes into `infer` (kgpu01, H100) and `infer-b200` (kgpu02, B200),
+a Kueue flavor per model; tenant vision's queue takes B200 first, then H100."""
 
 from __future__ import annotations
 
@@ -193,5 +200,66 @@ def fallback_flavors(lab: dict, when_can_borrow: str | None = None) -> dict:
     vision.update(flavor="h200", nominal_gpus=4, fallback_flavors=[{"flavor": "h100", "nominal_gpus": 4}])
     if when_can_borrow:
         vision["flavor_fungibility"] = {"when_can_borrow": when_can_borrow}
+    kq["queues"]["nlp-serve"]["nominal_gpus"] = 4
+    return d
+
+
+def roce_rails(lab: dict, subnet: str = "10.50.0.0/16", start: str = "10.50.0.11") -> dict:
+    """The lab with ib0 a RoCE fabric (MTU 9000) and its 8 compute ports RoCE ports ens0..ens7; the
+    Slurm group `train` (gpu001-004) and the Kubernetes group `infer` (kgpu01-02) get rail addresses."""
+    d = copy.deepcopy(lab)
+    d["hardware"]["hgx-h100"]["nics"][1] = {"name": "ens", "kind": "roce", "speed_gbps": 400, "count": 8,
+                                            "role": "compute"}
+    d["network"]["fabrics"]["ib0"].update(kind="roce", subnet=subnet, mtu=9000)
+    d["nodes"]["train"]["attachments"] = {"compute": {"network": "ib0", "nic": "ens", "ipv4_start": start}}
+    d["nodes"]["infer"]["attachments"] = {"compute": {"network": "ib0", "nic": "ens", "ipv4_start": "10.50.0.31"}}
+    return d
+
+
+def _b200(lab_hw: dict) -> dict:
+    hw = copy.deepcopy(lab_hw)
+    hw["platform"] = "hgx-b200"
+    hw["gpu"].update(model="B200-SXM-180GB", type="b200", memory_gib=180)
+    hw["gpu"].pop("mig_profiles", None)
+    hw["firmware"] = ["cx7"]  # the sets pin only cx7 for hgx-b200
+    return hw
+
+
+def _split(d: dict, group: str, new: str, hosts: tuple[str, str], picks: tuple[tuple[int, ...], tuple[int, ...]],
+           starts: tuple[str, str], rails: tuple[str, str]) -> None:
+    """Node group `group` split in two: its hosts[0] stay, hosts[1] go to group `new` on hardware hgx-b200;
+    each with the MACs/GUIDs of its hosts (`picks`), its management and rail addresses (`starts`, `rails`)."""
+    old = d["nodes"][group]
+    twin = copy.deepcopy(old)
+    mac = old["addressing"]["mac"]
+    for g, h, pick, start, rail in ((old, hosts[0], picks[0], starts[0], rails[0]),
+                                    (twin, hosts[1], picks[1], starts[1], rails[1])):
+        g["hosts"] = h
+        g["addressing"]["ipv4_start"] = start
+        g["addressing"]["mac"] = {**mac, "macs": [mac["macs"][i] for i in pick],
+                                  "port_guids": [mac["port_guids"][i] for i in pick]}
+        g["attachments"]["compute"]["ipv4_start"] = rail
+    twin["hardware"] = "hgx-b200"
+    d["nodes"][new] = twin
+
+
+def roce_two_models(lab: dict) -> dict:
+    d = roce_rails(lab)
+    d["hardware"]["hgx-b200"] = _b200(d["hardware"]["hgx-h100"])
+    _split(d, "train", "train-b200", ("gpu[001,003]", "gpu[002,004]"), ((0, 2), (1, 3)),
+           ("10.20.0.11", "10.20.0.13"), ("10.50.0.11", "10.50.0.13"))
+    _split(d, "infer", "infer-b200", ("kgpu01", "kgpu02"), ((0,), (1,)), ("10.20.0.31", "10.20.0.32"),
+           ("10.50.0.31", "10.50.0.32"))
+    for p in d["slurm"]["partitions"].values():
+        if "train" in p["node_groups"]:
+            p["node_groups"] = [*p["node_groups"], "train-b200"]
+    for fs in d.get("filesystems", {}).values():
+        for g, new in (("train", "train-b200"), ("infer", "infer-b200")):
+            if g in fs.get("node_groups", []):
+                fs["node_groups"] = [*fs["node_groups"], new]
+    kq = d["kubernetes"]["kueue"]
+    kq["flavors"] = {"b200": {"node_groups": ["infer-b200"]}, "h100": {"node_groups": ["infer"]}}
+    kq["queues"]["vision-serve"].update(flavor="b200", nominal_gpus=4,
+                                        fallback_flavors=[{"flavor": "h100", "nominal_gpus": 4}])
     kq["queues"]["nlp-serve"]["nominal_gpus"] = 4
     return d

@@ -131,3 +131,33 @@ def test_a_model_with_both_thresholds_set_does_not_end_the_check(lab, matrix, tm
     _add(lab, "y-box", "Y1")
     lab["observability"] = {"hardware": {"x-box": {"temperature_c": 80, "power_w": 900}}}
     assert _found(run(lab, matrix, tmp_path), "gpu-limits-unknown") == [_unknown("y-box", "Y1")]
+
+
+def test_b300_limits_the_reference_lacks_are_said_not_guessed(lab, matrix, tmp_path):
+    """B300 is known (gpu_limits.yaml) but the shared reference gives none of its limits: validation says which
+    figures are missing and what is therefore not rendered; a threshold the definition sets takes that figure off
+    the list; the NVLink link count cannot be set, so the warning stays (issue 29)."""
+    from clusterdef.knowledge.gpu_limits import limits_for
+
+    lim = limits_for("B300-SXM-288GB")
+    assert lim.family == "B300" and lim.unknown() == ["tdp_w", "max_operating_c", "nvlink_links"] and lim.nvlink_gen == 5
+    assert limits_for("GB300-X") is None  # not taken for the B300 by prefix
+    _add(lab, "b300-box", "B300-SXM-288GB")
+    lost = "nodecheck's NVLink link check and the link count in the NVLink alerts' runbooks"
+    missing = ("the shared reference (/work/shared/reference) gives no B300 TDP, maximum operating temperature or "
+               "NVLink link count")
+    found = _found(run(lab, matrix, tmp_path), "gpu-limits-incomplete")
+    assert found == [(Severity.WARNING, ("hardware", "b300-box", "gpu", "model"),
+                      f"GPU model `B300-SXM-288GB` (B300): {missing}. Without its TDP, maximum operating temperature, "
+                      f"NVLink link count, not rendered for hardware `b300-box`: the power alert; the temperature "
+                      f"alert; {lost}",
+                      "set observability.hardware.b300-box.power_w and observability.hardware.b300-box.temperature_c; "
+                      "or add the figure with its source to src/clusterdef/knowledge/gpu_limits.yaml (B300)")]
+    lab["observability"] = {"hardware": {"b300-box": {"temperature_c": 80, "power_w": 900}}}
+    found = _found(run(lab, matrix, tmp_path), "gpu-limits-incomplete")
+    assert [(f[2].split(". ")[1], f[3]) for f in found] == [
+        (f"Without its NVLink link count, not rendered for hardware `b300-box`: {lost}",
+         "nothing in the definition replaces it; or add the figure with its source to "
+         "src/clusterdef/knowledge/gpu_limits.yaml (B300)")]
+    # the thresholds are not compared against figures that are unknown
+    assert not [f for f in run(lab, matrix, tmp_path).findings if f.code == "alert-threshold-out-of-range"]

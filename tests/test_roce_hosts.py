@@ -17,6 +17,7 @@ import yaml
 from clusterdef.build import build_tree
 from clusterdef.validate.pipeline import validate_file
 from conftest import MATRICES, TODAY, dump_yaml
+from lab_variants import roce_rails as roce_lab
 from test_storage_fabric import _networkd
 
 RAILS = [f"ens{i}" for i in range(8)]
@@ -27,18 +28,6 @@ class _Vars(yaml.SafeLoader):
 
 
 _Vars.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
-
-
-def roce_lab(lab: dict, subnet: str = "10.50.0.0/16", start: str = "10.50.0.11") -> dict:
-    """The lab with ib0 a RoCE fabric (MTU 9000) and its 8 compute ports RoCE ports ens0..ens7; the
-    Slurm group `train` (gpu001-004) and the Kubernetes group `infer` (kgpu01-02) get rail addresses."""
-    d = copy.deepcopy(lab)
-    d["hardware"]["hgx-h100"]["nics"][1] = {"name": "ens", "kind": "roce", "speed_gbps": 400, "count": 8,
-                                            "role": "compute"}
-    d["network"]["fabrics"]["ib0"].update(kind="roce", subnet=subnet, mtu=9000)
-    d["nodes"]["train"]["attachments"] = {"compute": {"network": "ib0", "nic": "ens", "ipv4_start": start}}
-    d["nodes"]["infer"]["attachments"] = {"compute": {"network": "ib0", "nic": "ens", "ipv4_start": "10.50.0.31"}}
-    return d
 
 
 def _build(data: dict, tmp_path: Path):
@@ -181,3 +170,55 @@ def test_gb200_roce_storage_port_gets_the_lossless_settings_only():
     assert "TaskProlog" not in tree["slurm/slurm.conf"]
     assert "Wants=clusterdef-roce-qos.service\n" in tree[
         "images/grace-node/mkosi.extra/etc/systemd/system/multi-user.target.d/clusterdef-roce-qos.service.conf"]
+
+
+def _routed(lab: dict, start: str = "10.50.0.11") -> dict:
+    d = roce_lab(lab, start=start)
+    d["network"]["fabrics"]["ib0"]["rail_addressing"] = "routed"
+    return d
+
+
+def test_routed_rails_get_a_31_and_a_route_to_the_rails_aggregate(lab, tmp_path, monkeypatch):
+    """`rail_addressing: routed`: each port the odd end of a /31 to its leaf (hosts 2 apart from ipv4_start,
+    the same offset in each rail's slice), a route to the rail's aggregate through the switch's end; and
+    systemd-networkd in a namespace installs exactly that: per port its /31 and one route to its rail."""
+    import test_storage_fabric
+
+    _, tree = _build(_routed(lab), tmp_path)
+    gpu002 = tree["network/roce/train/30-clusterdef-rail-gpu002-ens3.network"]
+    assert "# rail 4: aggregate 10.50.96.0/19, a /31 to the leaf switch at 10.50.96.12\n" in gpu002
+    assert "Address=10.50.96.13/31\n" in gpu002
+    assert gpu002.endswith("\n[Route]\nDestination=10.50.96.0/19\nGateway=10.50.96.12\n")
+    assert "Address=10.50.224.17/31\n" in tree["network/roce/train/30-clusterdef-rail-gpu004-ens7.network"]
+    assert "Address=10.50.0.33/31\n" in tree["network/roce/infer/30-clusterdef-rail-kgpu02-ens0.network"]
+    rows = [ln.split(",") for ln in tree["inventory/attachments.csv"].splitlines() if ",train,compute," in ln]
+    assert [(r[0], r[8]) for r in rows] == [("gpu001", "10.50.0.11"), ("gpu002", "10.50.0.13"),
+                                            ("gpu003", "10.50.0.15"), ("gpu004", "10.50.0.17")]  # rail 1, 2 apart
+    files = {k: v for k, v in tree.items() if k.startswith("network/roce/train/") and k.endswith(".network")}
+    monkeypatch.setattr(test_storage_fabric, "_NETWORKD", test_storage_fabric._NETWORKD.replace("kill $P\n", _ROUTES))
+    log, out = _networkd({k.replace("30-clusterdef-", "20-clusterdef-"): v for k, v in files.items()}, tmp_path,
+                         "gpu002", RAILS)
+    for i, port in enumerate(RAILS):
+        third = i * 32
+        assert re.search(rf"{port}\s+inet 10\.50\.{third}\.13/31 ", out), out
+        assert re.search(rf"^10\.50\.{third}\.0/19 via 10\.50\.{third}\.12 dev {port} proto static", out, re.M), out
+        assert re.search(rf"^10\.50\.{third}\.12/31 dev {port} proto kernel scope link src 10\.50\.{third}\.13", out,
+                         re.M), out
+    assert len(re.findall(r"^10\.50\.", out, re.M)) == 16, out  # per rail: the /31 and the aggregate, no other
+
+
+def test_routed_rails_refused_where_they_cannot_be(lab, tmp_path):
+    r = validate_file(dump_yaml(_routed(lab, start="10.50.0.12"), tmp_path / "a.yaml"), MATRICES, TODAY)
+    assert [m for p, m in _codes(r, "roce-rails") if p.startswith("nodes.train")] == [
+        "node group `train`: fabric `ib0` is routed (a /31 per port, RFC 3021): ipv4_start 10.50.0.12 is even, "
+        "the switch's side of its /31; a host's side is the odd address"]
+    r = validate_file(dump_yaml(_routed(lab, start="10.50.31.251"), tmp_path / "b.yaml"), MATRICES, TODAY)
+    assert [m for p, m in _codes(r, "roce-rails") if p.startswith("nodes.train")] == [
+        "node group `train`: 4 /31 link(s) from 10.50.31.251 (hosts 2 apart) do not fit in rail 1's aggregate "
+        "10.50.0.0/19 (fabric `ib0`'s 10.50.0.0/16 in 8 rail slice(s)); a host's address on rail i is the same "
+        "offset in rail i's slice"]
+    d = copy.deepcopy(lab)
+    d["network"]["fabrics"]["ib0"]["rail_addressing"] = "routed"
+    r = validate_file(dump_yaml(d, tmp_path / "c.yaml"), MATRICES, TODAY)
+    assert _codes(r, "fabric-interface") == [("network.fabrics.ib0.rail_addressing",
+                                               "fabric `ib0` is infiniband: rail addressing is for RoCE rails only")]

@@ -4,11 +4,16 @@ same offset in rail i's slice as its address (`attachments.compute.ipv4_start` a
 rail 1's. Each rail is a subnet of its own, so the kernel's connected route for it goes out of that
 rail's port only: RDMA and NCCL traffic of rail i stays on rail i (rail-optimised), with no policy
 routing, and a host answers ARP for a rail address on that rail's port only (arp_ignore=1). Read by
-validation (roce-rails) and render/network/roce.py."""
+validation (roce-rails) and render/network/roce.py.
+
+`rail_addressing: routed` (a routed leaf/spine fabric, no L2 segment per rail): rail i's slice is the rail's
+aggregate; host j's port on rail i is the odd address of a /31 (RFC 3021 point-to-point; the even one below
+it is the leaf switch port's), at `ipv4_start + 2j` in rail 1's slice and the same offset in rail i's, with a
+route to the aggregate through the switch: rail i's traffic still leaves by rail i's port only."""
 
 from __future__ import annotations
 
-from ipaddress import IPv4Interface, IPv4Network
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from .. import hostlist, tenancy
 from ..model.network import Fabric  # noqa: F401 (annotations)
@@ -72,6 +77,16 @@ def rail_problem(d, group: str) -> str | None:
     a = d.nodes[group].attachments["compute"]
     first = slices[0]
     count = len(hostlist.names(d.nodes[group].hosts))
+    if f.routed:
+        if int(a.ipv4_start) % 2 == 0:
+            return (f"node group `{group}`: fabric `{fname}` is routed (a /31 per port, RFC 3021): ipv4_start "
+                    f"{a.ipv4_start} is even, the switch's side of its /31; a host's side is the odd address")
+        start, last = int(a.ipv4_start) - 1, int(a.ipv4_start) + 2 * (count - 1)
+        if not (int(first.network_address) <= start and last <= int(first.broadcast_address)):
+            return (f"node group `{group}`: {count} /31 link(s) from {a.ipv4_start} (hosts 2 apart) do not fit in "
+                    f"rail 1's aggregate {first} (fabric `{fname}`'s {subnet} in {len(slices)} rail slice(s)); a "
+                    f"host's address on rail i is the same offset in rail i's slice")
+        return None
     start, last = int(a.ipv4_start), int(a.ipv4_start) + count - 1
     if not (int(first.network_address) < start and last < int(first.broadcast_address)):
         return (f"node group `{group}`: {count} address(es) from {a.ipv4_start} do not fit in rail 1's subnet "
@@ -92,9 +107,24 @@ def rail_addresses(d, group: str) -> dict[str, list[tuple[str, IPv4Interface]]]:
     a = d.nodes[group].attachments["compute"]
     offset = int(a.ipv4_start) - int(f.subnet.network_address)
     ports = compute_ports(d, group)
-    return {host: [(port, IPv4Interface((int(slices[r].network_address) + offset + i, slices[r].prefixlen)))
+    step, prefix = (2, 31) if f.routed else (1, None)
+    return {host: [(port, IPv4Interface((int(slices[r].network_address) + offset + step * i,
+                                         prefix or slices[r].prefixlen)))
                    for r, port in enumerate(ports)]
             for i, host in enumerate(hostlist.names(d.nodes[group].hosts))}
+
+
+def rail_route(d, group: str, address: IPv4Interface) -> tuple[IPv4Network, IPv4Address] | None:
+    """A routed fabric's port: (the rail's aggregate, the switch's side of the /31) for the route through
+    it; None on a per-rail-subnet fabric (the connected route is the rail's)."""
+    rf = rail_fabric(d, group)
+    if rf is None or not rf[1].routed:
+        return None
+    fname, f = rf
+    assert f.subnet is not None
+    rails = rail_subnets(f.subnet, fabric_rails(d, fname)) or []
+    aggregate = next(n for n in rails if address.ip in n)
+    return aggregate, address.ip - 1
 
 
 def vlan_owned(d, group: str) -> bool:

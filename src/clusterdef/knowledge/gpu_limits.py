@@ -1,4 +1,5 @@
-"""Per-GPU-model limits (gpu_limits.yaml): TDP, maximum operating temperature, NVLink links per GPU."""
+"""Per-GPU-model limits (gpu_limits.yaml): TDP, maximum operating temperature, NVLink links per GPU and
+NVLink generation. A figure the reference does not give is None (the data file says why: `missing`)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,24 @@ DATA = Path(__file__).with_name("gpu_limits.yaml")
 @dataclass(frozen=True)
 class GpuLimits:
     family: str
-    tdp_w: int
-    max_operating_c: int
-    nvlink_links: int
+    tdp_w: int | None
+    max_operating_c: int | None
+    nvlink_links: int | None
+    nvlink_gen: int
+    missing: str = ""
+
+    def unknown(self) -> list[str]:
+        """The figures the data file leaves null."""
+        return [f for f in ("tdp_w", "max_operating_c", "nvlink_links") if getattr(self, f) is None]
 
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, GpuLimits]:
     raw = safe_yaml().load(DATA.read_text())["models"]
-    return {k: GpuLimits(k, int(v["tdp_w"]), int(v["max_operating_c"]), int(v["nvlink_links"]))
-            for k, v in raw.items()}
+    def num(v):
+        return None if v is None else int(v)
+    return {k: GpuLimits(k, num(v["tdp_w"]), num(v["max_operating_c"]), num(v["nvlink_links"]), int(v["nvlink_gen"]),
+                         str(v.get("missing", ""))) for k, v in raw.items()}
 
 
 def limits_for(model: str) -> GpuLimits | None:

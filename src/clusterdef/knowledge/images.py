@@ -11,7 +11,7 @@ from importlib.resources import files
 from ..source import safe_yaml
 
 from ..matrix import sources
-from .platforms import has_nvswitch
+from .platforms import has_nvswitch, needs_nvlsm
 from .services import image_services, table as service_table
 
 DOCA_HOST_PACKAGE = "doca-ofed"  # the host package of DOCA-OFED (an image without the operator's driver container)
@@ -37,6 +37,13 @@ def fabric_components(hardware) -> list[str]:
     (platforms.has_nvswitch: what the hardware is, not which firmware the set pins), none otherwise:
     they must match the driver exactly (nvidia_packages.yaml, the Fabric Manager user guide)."""
     return list(nvidia()["nvswitch_r580"]) if has_nvswitch(hardware) else []
+
+
+def nvlink5_components(hardware) -> list[str]:
+    """NVLSM and the InfiniBand diagnostics for a node type with fourth-generation NVSwitches of its own
+    (platforms.needs_nvlsm: HGX/DGX B200, B300), none otherwise; versioned apart from the driver, unpinned
+    (nvidia_packages.yaml nvlink5_packages)."""
+    return list(nvidia()["nvlink5_packages"]) if needs_nvlsm(hardware) else []
 
 
 def branch_names(names, branch: int) -> list[str]:

@@ -157,6 +157,18 @@ class Fabric(Model):
     """RoCE only: lossless Ethernet on the nodes' ports of this fabric (trust, PFC priority, ECN) and
     the traffic class jobs' NCCL/UCX use. Unset on a `roce` fabric: the defaults (trust dscp, PFC
     priority 3, DSCP 26, ECN on); set on another kind: refused (`fabric-interface`)."""
+    rail_addressing: Literal["subnet", "routed"] | None = None
+    """RoCE only: how the rail ports of node groups with compute addresses are numbered (fabric/rails.py,
+    docs/fabric.md). `subnet` (unset: the default): rail i is the i-th equal slice of `subnet`, every port
+    of rail i on it (one L2 segment per rail). `routed`: rail i's slice is the rail's aggregate; each port
+    is a /31 point-to-point link to its leaf switch port (RFC 3021: the even address the switch's, the odd
+    one the host's; `attachments.compute.ipv4_start` odd, hosts 2 apart) with a route to the aggregate
+    through the switch. Set on another kind: refused (`fabric-interface`)."""
+
+    @property
+    def routed(self) -> bool:
+        """Rail ports as /31 links with a route to the rail's aggregate (`rail_addressing: routed`)."""
+        return self.kind == "roce" and self.rail_addressing == "routed"
 
     @property
     def qos(self) -> Lossless | None:

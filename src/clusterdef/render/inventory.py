@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from .. import hostlist
 from ..errors import present
+from ..fabric.rails import rail_addresses
 from ..resolve import Resolved
 
 if TYPE_CHECKING:
@@ -94,7 +95,10 @@ def attachments(resolved: Resolved) -> str:
                 subnet = d.network.fabrics[a.network].subnet
             net = str(subnet) if subnet else ""  # once per attachment, not per host
             start = g.addressing.ipv4_start if role == "provisioning" else a.ipv4_start
+            # RoCE rails: the host's address on rail 1 (fabric/rails.py; 2 apart on a routed fabric)
+            rails = rail_addresses(d, gname) if role == "compute" else {}
             writer.writerows([host, gname, role, a.network, nic.kind, nic.name, ports, nic.speed_gbps,
-                              str(start + i) if start is not None else "", net]
+                              str(rails[host][0][1].ip) if host in rails and rails[host]
+                              else str(start + i) if start is not None else "", net]
                              for i, host in enumerate(hostlist.names(g.hosts)))
     return buf.getvalue()

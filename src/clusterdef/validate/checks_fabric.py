@@ -390,6 +390,10 @@ def storage_fabric(ctx: Context) -> Iterable[Finding]:
             yield error("fabric-interface", base + ("ipoib_mode",),
                         f"fabric `{fname}` is {f.kind}: IPoIB mode applies to InfiniBand fabrics only",
                         "remove ipoib_mode (MTU alone sets a RoCE/Ethernet interface)")
+        if f.rail_addressing is not None and f.kind != "roce":
+            yield error("fabric-interface", base + ("rail_addressing",),
+                        f"fabric `{fname}` is {f.kind}: rail addressing is for RoCE rails only",
+                        "remove rail_addressing, or set kind: roce")
         if f.lossless is not None and f.kind != "roce":
             yield error("fabric-interface", base + ("lossless",),
                         f"fabric `{fname}` is {f.kind}: lossless Ethernet (trust, PFC, ECN) is for RoCE only",

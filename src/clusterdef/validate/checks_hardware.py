@@ -9,7 +9,8 @@ from typing import Iterable
 from packaging.version import Version
 
 from ..errors import Finding, Severity
-from ..knowledge.platforms import has_nvswitch, known_for, platform_for, table
+from ..knowledge.images import operator_owns_driver
+from ..knowledge.platforms import has_nvswitch, known_for, needs_nvlsm, platform_for, table
 from .registry import Context, check
 
 
@@ -73,3 +74,41 @@ def hardware_driver_floor(ctx: Context) -> Iterable[Finding]:
                           f"set `{vs.name}` runs driver {vs.components.driver}, older than {p.min_driver}, the first "
                           f"driver for platform `{hw.platform}`",
                           f"choose a set with driver {p.min_driver} or later (`clusterdef matrix list`)")
+
+
+# shared/reference/compat/packages.yaml nvswitch_stack[0]: "nvlsm + infiniband-diags for >=570 (NVLink5)"
+NVLSM_FIRST_BRANCH = 570
+
+
+@check("hardware-nvlsm")
+def hardware_nvlsm(ctx: Context) -> Iterable[Finding]:
+    """Fourth-generation NVSwitch nodes (NVLink 5: HGX/DGX B200, B300; platforms.yaml nvlink_gen) run NVIDIA's
+    NVLink Subnet Manager beside Fabric Manager. A set whose driver branch predates it cannot bring their NVLink
+    fabric up (error); a set that pins no nvlsm version leaves the image to take whatever the repository
+    offers at build time (warning, once per node type: no set pins one yet, the reference has no version).
+    Where the GPU Operator owns the driver, its driver container starts NVLSM itself: nothing to say."""
+    d, vs = ctx.definition, ctx.chosen_set
+    if vs is None:
+        return
+    for hname, hw in d.hardware.items():
+        if not needs_nvlsm(hw):
+            continue
+        images = {g.image for g in d.nodes.values() if g.hardware == hname and g.image in d.images}
+        if not images or all(operator_owns_driver(d, i) for i in images):
+            continue
+        at = ("hardware", hname, "platform")
+        branch = int(vs.components.driver.split(".")[0])
+        if branch < NVLSM_FIRST_BRANCH:
+            yield Finding("hardware-nvlsm-driver", Severity.ERROR, at,
+                          f"hardware `{hname}` has fourth-generation NVSwitches (NVLink 5), which need NVIDIA's "
+                          "NVLink Subnet Manager beside Fabric Manager, first shipped for driver branch "
+                          f"R{NVLSM_FIRST_BRANCH}; "
+                          f"set `{vs.name}` runs driver {vs.components.driver}",
+                          f"choose a set with driver R{NVLSM_FIRST_BRANCH} or later (`clusterdef matrix list`)")
+            continue
+        yield Finding("nvlsm-unpinned", Severity.WARNING, at,
+                      f"hardware `{hname}` has fourth-generation NVSwitches (NVLink 5): its image installs nvlsm and "
+                      f"infiniband-diags unpinned, since set `{vs.name}` pins no nvlsm version (no set does yet: the "
+                      "shared reference has none); a rebuild may take a newer nvlsm than the one tested",
+                      "keep the image build's package list (mkosi's manifest) with the validated build and compare "
+                      "`dpkg-query -W nvlsm` on the first node of each new build")

@@ -1,5 +1,6 @@
 """Observability: per-hardware alert thresholds against the GPU model's limits
-(knowledge/gpu_limits.yaml), and GPU models whose limits are unknown."""
+(knowledge/gpu_limits.yaml), GPU models whose limits are unknown, and known models whose data file entry
+leaves a figure null because the shared reference does not give it (B300)."""
 
 from __future__ import annotations
 
@@ -29,13 +30,13 @@ def thresholds(ctx: Context) -> Iterable[Finding]:
         lim = limits_for(hw.gpu.model)
         if lim is None:
             continue
-        if t.temperature_c is not None and t.temperature_c > lim.max_operating_c:
+        if t.temperature_c is not None and lim.max_operating_c is not None and t.temperature_c > lim.max_operating_c:
             yield error("alert-threshold-out-of-range", base + (hname, "temperature_c"),
                         f"GPU temperature alert at {t.temperature_c} C is above the {hw.gpu.model}'s maximum "
                         f"operating temperature of {lim.max_operating_c} C: the GPU throttles before it fires",
                         f"set temperature_c to at most {lim.max_operating_c} (default: "
                         f"{lim.max_operating_c - d.observability.gpu_temperature_margin_c})")
-        if t.power_w is not None and t.power_w > lim.tdp_w:
+        if t.power_w is not None and lim.tdp_w is not None and t.power_w > lim.tdp_w:
             yield error("alert-threshold-out-of-range", base + (hname, "power_w"),
                         f"GPU power alert at {t.power_w} W is above the {hw.gpu.model}'s TDP of {lim.tdp_w} W: "
                         "the power cap keeps the draw below it, so it never fires",
@@ -46,7 +47,11 @@ def thresholds(ctx: Context) -> Iterable[Finding]:
 def gpu_limits(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
     for hname, hw in d.hardware.items():
-        if hw.gpu is None or limits_for(hw.gpu.model) is not None:
+        if hw.gpu is None:
+            continue
+        lim = limits_for(hw.gpu.model)
+        if lim is not None:
+            yield from _incomplete(d, hname, hw, lim)
             continue
         t = d.observability.hardware.get(hname)
         if t and t.temperature_c and t.power_w:
@@ -56,3 +61,30 @@ def gpu_limits(ctx: Context) -> Iterable[Finding]:
                       "not rendered",
                       "add the model to src/clusterdef/knowledge/gpu_limits.yaml with a source, or set "
                       f"observability.hardware.{hname}.temperature_c and power_w")
+
+
+# what is not rendered when a figure is unknown, and what the definition may set instead
+_LOST = {"max_operating_c": ("maximum operating temperature", "the temperature alert", "temperature_c"),
+         "tdp_w": ("TDP", "the power alert", "power_w"),
+         "nvlink_links": ("NVLink link count", "nodecheck's NVLink link check and the link count in the NVLink "
+                          "alerts' runbooks", None)}
+
+
+def _incomplete(d, hname: str, hw, lim) -> Iterable[Finding]:
+    """A known model whose entry leaves figures null (the reference lacks them): say which, and what is
+    therefore not rendered; a threshold the definition sets stands in for the alert's figure."""
+    t = d.observability.hardware.get(hname)
+
+    def replaced(f: str) -> bool:
+        over = _LOST[f][2]
+        return bool(t is not None and over is not None and getattr(t, over))
+    lost = [f for f in lim.unknown() if not replaced(f)]
+    if not lost:
+        return
+    what = ", ".join(_LOST[f][0] for f in lost)
+    sets = [f"observability.hardware.{hname}.{_LOST[f][2]}" for f in lost if _LOST[f][2]]
+    yield warning("gpu-limits-incomplete", ("hardware", hname, "gpu", "model"),
+                  f"GPU model `{hw.gpu.model}` ({lim.family}): {lim.missing or 'figures missing'}. Without its "
+                  f"{what}, not rendered for hardware `{hname}`: {'; '.join(_LOST[f][1] for f in lost)}",
+                  (f"set {' and '.join(sets)}" if sets else "nothing in the definition replaces it")
+                  + f"; or add the figure with its source to src/clusterdef/knowledge/gpu_limits.yaml ({lim.family})")

@@ -16,7 +16,7 @@ from ...knowledge.services import gpu_groups, group_of_host, is_service_group, s
 from ...knowledge.services import service_groups as service_groups_of
 from ...knowledge.services import table as service_table
 from ..slurm import slurmdbd
-from ...knowledge.images import fabric_components
+from ...knowledge.images import fabric_components, nvlink5_components
 
 ROOT = "ansible"
 
@@ -315,6 +315,8 @@ def variables(resolved: Resolved) -> dict[str, dict]:
             "firmware_tools": tools,
             # roles/nvidia_driver: Fabric Manager and NSCQ move with the driver on NVSwitch node types, none elsewhere
             "nvidia_driver_fabric_components": fabric_components(hw),
+            # and NVLSM (unpinned) on fourth-generation NVSwitch node types (NVLink 5: HGX/DGX B200, B300)
+            "nvidia_driver_nvlink5_components": nvlink5_components(hw),
         }
     return out
 

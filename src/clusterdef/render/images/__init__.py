@@ -44,7 +44,8 @@ from ...source import safe_yaml
 
 from ... import probe
 from ...errors import present
-from ...knowledge.images import bases, branch_names, carried_by, fabric_components, nvidia, operator_owns_driver
+from ...knowledge.images import (bases, branch_names, carried_by, fabric_components, nvidia, nvlink5_components,
+                                 operator_owns_driver)
 from ...knowledge.services import checked_components, component_packages, image_packages, image_services
 from ...matrix import sources
 from ...model.images import Image
@@ -113,7 +114,7 @@ def artefact(resolved: Resolved, name: str) -> str:
 
 def package_pins(resolved: Resolved, name: str) -> dict[str, str]:
     """package -> apt version glob the image pins (the image diff `plan` shows)."""
-    return {p: glob for pkgs, glob in nvidia_packages(resolved, name).values() for p in pkgs}
+    return {p: glob for pkgs, glob in nvidia_packages(resolved, name).values() if glob for p in pkgs}
 
 
 @cache
@@ -202,7 +203,16 @@ def nvidia_packages(resolved: Resolved, image_name: str) -> dict[str, tuple[list
     }
     if operator_owns_driver(d, image_name):
         del out["driver"], out["container_toolkit"]
+    elif nvlsm_image(d, image_name):  # NVLSM beside Fabric Manager, unpinned (nvidia_packages.yaml nvlink5_packages)
+        out["nvlink5"] = (list(nv["nvlink5_packages"]), "")
     return out
+
+
+def nvlsm_image(d, image_name: str) -> bool:
+    """A node group with fourth-generation NVSwitches (NVLink 5: HGX/DGX B200, B300; knowledge/platforms.py
+    needs_nvlsm) boots this image: it carries NVLSM and loads the modules NVLSM needs before Fabric Manager."""
+    return any(nvlink5_components(d.hardware[g.hardware]) for g in d.nodes.values()
+               if g.image == image_name and g.hardware in d.hardware)
 
 
 def nvswitch_image(d, image_name: str) -> bool:
@@ -211,6 +221,25 @@ def nvswitch_image(d, image_name: str) -> bool:
     Fabric Manager at boot (knowledge/nvidia_packages.yaml)."""
     return any(fabric_components(d.hardware[g.hardware]) for g in d.nodes.values()
                if g.image == image_name and g.hardware in d.hardware)
+
+
+def nvlsm_files(image_name: str) -> dict[str, str]:
+    """Boot files of an NVLink 5 image: the modules NVLSM needs, and Fabric Manager's unit (whose start script
+    starts NVLSM first) ordered after they are loaded (knowledge/nvidia_packages.yaml nvlink5_modules)."""
+    nv = nvidia()
+    why = ("# NVLink Subnet Manager (nvlsm) reaches the fourth-generation NVSwitches through a ConnectX bridge:\n"
+           "# NVIDIA's driver container waits for these modules before it starts NVLSM and Fabric Manager\n"
+           "# (NVIDIA/gpu-driver-container@06a208ca ubuntu22.04/nvidia-driver _ensure_nvlink5_prerequisites).\n")
+    fm = nv["nvswitch_units"][0]
+    return {
+        "etc/modules-load.d/clusterdef-nvlsm.conf":
+            f"# Rendered by clusterdef for image {image_name} (NVLink 5 nodes with NVSwitches).\n{why}"
+            + "".join(f"{m}\n" for m in nv["nvlink5_modules"]),
+        f"etc/systemd/system/{fm}.d/clusterdef-nvlsm.conf":
+            f"# Rendered by clusterdef for image {image_name}: {fm} starts NVLSM, then Fabric Manager\n"
+            "# (nvidia-fabricmanager-start.sh on an NVLink 5 system); both need the modules above loaded first.\n"
+            "[Unit]\nWants=systemd-modules-load.service\nAfter=systemd-modules-load.service\n",
+    }
 
 
 def _pins_held(resolved: Resolved, image_name: str) -> list[str]:
@@ -387,6 +416,8 @@ def _recipes(resolved: Resolved) -> dict[str, str]:
                 tree[extra + f"etc/systemd/system/multi-user.target.d/clusterdef-{unit}.conf"] = (
                     f"# Rendered by clusterdef: start {unit} on every boot of image {name} (NVSwitch nodes;\n"
                     f"# its package is pinned to driver {vs.components.driver} with the driver's).\n[Unit]\nWants={unit}\n")
+        if "nvlink5" in pkgs:
+            tree.update({extra + k: v for k, v in nvlsm_files(name).items()})
         for rel, text in node_access(resolved, name).items():
             tree[root + rel] = text
         for rel, text in group_files(resolved, name).items():

@@ -8,7 +8,9 @@ port, and the NCCL/UCX environment jobs get (docs/network.md).
                                                   (rail i: the i-th equal slice of the fabric's subnet,
                                                   `rail_subnets`), the fabric's MTU. The rail's connected
                                                   route is the only route to the rail subnet, through
-                                                  that port: rail i's traffic stays on rail i
+                                                  that port: rail i's traffic stays on rail i. A routed
+                                                  fabric (`rail_addressing: routed`): a /31 per port and
+                                                  a route to the rail's aggregate through the switch
         90-clusterdef-roce.conf                   sysctl.d: arp_ignore=1, arp_announce=2, rp_filter=2
                                                   (several ports of one host on one L2/L3 fabric)
         clusterdef-roce-qos.sh                    per RoCE port: mlnx_qos trust and PFC, ECN (DCQCN) on
@@ -25,9 +27,9 @@ network/vlan/), and site addressing on the VLAN is not in the definition."""
 from __future__ import annotations
 
 import shlex
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
-from ...fabric.rails import qos_ports, rail_addresses, rail_fabric, rail_ports
+from ...fabric.rails import qos_ports, rail_addresses, rail_fabric, rail_ports, rail_route
 from ...model.network import Fabric, Lossless
 from ...quoting import unit_name
 from ...resolve import Resolved
@@ -43,16 +45,22 @@ default GID, RoCE v1 and v2; 2 and 3: the IPv4 address, RoCE v1 and v2). LinkLoc
 the kernel from adding IPv6 GIDs ahead of it."""
 
 
-def _rail_network(host: str, port: str, rail: int, address: IPv4Interface, f: Fabric, head: str) -> str:
+def _rail_network(host: str, port: str, rail: int, address: IPv4Interface, f: Fabric, head: str,
+                  route: tuple[IPv4Network, IPv4Address] | None = None) -> str:
     """One host's rail port (systemd.network(5)): matched by interface and host name, its address on the
     rail subnet (the kernel adds the connected route through this port), no IPv6 link-local address
     (no IPv6 GIDs ahead of the IPv4 one, GID_INDEX). Not RequiredForOnline: a rail that is down must not
     hold network-online.target for every service of the node (a health check must catch it: nodecheck
     does not check RoCE ports yet, issue 29 item 3)."""
     link = f"MTUBytes={f.mtu}\n" if f.mtu else ""
-    return (head + f"# rail {rail}: subnet {address.network}\n[Match]\nName={port}\nHost={host}\n\n"
+    what = (f"aggregate {route[0]}, a /31 to the leaf switch at {route[1]}" if route
+            else f"subnet {address.network}")
+    # routed: systemd.network(5) [Route] Destination= and Gateway=; the gateway is the other end of the /31,
+    # on-link through the /31's connected route (RFC 3021 point-to-point)
+    routes = f"\n[Route]\nDestination={route[0]}\nGateway={route[1]}\n" if route else ""
+    return (head + f"# rail {rail}: {what}\n[Match]\nName={port}\nHost={host}\n\n"
             f"[Link]\n{link}RequiredForOnline=no\n\n"
-            f"[Network]\nAddress={address.with_prefixlen}\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n")
+            f"[Network]\nAddress={address.with_prefixlen}\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n" + routes)
 
 
 SYSCTLS = (
@@ -151,8 +159,8 @@ def files(resolved: Resolved) -> dict[str, str]:
                 for rail, (port, addr) in enumerate(addrs, 1):
                     head = (f"# Rendered by clusterdef: host {host} (node group {gname}) of cluster {d.cluster.name}, "
                             f"rail {rail} of RoCE fabric {fname} on {port}; install into /etc/systemd/network/.\n")
-                    out[f"{base}30-clusterdef-rail-{host}-{port}.network"] = _rail_network(host, port, rail, addr, f,
-                                                                                            head)
+                    out[f"{base}30-clusterdef-rail-{host}-{port}.network"] = _rail_network(
+                        host, port, rail, addr, f, head, rail_route(d, gname, addr))
         # no group name: groups with the same ports get the same text, so an image they share can carry it
         head = f"# Rendered by clusterdef for the RoCE ports of cluster {d.cluster.name}.\n"
         if len(ports) > 1 or rail_ports(d, gname):

@@ -137,25 +137,25 @@ def _gpu_alerts(resolved: Resolved) -> list[Alert]:
             inputs=(Series(dsel("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"), "gauge", 0, 1),), out_labels=ids))
         # A threshold from the definition's override, else from the model's limits; no alert without either.
         temp = (over.temperature_c if over else None) or \
-            (lim.max_operating_c - obs.gpu_temperature_margin_c if lim is not None else None)
+            (lim.max_operating_c - obs.gpu_temperature_margin_c if lim is not None and lim.max_operating_c is not None else None)
         if temp is not None:
             out.append(Alert(
                 "GpuTemperatureHigh", "gpu", f"{hw_sel('DCGM_FI_DEV_GPU_TEMP')} > {temp}", 10, 0, "warning",
                 f"{hname} GPU above {temp} C for 10 minutes"
-                + (f" ({hw.gpu.model} max operating {lim.max_operating_c} C)" if lim else ""),
+                + (f" ({hw.gpu.model} max operating {lim.max_operating_c} C)" if lim and lim.max_operating_c else ""),
                 "check the rack's cooling and the node's fans (ipmitool sdr); drain the node if it stays hot",
                 inputs=(Series(dsel("DCGM_FI_DEV_GPU_TEMP"), "gauge", temp - 20, temp + 1),), out_labels=ids))
         power = (over.power_w if over else None) or \
-            (lim.tdp_w * obs.gpu_power_percent_of_tdp // 100 if lim is not None else None)
+            (lim.tdp_w * obs.gpu_power_percent_of_tdp // 100 if lim is not None and lim.tdp_w is not None else None)
         if power is not None:
             out.append(Alert(
                 "GpuPowerHigh", "gpu", f"{hw_sel('DCGM_FI_DEV_POWER_USAGE')} > {power}", 15, 0, "warning",
                 f"{hname} GPU drawing above {power} W for 15 minutes"
-                + (f" ({hw.gpu.model} TDP {lim.tdp_w} W)" if lim else ""),
+                + (f" ({hw.gpu.model} TDP {lim.tdp_w} W)" if lim and lim.tdp_w else ""),
                 "check the power limit (nvidia-smi -q -d POWER) against the validated set "
                 f"{vs}'s firmware; open a ticket",
                 inputs=(Series(dsel("DCGM_FI_DEV_POWER_USAGE"), "gauge", power // 2, power + 10),), out_labels=ids))
-        links = f"{lim.nvlink_links} NVLink links per GPU" if lim else "every NVLink link"
+        links = f"{lim.nvlink_links} NVLink links per GPU" if lim and lim.nvlink_links else "every NVLink link"
         out.append(Alert(
             "GpuNvlinkErrors", "gpu", f"increase({hw_sel('DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL')}[10m]) > 0",
             20, 10, "warning", f"NVLink CRC data errors rising on a {hname} GPU for 20 minutes",
@@ -166,7 +166,7 @@ def _gpu_alerts(resolved: Resolved) -> list[Alert]:
             f"increase({hw_sel('DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL')}[10m]) > 0", 20, 10, "critical",
             f"NVLink links failing recovery on a {hname} GPU (links going down)",
             f"{drain}; nvidia-smi nvlink -s must show {links} up"
-            + (f" ({lim.nvlink_links} on {hw.gpu.model})" if lim else ""),
+            + (f" ({lim.nvlink_links} on {hw.gpu.model})" if lim and lim.nvlink_links else ""),
             inputs=(Series(dsel("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"), "counter", 0, 1),), out_labels=ids))
         n = hw.gpu.count
         node_ids = {k: ids[k] for k in ("hardware", "node_group", "Hostname")}

@@ -532,7 +532,7 @@ def nodecheck_expectations(resolved: Resolved) -> dict[str, dict]:
             if not vbios:  # no pinned version to hold it to: every GPU reads one VBIOS, the same on all
                 health.append(f"vbios {hw.gpu.count} {vbios_probe}")
             limits = limits_for(hw.gpu.model)
-            if has_nvswitch(hw) and limits is not None:  # what the hardware is, not what the set pins
+            if has_nvswitch(hw) and limits is not None and limits.nvlink_links is not None:  # what the hardware is
                 health.append(f"nvlink {limits.nvlink_links}")
         versions.append(("slurm", c.slurm))
         ib = [n for n in hw.nics if n.kind == "infiniband"]
