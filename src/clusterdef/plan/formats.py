@@ -80,6 +80,21 @@ def schedule_lines(ro: dict) -> list[str]:
     return [line, *(f"- **{r['stage']}** ({r['start'][:16]}): needs {r['outside']}" for r in rows if r.get("outside"))]
 
 
+def needs_approval_lines(doc: dict, md: bool = True) -> list[str]:
+    """The changes needing an approver (plan/audit.py): one line each, its groups as alternatives. The
+    strings come from definitions and hooks: escaped for Markdown (`md`), else left to the caller."""
+    from .audit import by_change
+
+    def q(text: str) -> str:
+        return escape_md(text).replace("`", "'") if md else text
+    out = []
+    for (kind, subject), entries in by_change(doc.get("changes_needing_approval") or []).items():
+        groups = " or ".join(f"`{q(e['group'])}`" if md else e["group"] for e in entries if e["group"]) or \
+            "nobody named (service.approvers, identity.admin_groups)"
+        out.append(f"- {q(kind)} {q(subject)}: {q(entries[0]['why'])}; approver: {groups}")
+    return out
+
+
 def _kubernetes_canaries_line(ro: dict) -> list[str]:
     """The Kubernetes GPU nodes' own canaries, by driver pool or node group, or nothing."""
     kc = ro.get("kubernetes_canaries") or []
@@ -163,6 +178,9 @@ def to_markdown(doc: dict) -> str:
         if doc.get("approvals"):  # directory groups: a pattern without backticks (identity.DirectoryGroup)
             out += ["Approvers (`service.approvers`): " + "; ".join(
                 f"{cls}: " + ", ".join(f"`{g}`" for g in groups) for cls, groups in doc["approvals"].items()) + ".", ""]
+    if doc.get("changes_needing_approval"):
+        out += ["### Changes needing an approver", "", "Recorded with `clusterdef approve --change KIND:SUBJECT`; "
+                "`clusterdef apply` refuses the plan until each has one.", "", *needs_approval_lines(doc), ""]
     if doc["changes"]:
         out += ["<details><summary>Definition changes (" + str(len(doc["changes"])) + ")</summary>", "",
                 "| field | from | to | disruption | nodes |", "|---|---|---|---|---|"]
@@ -413,6 +431,9 @@ def to_text(doc: dict) -> str:
         out.append("[bold]disruption[/] " + ", ".join(
             f"[{COLOUR[k]}]{k}[/]: {v['changes']} change(s), {v['nodes']} node(s) at worst"
             for k, v in sorted(doc["disruption"].items(), key=lambda kv: ORDER.index(kv[0]))))
+    if doc.get("changes_needing_approval"):
+        out.append("[bold]changes needing an approver[/]")
+        out += [f"  {e(line)}" for line in needs_approval_lines(doc, md=False)]
     ro = doc["rollout"]
     if doc.get("bringup"):
         out.append("[bold]bring-up[/]: nothing runs yet, so no canary, waves or rollback point")
