@@ -263,6 +263,8 @@ def test_an_approval_is_recorded_outside_the_seal(planned, tmp_path):
     (["--class", "live", "--group", ADMINS], 'the plan has no change of class "live"'),
     (["--stage", "prepare", "--group", ADMINS], "changes nothing running: it needs no window and no approval"),
     (["--stage", "wave 99", "--group", ADMINS], 'the plan has no stage "wave 99"'),
+    (["--stage", "w\x1b[31m", "--group", ADMINS], r'the plan has no stage "w\u001b[31m"'),
+    (["--class", "reboot", "--group", "[red]x"], '--group "[red]x" may not approve'),
     (["--change", "service.approvers", "--group", ADMINS], "use KIND:SUBJECT"),
     (["--change", "service.approvers:reboot", "--group", ADMINS], "the plan lists no change needing approval"),
 ])
@@ -285,6 +287,15 @@ def test_hostile_who_and_why_are_refused(planned, tmp_path, by, why, expected):
     pf = fresh(planned, tmp_path)
     r = approve(pf, "--class", "reboot", "--group", ADMINS, by=by, why=why)
     assert r.exit_code == 2 and expected in r.output and "\x1b" not in r.output, r.output
+    assert RECORDS not in json.loads(pf.read_text())
+
+
+def test_approve_needs_a_time_with_a_zone_and_one_thing_to_cover(planned, tmp_path):
+    pf = fresh(planned, tmp_path)
+    r = approve(pf, "--class", "reboot", "--group", ADMINS, now="2026-12-04T10:00")
+    assert r.exit_code == 2 and "--now" in r.output and "zone" in r.output
+    r = approve(pf, "--class", "reboot", "--stage", "wave 1", "--group", ADMINS)
+    assert r.exit_code == 2 and "not allowed with argument" in r.output
     assert RECORDS not in json.loads(pf.read_text())
 
 

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from rich.markup import escape
 
-from .common import EXIT_BAD, add_verb, err, instant, out
+from .common import EXIT_BAD, add_verb, err, instant, out, write_file
 
 
 def add(verbs: Any) -> None:
@@ -42,8 +42,8 @@ def approve(plan_file: Path, group: str, by: str, why: str, stage: Optional[str]
     from ..apply import ApplyError
     from ..apply.prepare import read_plan_file
     from ..plan.approvals import ApprovalError, new_record, show
+    from ..plan.formats import to_json
     from ..plan.planfile import RECORDS
-    from ..writer import OutputError, write_file_atomic
 
     at = instant("--now", now) or datetime.now(timezone.utc)
     if change is not None:
@@ -62,14 +62,8 @@ def approve(plan_file: Path, group: str, by: str, why: str, stage: Optional[str]
         if exc.hint:
             err.print(f"  [green]hint:[/] {escape(exc.hint)}")
         raise SystemExit(EXIT_BAD)
-    import json
-
     doc[RECORDS] = [*(doc.get(RECORDS) or []), rec]
-    try:
-        write_file_atomic(plan_file, json.dumps(doc, indent=2) + "\n")
-    except OutputError as exc:
-        err.print(f"[red]error[/]: {escape(str(exc))} (nothing written)")
-        raise SystemExit(EXIT_BAD)
+    write_file(plan_file, to_json(doc))  # as `plan --plan-file` writes it; exit 2 naming the file otherwise
     # who and why are the approver's words: shown quoted and escaped, never as markup or terminal codes
     out.print(f"[green]approved[/] {escape(rec['at'])}: {escape(show(rec['by'], 40))} for {escape(rec['group'])}: "
               f"{escape(_what(covers))}, because {escape(show(rec['why'], 120))}")

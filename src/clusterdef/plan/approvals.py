@@ -92,7 +92,8 @@ def eligible(doc: dict, covers: dict) -> tuple[list[str], str]:
         groups = list((doc.get("approvals") or {}).get(cls, []))
         return groups, "" if groups else f"service.approvers names no group for {covers['class']}"
     ch = covers.get("change") or {}
-    entries = by_change(doc.get("changes_needing_approval") or []).get((ch.get("kind"), ch.get("subject")), [])
+    key = (str(ch.get("kind", "")), str(ch.get("subject", "")))
+    entries = by_change(doc.get("changes_needing_approval") or []).get(key, [])
     if not entries:
         return [], f"the plan lists no change needing approval {show(ch.get('kind'))} {show(ch.get('subject'))}"
     groups = [e["group"] for e in entries if e["group"]]

@@ -44,12 +44,12 @@ _STAGE = {"type": "object", "additionalProperties": False,
                                            "boot-default", "driver-pool", "driver-hold", "deliver", "nodes",
                                            "admit"]}}}
 _TEXT = {"type": "string", "maxLength": 500}
+_KIND = {"type": "string", "pattern": "^[a-z][a-z0-9_.-]{0,63}$"}  # plan/audit.py KIND
 _CHANGE_KEY = {"type": "object", "additionalProperties": False, "required": ["kind", "subject"],
-               "properties": {"kind": {"type": "string", "pattern": "^[a-z][a-z0-9_.-]{0,63}$"},
-                              "subject": {"type": "string", "maxLength": 256}}}
+               "properties": {"kind": _KIND, "subject": {"type": "string", "maxLength": 256}}}
 _NEEDS_APPROVAL = {"type": "array", "items": {  # plan/audit.py: one entry per change and group that may approve it
     "type": "object", "additionalProperties": False, "required": ["kind", "subject", "group", "why"],
-    "properties": {"kind": _CHANGE_KEY["properties"]["kind"], "subject": {"type": "string", "maxLength": 256},
+    "properties": {"kind": _KIND, "subject": {"type": "string", "maxLength": 256},
                    "group": {"type": "string", "maxLength": 256}, "why": _TEXT}}}
 _APPROVAL = {  # plan/approvals.py: who, for which group, when, why, what it covers, the plan it approves
     "type": "object", "additionalProperties": False,
