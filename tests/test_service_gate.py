@@ -491,3 +491,26 @@ def test_a_changed_window_needs_its_approval_before_apply(tmp_path):
               now=datetime(2026, 12, 7, 18, 0, tzinfo=BERLIN))
     s.discard()
     assert {"change": {"kind": "service.maintenance_windows", "subject": "gpu"}} in [a["covers"] for a in s.approvals]
+
+
+def test_apply_prints_a_hold_and_exits_2(planned, tmp_path, monkeypatch):
+    """The command line (stub runner): Tuesday 08:00 is inside the `gpu` window, so the canary and its drill run;
+    the control plane needs the whole-cluster window (Monday evening): held before it, exit 2, how to go on."""
+    from test_apply import need_ansible_runner
+
+    need_ansible_runner()  # apply checks that ansible-runner is there before anything else
+    pf = fresh(planned, tmp_path)
+    for cls in ("reboot", "reflash"):
+        assert approve(pf, "--class", cls, "--group", ADMINS).exit_code == 0
+    calls: list[str] = []
+    monkeypatch.setattr(rec_mod, "execute", functools.partial(rec_mod.execute, run=_stub_runner(set(), calls)))
+    r = _apply(pf, "--now", "2026-12-08T08:00+01:00")
+    out = " ".join(r.output.split())
+    assert r.exit_code == 2, r.output
+    assert "refused: stage `control plane and cluster config` would run 2026-12-08T08:" in out
+    assert "outside its maintenance window `cluster` (next with room for it: `cluster` at 2026-12-14T18:00+01:00)" in out
+    assert "held before control plane and cluster config" in out and "--resume" in out
+    [rec] = [json.loads(p.read_text()) for p in tmp_path.glob("lab.plan.run-*.json")]
+    assert rec["status"] == "held" and {x["stage"] for x in rec["runs"]} == {
+        "image build and publish", "prepare", "canary", "rollback drill"}
+    assert calls  # the stages before it ran
