@@ -514,3 +514,18 @@ def test_apply_prints_a_hold_and_exits_2(planned, tmp_path, monkeypatch):
     assert rec["status"] == "held" and {x["stage"] for x in rec["runs"]} == {
         "image build and publish", "prepare", "canary", "rollback drill"}
     assert calls  # the stages before it ran
+
+
+def test_the_plan_says_who_may_approve_a_stage_outside_its_window(lab_data):
+    from clusterdef.plan.formats import schedule_lines
+    from clusterdef.plan.windows import layout
+
+    d = _d(lab_data, {"train": {"days": ["tue"], "start": "07:00", "hours": 2, "partitions": ["train"]}})
+    doc = _doc(300)
+    sc = layout(d, doc["rollout"]["stages"], doc["rollout"]["estimate"]["timeline"],
+                datetime(2026, 11, 30, tzinfo=BERLIN))
+    lines = schedule_lines({"schedule": sc}, doc)
+    assert lines[1] == ("- **wave 1** (2026-12-01T07:00): needs a window of at least 5 h (`train` is 2 h; the stage "
+                        "spans 3 of its openings); `apply` runs it outside only with an approval by `hpc-admins`")
+    assert schedule_lines({"schedule": sc}, {**doc, "approvals": {}})[1].endswith(
+        "; no group in `service.approvers` may approve running it outside")
