@@ -360,7 +360,14 @@ def test_malformed_approval_records_name_the_field(planned, tmp_path, record, fi
 
 def _apply(pf: Path, *extra: str):
     return runner.invoke(app, ["apply", str(pf), "-m", str(MATRICES), "--today", DAY, "--playbooks", str(FIXTURES),
-                               "--check", *extra])
+                               *extra])
+
+
+def stub_runs(monkeypatch, run) -> None:
+    """Steps run by `run` (no playbook), in a real run (not --check, which is not gated): the stub writes no
+    facts, so the snapshot's versions are not read."""
+    monkeypatch.setattr(rec_mod, "execute", functools.partial(rec_mod.execute, run=run))
+    monkeypatch.setattr(rec_mod, "_record_versions", lambda *a: None)
 
 
 def test_apply_refuses_a_plan_without_its_approvals_before_anything_runs(planned, tmp_path):
@@ -398,7 +405,7 @@ def test_apply_holds_before_a_stage_outside_its_window_and_resume_rechecks_it(pl
     pf = fresh(planned, tmp_path)
     for cls in ("reboot", "reflash"):
         assert approve(pf, "--class", cls, "--group", ADMINS).exit_code == 0
-    opts = options(pf, None, None, None, FIXTURES, [], [], [], [], True, None)
+    opts = options(pf, None, None, None, FIXTURES, [], [], [], [], False, None)
     monday = datetime(2026, 12, 7, 18, 0, tzinfo=BERLIN)
     clock = {"at": monday, "stage": None}
     calls: list[str] = []
@@ -413,7 +420,7 @@ def test_apply_holds_before_a_stage_outside_its_window_and_resume_rechecks_it(pl
                 clock["at"] += timedelta(minutes=stage_minutes(s.prep.doc, clock["stage"]))
             clock["stage"] = stage
         return stub(pdd, playbook, inventory, extravars, **kw)
-    monkeypatch.setattr(rec_mod, "execute", functools.partial(rec_mod.execute, run=run))
+    stub_runs(monkeypatch, run)
 
     def now():  # asked before a stage starts: the previous stage has run its estimate
         from clusterdef.apply.gate import stage_minutes
@@ -487,7 +494,7 @@ def test_a_changed_window_needs_its_approval_before_apply(tmp_path):
     assert approve(pf, "--change", "service.maintenance_windows:gpu", "--group", ADMINS).exit_code == 0
     from clusterdef.apply.session import options, start
 
-    s = start(options(pf, None, None, None, FIXTURES, [], [], [], [], True, None), None, None, None, MATRICES, TODAY,
+    s = start(options(pf, None, None, None, FIXTURES, [], [], [], [], False, None), None, None, None, MATRICES, TODAY,
               now=datetime(2026, 12, 7, 18, 0, tzinfo=BERLIN))
     s.discard()
     assert {"change": {"kind": "service.maintenance_windows", "subject": "gpu"}} in [a["covers"] for a in s.approvals]
@@ -503,7 +510,7 @@ def test_apply_prints_a_hold_and_exits_2(planned, tmp_path, monkeypatch):
     for cls in ("reboot", "reflash"):
         assert approve(pf, "--class", cls, "--group", ADMINS).exit_code == 0
     calls: list[str] = []
-    monkeypatch.setattr(rec_mod, "execute", functools.partial(rec_mod.execute, run=_stub_runner(set(), calls)))
+    stub_runs(monkeypatch, _stub_runner(set(), calls))
     r = _apply(pf, "--now", "2026-12-08T08:00+01:00")
     out = " ".join(r.output.split())
     assert r.exit_code == 2, r.output
@@ -529,3 +536,19 @@ def test_the_plan_says_who_may_approve_a_stage_outside_its_window(lab_data):
                         "spans 3 of its openings); `apply` runs it outside only with an approval by `hpc-admins`")
     assert schedule_lines({"schedule": sc}, {**doc, "approvals": {}})[1].endswith(
         "; no group in `service.approvers` may approve running it outside")
+
+
+def test_a_check_preview_is_not_gated_but_says_what_a_run_would_be_refused_for(planned, tmp_path, monkeypatch):
+    from test_apply import need_ansible_runner
+
+    need_ansible_runner()
+    pf = fresh(planned, tmp_path)
+    calls: list[str] = []
+    monkeypatch.setattr(rec_mod, "execute", functools.partial(rec_mod.execute, run=_stub_runner(set(), calls)))
+    r = _apply(pf, "--check", "--now", "2026-12-03T19:00+01:00")  # no approval, outside every window
+    out = " ".join(r.output.split())
+    assert r.exit_code == 0, r.output
+    assert "warning: check mode, not enforced: a real run would be refused: lab: the plan has drain + reboot " \
+           "changes and no recorded approval by hpc-admins" in out
+    [rec] = [json.loads(p.read_text()) for p in tmp_path.glob("lab.plan.run-*.json")]
+    assert rec["status"] == "succeeded" and rec["check"] and "holds" not in rec and "approvals" not in rec

@@ -108,6 +108,7 @@ class Session:
     first: int = 0
     gate: Optional[Callable] = None  # gate.check_stage on the clock, before each stage (None: nothing gated)
     approvals: list[dict] = field(default_factory=list)  # the recorded approvals the plan requires, used
+    notes: list[str] = field(default_factory=list)  # check mode: what a real run would be refused for
 
     @property
     def complete(self) -> bool:
@@ -167,10 +168,28 @@ def start(opts: Options, to: Optional[Path], from_: Optional[Path], base: Option
     definitions and rendered trees) beside the plan file before anything runs; `resume_from` (a run
     record) is continued instead, once it is shown to be a run of this plan on these definitions.
     The service objectives (gate.py) are checked first: the plan's required approvals recorded, and the
-    first stage to run inside its window at `now` (default: the real time) or approved to run outside."""
+    first stage to run inside its window at `now` (default: the real time) or approved to run outside.
+    A `--check` preview is not gated (nothing is disrupted, and an approver may want to see it before
+    approving); what a real run would be refused for is in the session's `notes`."""
     prep = prepare(opts.plan_file, to, from_, base, matrices, today, opts.playbooks, set(opts.skip))
+    if opts.check:
+        notes = []
+        try:
+            _required_approvals(prep)
+            _gate_first(prep, 0, _gate(prep, gate.clock(now)))
+        except ApplyError as exc:
+            notes = [f"check mode, not enforced: a real run would be refused: {r}" for r in exc.reasons]
+        session = _started(opts, prep, resume_from, None)
+        session.notes = notes
+        return session
     used = _required_approvals(prep)
-    check = _gate(prep, gate.clock(now))
+    session = _started(opts, prep, resume_from, _gate(prep, gate.clock(now)))
+    session.approvals = used
+    return session
+
+
+def _started(opts: Options, prep: Prepared, resume_from: Optional[Path], check: Optional[Callable]) -> Session:
+    """The cluster's lock taken, the first stage gated (`check`), the run written or the record to resume read."""
     try:
         held = lock.acquire(Path(opts.plan_file).resolve().parent, prep.doc.get("cluster") or "", opts.plan_file)
     except lock.LockHeld as exc:
@@ -186,7 +205,7 @@ def start(opts: Options, to: Optional[Path], from_: Optional[Path], base: Option
     except BaseException:
         held.release(remove=True)  # refused (or failed to write the rollback point): nothing ran
         raise
-    session.held, session.gate, session.approvals = held, check, used
+    session.held, session.gate = held, check
     return session
 
 

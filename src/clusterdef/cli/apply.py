@@ -64,7 +64,8 @@ def apply(plan_file: Path, to: Optional[Path], from_: Optional[Path], base: Opti
     """Run a reviewed plan through ansible-runner: canary, gates, rollback drill, control plane, waves; halt at
     the first failing step. After each step it shows which tasks changed (with --check: would change) on which
     hosts. Writes a run record beside the plan file; --resume continues it. One apply of a cluster at a time.
-    A stage outside its maintenance window (service) starts only with a recorded approval (`clusterdef approve`).
+    A stage outside its maintenance window (service) starts only with a recorded approval (`clusterdef approve`);
+    --check previews are not gated.
     Exit 0 done, 1 halted on a failure, 2 a stale or refused plan, a missing approval, a stage outside its window,
     a run that cannot be resumed, another apply running, or bad input (nothing more run)."""
     from ..apply import ApplyError, runner
@@ -118,6 +119,7 @@ def apply(plan_file: Path, to: Optional[Path], from_: Optional[Path], base: Opti
     except OutputError as exc:
         err.print(f"[red]error[/]: {escape(str(exc))} (nothing was run)")
         raise SystemExit(EXIT_BAD)
+    print_warnings(session.notes)
     try:
         _run(session, plan_file, check, secret_env)
     finally:
