@@ -66,6 +66,8 @@ CASES = [
     ("matrix list --matrices", ["matrix", "list", "--matrices", "{}"], {}),
     ("matrix show --matrices", ["matrix", "show", SET, "--matrices", "{}"], {}),
     ("apply PLAN", ["apply", "{}", "--playbooks", str(REPO / "playbooks")], {}),
+    ("approve PLAN", ["approve", "{}", "--class", "reboot", "--group", "hpc-admins", "--by", "alice", "--why", "ok"],
+     {}),
 ]
 
 

@@ -8,7 +8,7 @@ the re-derived plan, never from the file. Nothing has run when it raises ApplyEr
 from __future__ import annotations
 
 from collections.abc import Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
@@ -17,7 +17,8 @@ from ruamel.yaml import YAMLError
 from .. import hostlist
 from ..plan.windows import recorded_start
 from ..plan import FROM_SIDE_IGNORED, PlanInputError, Side, base_side, check_plan_file, load_side, make_plan
-from ..plan.planfile import forgeries, schema_problems, seal
+from ..plan.approvals import record_problems
+from ..plan.planfile import RECORDS, forgeries, schema_problems, seal
 from . import ApplyError
 from .inventory import inventory_waves
 from .steps import BootPointers, Deliveries, DriverPools, Step, steps_for_plan
@@ -30,6 +31,7 @@ class Prepared:
     new: Side
     steps: list[Step]
     inventory: dict[str, str]  # relpath under ansible/ -> text, from the new rendered tree
+    approvals: list[dict] = field(default_factory=list)  # the file's approval_records, each shown to be this plan's
 
 
 def read_plan_file(path: Path) -> dict:
@@ -113,8 +115,13 @@ def prepare(plan_path: Path, to: Path | None, from_: Path | None, base: str | No
     if forged:
         raise ApplyError([f"{plan_path}: {f}" for f in forged], "the plan file is not the plan `clusterdef plan` "
                          "writes for these definitions: plan again, review it, and apply the new plan file")
+    records = list(doc.get(RECORDS) or [])
     doc = seal(derived.doc)  # from here on only the re-derived plan counts
-    return _steps(doc, old, new, playbooks, skip)
+    wrong = record_problems(doc, records)  # the approvals recorded after the seal: for this plan, by a group that may
+    if wrong:
+        raise ApplyError([f"{plan_path}: {w}" for w in wrong], "an approval is given with `clusterdef approve` on the "
+                         "plan file it approves; remove the others from approval_records")
+    return replace(_steps(doc, old, new, playbooks, skip), approvals=records)
 
 
 def _prepare_bringup(doc: dict, plan_path: Path, to: Path, matrices, today: date, playbooks: Path,

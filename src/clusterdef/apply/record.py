@@ -100,11 +100,15 @@ def first_unfinished(record: dict, steps) -> int:
 def execute(steps, private_data_dir: Path, inventory: Path, record_path: Path, header: dict, extravars: dict,
             check: bool = False, on_step: Callable | None = None, on_event: Callable | None = None,
             on_done: Callable | None = None, run: Callable = run_playbook, secret_env: Iterable[str] = (),
-            vault_ids: Iterable[str] = (), forks: int | None = None, resume: dict | None = None) -> dict:
+            vault_ids: Iterable[str] = (), forks: int | None = None, resume: dict | None = None,
+            gate: Callable | None = None, approvals: Iterable[dict] = ()) -> dict:
     """Run `steps` in order; stop at the first that fails. The run record lists what ran: stage, wave,
     hosts, rc, start/end, artifact dir, which tasks changed (would change) on which hosts; and what did
     not run. `resume`: a record of an earlier run of the same steps, continued at its first step not
-    finished OK (its earlier runs of that step and after it are kept under `attempts`)."""
+    finished OK (its earlier runs of that step and after it are kept under `attempts`). `gate(i, step)`
+    (gate.py) is asked before each stage starts: a verdict with a reason holds the run there (status
+    `held`, the reason under `holds`; `--resume` asks again); the approvals it used and `approvals` (the
+    plan's required ones) are copied into the record's `approvals` (who, group, when, why, what)."""
     if resume is None:
         record = {"record_format": RECORD_FORMAT, "clusterdef": __version__, **header, "check": check,
                   "private_data_dir": str(private_data_dir), "inventory": str(inventory),
@@ -131,10 +135,29 @@ def execute(steps, private_data_dir: Path, inventory: Path, record_path: Path, h
     def journal(i: int, step, event: str, **more) -> None:
         append_event(record_path, {"at": _now(), "index": i, "label": step.label, "event": event, **more})
 
+    def approved(rec: dict) -> None:
+        kept = record.setdefault("approvals", [])
+        entry = {k: rec[k] for k in ("group", "by", "at", "why", "covers")}
+        if entry not in kept:
+            kept.append(entry)
+
+    for a in approvals:
+        approved(a)
     save()
     status = "succeeded"
+    gated = None
     for i in range(first, len(steps)):
         step = steps[i]
+        if gate is not None and step.playbook is not None and step.stage != gated:
+            gated = step.stage
+            verdict = gate(i, step)
+            if verdict.approval is not None:
+                approved(verdict.approval)
+            if verdict.reason:  # outside its window, not approved: nothing of the stage runs
+                status = "held"
+                record.setdefault("holds", []).append({"at": _now(), "stage": step.stage, "reason": verdict.reason})
+                record.update(halted_at=step.label, not_run=[s.to_json() for s in steps[i:]])
+                break
         entry = {"index": i, "label": step.label, **step.to_json()}
         if step.playbook is None:
             entry.update(status="skipped", rc=None, start=_now(), end=_now())

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import ApplyError, lock, record, resume
+from . import ApplyError, gate, lock, record, resume
 from .prepare import Prepared, find_playbooks, prepare
 from .secrets import option_problems
 from .steps import SKIPPABLE
@@ -106,6 +106,9 @@ class Session:
     held: Optional[lock.ClusterLock] = None
     resumed: Optional[dict] = None
     first: int = 0
+    gate: Optional[Callable] = None  # gate.check_stage on the clock, before each stage (None: nothing gated)
+    approvals: list[dict] = field(default_factory=list)  # the recorded approvals the plan requires, used
+    notes: list[str] = field(default_factory=list)  # check mode: what a real run would be refused for
 
     @property
     def complete(self) -> bool:
@@ -130,7 +133,8 @@ class Session:
         try:
             return record.execute(self.prep.steps, self.private_data_dir, self.inventory, self.record_path,
                                   self.header, self.extra, o.check, on_step, on_event, done, secret_env=o.secret_env,
-                                  vault_ids=o.vault_ids, forks=o.forks, resume=self.resumed)
+                                  vault_ids=o.vault_ids, forks=o.forks, resume=self.resumed, gate=self.gate,
+                                  approvals=self.approvals)
         except RunnerMissing:
             if self.resumed is None and not ran:
                 self.discard()
@@ -158,24 +162,96 @@ def _remove_run(record_path: Path, pdd: Path) -> None:
 
 
 def start(opts: Options, to: Optional[Path], from_: Optional[Path], base: Optional[str], matrices: Optional[Path],
-          today: date, resume_from: Optional[Path] = None) -> Session:
+          today: date, resume_from: Optional[Path] = None, now: Optional[datetime] = None) -> Session:
     """Prepare the plan (ApplyError: refused, nothing run) and take the cluster's lock (ApplyError when
     another apply holds it). A new run writes the rendered inventory and the rollback point (both
     definitions and rendered trees) beside the plan file before anything runs; `resume_from` (a run
-    record) is continued instead, once it is shown to be a run of this plan on these definitions."""
+    record) is continued instead, once it is shown to be a run of this plan on these definitions.
+    The service objectives (gate.py) are checked first: the plan's required approvals recorded, and the
+    first stage to run inside its window at `now` (default: the real time) or approved to run outside.
+    A `--check` preview is not gated (nothing is disrupted, and an approver may want to see it before
+    approving); what a real run would be refused for is in the session's `notes`."""
     prep = prepare(opts.plan_file, to, from_, base, matrices, today, opts.playbooks, set(opts.skip))
+    if opts.check:
+        notes = []
+        try:
+            _required_approvals(prep)
+            _gate_first(prep, 0, _gate(prep, gate.clock(now)))
+        except ApplyError as exc:
+            notes = [f"check mode, not enforced: a real run would be refused: {r}" for r in exc.reasons]
+        session = _started(opts, prep, resume_from, None)
+        session.notes = notes
+        return session
+    used = _required_approvals(prep)
+    session = _started(opts, prep, resume_from, _gate(prep, gate.clock(now)))
+    session.approvals = used
+    return session
+
+
+def _started(opts: Options, prep: Prepared, resume_from: Optional[Path], check: Optional[Callable]) -> Session:
+    """The cluster's lock taken, the first stage gated (`check`), the run written or the record to resume read."""
     try:
         held = lock.acquire(Path(opts.plan_file).resolve().parent, prep.doc.get("cluster") or "", opts.plan_file)
     except lock.LockHeld as exc:
         raise ApplyError([str(exc)], "nothing was run; wait for that apply to end (the lock of one that was killed "
                          "is released with its process), then resume with --resume") from None
     try:
-        session = _resumed(opts, prep, Path(resume_from)) if resume_from is not None else _fresh(opts, prep)
+        if resume_from is not None:
+            session = _resumed(opts, prep, Path(resume_from))
+            _gate_first(prep, session.first, check)
+        else:
+            _gate_first(prep, 0, check)  # before the rollback point is written
+            session = _fresh(opts, prep)
     except BaseException:
         held.release(remove=True)  # refused (or failed to write the rollback point): nothing ran
         raise
-    session.held = held
+    session.held, session.gate = held, check
     return session
+
+
+def _required_approvals(prep: Prepared) -> list[dict]:
+    """The recorded approvals the plan requires (each class service.approvers names for it, each change
+    needing an approver); ApplyError naming every one missing. A bring-up plan requires none."""
+    from ..plan.approvals import required
+
+    if prep.old is None:
+        return []
+    used, missing = required(prep.doc, prep.approvals)
+    if missing:
+        raise ApplyError([f"{prep.doc.get('cluster')}: {m}" for m in missing], "nothing was run; the approver "
+                         "records the approval in the plan file (`clusterdef approve`, docs/service.md), then apply "
+                         "it again")
+    return used
+
+
+def _gate(prep: Prepared, now: Callable) -> Optional[Callable]:
+    """The stage gate of this plan on the clock `now` (None for a bring-up plan): `check(i, step, ahead)`
+    asks gate.check_stage whether the step's stage may start `ahead` from now."""
+    if prep.old is None:
+        return None
+    d, doc, records = prep.new.definition, prep.doc, prep.approvals
+    return lambda i, step, ahead=timedelta(0): gate.check_stage(d, doc, records, step.stage, now() + ahead)
+
+
+def _gate_first(prep: Prepared, first: int, check: Optional[Callable]) -> None:
+    """ApplyError when the first stage from step `first` that needs a window would start outside it: at
+    now, after the estimated minutes of the stages before it that change nothing running (as the plan
+    lays them out), so a run refused for its window runs nothing at all."""
+    if check is None:
+        return
+    ahead, seen = timedelta(0), set()
+    for i in range(first, len(prep.steps)):
+        step = prep.steps[i]
+        if step.playbook is None or step.stage in seen:
+            continue
+        seen.add(step.stage)
+        verdict = check(i, step, ahead)
+        if verdict.reason:
+            raise ApplyError([verdict.reason], "nothing was run; apply it when the window opens, or record the "
+                             "approval in the plan file (`clusterdef approve`, docs/service.md)")
+        if verdict.gated:
+            return
+        ahead += timedelta(minutes=gate.stage_minutes(prep.doc, step.stage))
 
 
 def _extra(opts: Options, snap: dict) -> dict:

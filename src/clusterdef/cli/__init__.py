@@ -8,7 +8,7 @@ hands its consoles to (validate.report, apply.report).
     drift.py     drift                tenancy.py   isolation, access
     drill.py     drill                fabric.py    fabric check
     baseline.py  baseline parse|record|compare
-    apply.py     apply
+    apply.py     apply                approve.py   approve
 
 argparse (standard library) rather than typer: typer 0.29 imports its click and builds pydantic adapters
 for every parameter at each start (a two-verb typer app took 0.19 s of CPU to start here, the same with
@@ -20,7 +20,7 @@ import argparse
 import sys
 from typing import Optional
 
-from . import apply, baseline, drift, drill, fabric, matrix, plan, render, tenancy, validate
+from . import apply, approve, baseline, drift, drill, fabric, matrix, plan, render, tenancy, validate
 from .common import EXIT_BAD, EXIT_OK, err
 
 DESCRIPTION = "Validate a GPU cluster definition and compile it into everything that builds the cluster."
@@ -41,6 +41,7 @@ def parser() -> argparse.ArgumentParser:
     fabric.add(verbs)
     baseline.add(verbs)
     apply.add(verbs)
+    approve.add(verbs)
     return top
 
 

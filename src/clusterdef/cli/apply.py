@@ -7,8 +7,8 @@ from typing import Any, Optional
 
 from rich.markup import escape
 
-from .common import EXIT_BAD, EXIT_WARN, add_matrices, add_today, add_verb, err, min_int, out, print_findings, \
-    print_warnings, today as day
+from .common import EXIT_BAD, EXIT_WARN, add_matrices, add_today, add_verb, err, instant, min_int, out, \
+    print_findings, print_warnings, today as day
 
 
 def add(verbs: Any) -> None:
@@ -49,6 +49,9 @@ def add(verbs: Any) -> None:
                           "the run's values.")
     sub.add_argument("--run", dest="run_record", type=Path, default=None, metavar="RECORD",
                      help="With --resume: the run record to continue (default: the newest <plan>.run-*.json).")
+    sub.add_argument("--now", default=None, metavar="NOW",
+                     help="The time the run starts, ISO 8601 with a zone, for the maintenance-window gate "
+                          "(default: the real time); the gate's clock moves on from it.")
     add_matrices(sub)
     add_today(sub)
 
@@ -56,12 +59,15 @@ def add(verbs: Any) -> None:
 def apply(plan_file: Path, to: Optional[Path], from_: Optional[Path], base: Optional[str], playbooks: Optional[Path],
           check: bool, skip_stage: Optional[list[str]], extra_var: Optional[list[str]],
           secret_env: Optional[list[str]], vault_id: Optional[list[str]], forks: Optional[int], resume: bool,
-          run_record: Optional[Path], matrices: Optional[Path], today: Optional[str]) -> None:
+          run_record: Optional[Path], matrices: Optional[Path], today: Optional[str],
+          now: Optional[str] = None) -> None:
     """Run a reviewed plan through ansible-runner: canary, gates, rollback drill, control plane, waves; halt at
     the first failing step. After each step it shows which tasks changed (with --check: would change) on which
     hosts. Writes a run record beside the plan file; --resume continues it. One apply of a cluster at a time.
-    Exit 0 done, 1 halted on a failure, 2 a stale or refused plan, a run that cannot be resumed, another apply
-    running, or bad input (nothing run)."""
+    A stage outside its maintenance window (service) starts only with a recorded approval (`clusterdef approve`);
+    --check previews are not gated.
+    Exit 0 done, 1 halted on a failure, 2 a stale or refused plan, a missing approval, a stage outside its window,
+    a run that cannot be resumed, another apply running, or bad input (nothing more run)."""
     from ..apply import ApplyError, runner
     from ..apply.session import OptionError, options, recorded_options, start
     from ..writer import OutputError
@@ -84,6 +90,7 @@ def apply(plan_file: Path, to: Optional[Path], from_: Optional[Path], base: Opti
             err.print(f"  [green]hint:[/] {escape(exc.hint)}")
         raise SystemExit(EXIT_BAD)
     check = bool(given["check"])
+    at = instant("--now", now)
     try:
         opts = options(plan_file, to, from_, base, given["playbooks"], given["extra_var"] or [],
                        given["secret_env"] or [], given["vault_ids"] or [], given["skip_stage"] or [], check,
@@ -100,7 +107,7 @@ def apply(plan_file: Path, to: Optional[Path], from_: Optional[Path], base: Opti
         err.print(f"[red]error[/]: {escape(str(exc))} (nothing was run)")
         raise SystemExit(EXIT_BAD)
     try:
-        session = start(opts, to, from_, base, matrices, day(today), resume_from)
+        session = start(opts, to, from_, base, matrices, day(today), resume_from, at)
     except ApplyError as exc:
         if exc.findings:
             print_findings(exc.findings, exc.sources)
@@ -112,6 +119,7 @@ def apply(plan_file: Path, to: Optional[Path], from_: Optional[Path], base: Opti
     except OutputError as exc:
         err.print(f"[red]error[/]: {escape(str(exc))} (nothing was run)")
         raise SystemExit(EXIT_BAD)
+    print_warnings(session.notes)
     try:
         _run(session, plan_file, check, secret_env)
     finally:
@@ -165,6 +173,11 @@ def _run(session, plan_file: Path, check: bool, secret_env) -> None:
             err.print(f"[red]error[/]: {escape(str(exc))}")
             raise SystemExit(EXIT_BAD)
     err.print(f"run record: {escape(str(session.record_path))}")
+    if record["status"] == "held":  # a stage outside its window, not approved: nothing of it ran
+        err.print(f"[red]refused[/]: {escape(record['holds'][-1]['reason'])}")
+        out.print(f"[yellow]held[/] before {escape(record['halted_at'] or '?')}; continue with: clusterdef apply "
+                  f"{escape(str(plan_file))} --resume (once the window opens or the approval is recorded)")
+        raise SystemExit(EXIT_BAD)
     if record["status"] != "succeeded":
         not_run = ", ".join(dict.fromkeys(r["stage"] for r in record["not_run"])) or "nothing"
         out.print(f"[red]halted[/] at {escape(record['halted_at'] or '?')}; not run: {escape(not_run)}")

@@ -112,6 +112,24 @@ def today(value: Optional[str]) -> date:
         raise SystemExit(EXIT_BAD)
 
 
+def instant(option: str, value: Optional[str]):
+    """An ISO 8601 instant with its zone (--start, --now), None when not given; a bare local time would be
+    read in the machine's zone, so it is refused (exit 2)."""
+    from datetime import datetime
+
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        err.print(f"[red]error[/]: {option} {escape(repr(value))} is not an ISO 8601 time with a zone; "
+                  "use e.g. 2026-12-08T07:00+01:00")
+        raise SystemExit(EXIT_BAD)
+    return at
+
+
 def bad_path(message: str) -> NoReturn:
     """Print an error about a path (escaped: paths may hold [brackets]) and exit 2."""
     err.print(f"[red]error[/]: {escape(message)}")

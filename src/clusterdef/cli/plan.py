@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from rich.markup import escape
 
-from .common import EXIT_BAD, add_format, add_matrices, add_today, add_verb, check_outputs, err, out, \
+from .common import EXIT_BAD, add_format, instant, add_matrices, add_today, add_verb, check_outputs, err, out, \
     print_findings, today as day, write_file
 
 PLAN_FORMATS = ("text", "markdown", "json")
@@ -35,19 +35,7 @@ def add(verbs: Any) -> None:
 
 def start_time(value: Optional[str]):
     """--start: an ISO 8601 instant with its zone (a bare local time would be read in the machine's zone)."""
-    from datetime import datetime
-
-    if value is None:
-        return None
-    try:
-        at = datetime.fromisoformat(value)
-    except ValueError:
-        at = None
-    if at is None or at.tzinfo is None:
-        err.print(f"[red]error[/]: --start {escape(repr(value))} is not an ISO 8601 time with a zone; "
-                  "use e.g. 2026-12-08T07:00+01:00")
-        raise SystemExit(EXIT_BAD)
-    return at
+    return instant("--start", value)
 
 
 def plan(to: Path, from_: Optional[Path], base: Optional[str], fmt: str, plan_file: Optional[Path],

@@ -34,6 +34,7 @@ from . import stages as stages_mod
 from .images import builds_of, identity_findings, image_diff
 from ..knowledge import floors
 from . import estimate as estimate_mod
+from . import audit as audit_mod
 from . import windows as windows_mod
 from .rollout import Stage, baseline_mismatch, gates, rollback_target
 from ..render.kubernetes.gpu_operator import pool_drivers, rollback_pool_drivers
@@ -509,6 +510,7 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False, start: dateti
     sched = windows_mod.schedule(d, [st.to_json() for st in stages], est["timeline"], start, new.today)
     disruption = _disruption_summary(layer_changes, changes)
     approvals = windows_mod.approvals(d, disruption)
+    needs_approval = audit_mod.changes_needing_approval(old.definition, d)
     doc = {
         "plan_format": PLAN_FORMAT,
         "clusterdef": __version__,
@@ -529,6 +531,8 @@ def make_plan(old: Side, new: Side, allow_candidate: bool = False, start: dateti
         "images": image_changes,
         "disruption": disruption,
         **({"approvals": approvals} if approvals else {}),  # service.approvers of the classes this plan has
+        # changes of the rules that govern changes (service.approvers, windows; plan/audit.py HOOKS)
+        **({"changes_needing_approval": needs_approval} if needs_approval else {}),
         "rollout": {
             "layer_order": [name for name, _ in LAYERS],
             "canary": {"hosts": hostlist.fold(canary.hosts) if canary.hosts else "", "nodes": len(canary.hosts)},

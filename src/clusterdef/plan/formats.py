@@ -65,8 +65,21 @@ def estimate_line(ro: dict) -> str:
             f"{est['gpu_nodes']} GPU nodes.")
 
 
-def schedule_lines(ro: dict) -> list[str]:
-    """The stages in the maintenance windows (plan/windows.py): one line, and one per stage outside every window."""
+def _approver_note(doc: dict | None, stage: str) -> str:
+    """Who may approve running a stage outside its window (plan/approvals.py), for the plan's outside lines."""
+    from .approvals import stage_groups
+
+    st = next((x for x in (doc or {}).get("rollout", {}).get("stages", []) if x.get("name") == stage), None)
+    if st is None:
+        return ""
+    _, groups = stage_groups(doc or {}, st)
+    return (f"; `apply` runs it outside only with an approval by {' or '.join(f'`{g}`' for g in groups)}"
+            if groups else "; no group in `service.approvers` may approve running it outside")
+
+
+def schedule_lines(ro: dict, doc: dict | None = None) -> list[str]:
+    """The stages in the maintenance windows (plan/windows.py): one line, and one per stage outside every window
+    (with `doc`, the groups that may approve running it outside)."""
     sc = ro.get("schedule")
     if not sc:
         return []
@@ -77,7 +90,23 @@ def schedule_lines(ro: dict) -> list[str]:
             f"disruptive stages in {', '.join(f'`{w}`' for w in used) or 'no window'}; "
             + (f"{sc['outside']} outside every window:" if sc["outside"] else "none outside a window.")
             + (f" {len(late)} disruptive stage(s) start outside the supported hours." if late else ""))
-    return [line, *(f"- **{r['stage']}** ({r['start'][:16]}): needs {r['outside']}" for r in rows if r.get("outside"))]
+    return [line, *(f"- **{r['stage']}** ({r['start'][:16]}): needs {r['outside']}"
+                    + (_approver_note(doc, r["stage"]) if doc is not None else "") for r in rows if r.get("outside"))]
+
+
+def needs_approval_lines(doc: dict, md: bool = True) -> list[str]:
+    """The changes needing an approver (plan/audit.py): one line each, its groups as alternatives. The
+    strings come from definitions and hooks: escaped for Markdown (`md`), else left to the caller."""
+    from .audit import by_change
+
+    def q(text: str) -> str:
+        return escape_md(text).replace("`", "'") if md else text
+    out = []
+    for (kind, subject), entries in by_change(doc.get("changes_needing_approval") or []).items():
+        groups = " or ".join(f"`{q(e['group'])}`" if md else e["group"] for e in entries if e["group"]) or \
+            "nobody named (service.approvers, identity.admin_groups)"
+        out.append(f"- {q(kind)} {q(subject)}: {q(entries[0]['why'])}; approver: {groups}")
+    return out
 
 
 def _kubernetes_canaries_line(ro: dict) -> list[str]:
@@ -163,6 +192,9 @@ def to_markdown(doc: dict) -> str:
         if doc.get("approvals"):  # directory groups: a pattern without backticks (identity.DirectoryGroup)
             out += ["Approvers (`service.approvers`): " + "; ".join(
                 f"{cls}: " + ", ".join(f"`{g}`" for g in groups) for cls, groups in doc["approvals"].items()) + ".", ""]
+    if doc.get("changes_needing_approval"):
+        out += ["### Changes needing an approver", "", "Recorded with `clusterdef approve --change KIND:SUBJECT`; "
+                "`clusterdef apply` refuses the plan until each has one.", "", *needs_approval_lines(doc), ""]
     if doc["changes"]:
         out += ["<details><summary>Definition changes (" + str(len(doc["changes"])) + ")</summary>", "",
                 "| field | from | to | disruption | nodes |", "|---|---|---|---|---|"]
@@ -182,7 +214,7 @@ def to_markdown(doc: dict) -> str:
             *_kubernetes_canaries_line(ro),
             *([floors_line(ro)] if ro.get("floors") else []),
             *([estimate_line(ro)] if estimate_line(ro) else []),
-            *schedule_lines(ro),
+            *schedule_lines(ro, doc),
             f"Rollback point: `{escape_md(_val(pt['file'])).replace('`', chr(39))}` on `{escape_md(pt['set'])}` "
             f"(definition {pt['definition_sha256'][:12]}, rendered tree {pt['tree_sha256'][:12]}), snapshotted by "
             "`clusterdef apply` with every node's versions before the first change.", ""]
@@ -413,6 +445,9 @@ def to_text(doc: dict) -> str:
         out.append("[bold]disruption[/] " + ", ".join(
             f"[{COLOUR[k]}]{k}[/]: {v['changes']} change(s), {v['nodes']} node(s) at worst"
             for k, v in sorted(doc["disruption"].items(), key=lambda kv: ORDER.index(kv[0]))))
+    if doc.get("changes_needing_approval"):
+        out.append("[bold]changes needing an approver[/]")
+        out += [f"  {e(line)}" for line in needs_approval_lines(doc, md=False)]
     ro = doc["rollout"]
     if doc.get("bringup"):
         out.append("[bold]bring-up[/]: nothing runs yet, so no canary, waves or rollback point")
@@ -425,7 +460,7 @@ def to_text(doc: dict) -> str:
             out.append(f"  {e(floors_line(ro))}")
         if estimate_line(ro):
             out.append(f"  {e(estimate_line(ro))}")
-        out += [f"  {e(line)}" for line in schedule_lines(ro)]
+        out += [f"  {e(line)}" for line in schedule_lines(ro, doc)]
         pt = ro["rollback"]["point"]
         out.append(f"[bold]rollback point[/] {e(pt['file'])} on {e(pt['set'])} (definition "
                    f"{pt['definition_sha256'][:12]}, tree {pt['tree_sha256'][:12]})")

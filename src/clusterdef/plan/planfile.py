@@ -16,6 +16,9 @@ import re
 import jsonschema
 
 HASH_FIELD = "plan_sha256"
+# Approvals recorded after the plan was sealed (`clusterdef approve`, plan/approvals.py): outside the seal,
+# each record bound to it by its own plan_sha256.
+RECORDS = "approval_records"
 _STR, _INT, _BOOL = {"type": "string"}, {"type": "integer", "minimum": 0}, {"type": "boolean"}
 _SHA = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _STRS = {"type": "array", "items": _STR}
@@ -40,6 +43,25 @@ _STAGE = {"type": "object", "additionalProperties": False,
                          "kind": {"enum": ["image", "prepare", "canary", "rollback-drill", "control-plane", "wave",
                                            "boot-default", "driver-pool", "driver-hold", "deliver", "nodes",
                                            "admit"]}}}
+_TEXT = {"type": "string", "maxLength": 500}
+_KIND = {"type": "string", "pattern": "^[a-z][a-z0-9_.-]{0,63}$"}  # plan/audit.py KIND
+_CHANGE_KEY = {"type": "object", "additionalProperties": False, "required": ["kind", "subject"],
+               "properties": {"kind": _KIND, "subject": {"type": "string", "maxLength": 256}}}
+_NEEDS_APPROVAL = {"type": "array", "items": {  # plan/audit.py: one entry per change and group that may approve it
+    "type": "object", "additionalProperties": False, "required": ["kind", "subject", "group", "why"],
+    "properties": {"kind": _KIND, "subject": {"type": "string", "maxLength": 256},
+                   "group": {"type": "string", "maxLength": 256}, "why": _TEXT}}}
+_APPROVAL = {  # plan/approvals.py: who, for which group, when, why, what it covers, the plan it approves
+    "type": "object", "additionalProperties": False,
+    "required": ["group", "by", "at", "why", "covers", HASH_FIELD],
+    "properties": {"group": {"type": "string", "maxLength": 256}, "by": {"type": "string", "maxLength": 128},
+                   "at": {"type": "string", "maxLength": 40}, "why": _TEXT, HASH_FIELD: _SHA,
+                   "covers": {"type": "object", "additionalProperties": False, "minProperties": 1,
+                              "maxProperties": 1,
+                              "properties": {"stage": {"type": "string", "maxLength": 200},
+                                             "class": {"enum": ["reflash", "reboot", "driver-reload", "restart",
+                                                                "live"]},
+                                             "change": _CHANGE_KEY}}}}
 # The fields apply reads are typed exactly; the others only by kind (the comparison with the
 # re-derived plan checks their content).
 SCHEMA = {
@@ -55,6 +77,8 @@ SCHEMA = {
         "files": {"type": "array"},
         "kubernetes_objects": {"type": "array"}, HASH_FIELD: _SHA, "bringup": _BOOL,
         "approvals": {"type": "object", "additionalProperties": _STRS},  # disruption -> approver groups (service)
+        "changes_needing_approval": _NEEDS_APPROVAL,
+        RECORDS: {"type": "array", "maxItems": 256, "items": _APPROVAL},
         "slurm_transition": {"type": "object", "additionalProperties": False,
                              "required": ["from", "to", "held_back", "files"],
                              "properties": {"from": _STR, "to": _STR,
@@ -116,8 +140,10 @@ def canonical(doc: dict) -> str:
 
 
 def plan_hash(doc: dict) -> str:
-    """sha256 of the canonical JSON of the whole document except the hash field itself."""
-    return hashlib.sha256(canonical({k: v for k, v in doc.items() if k != HASH_FIELD}).encode()).hexdigest()
+    """sha256 of the canonical JSON of the whole document except the hash field itself and the approvals
+    recorded after it was sealed (each bound to the hash by its own plan_sha256)."""
+    return hashlib.sha256(canonical({k: v for k, v in doc.items() if k not in (HASH_FIELD, RECORDS)}).encode()
+                          ).hexdigest()
 
 
 def seal(doc: dict) -> dict:
@@ -218,9 +244,9 @@ def differences(recorded, derived, path: str = "", limit: int = 20) -> list[str]
 
 def forgeries(recorded: dict, derived: dict) -> list[str]:
     """Why a plan file is not the plan `clusterdef plan` writes for these definitions: every
-    difference from the re-derived plan (the file's own hash left aside), then a hash that
-    does not match the file's own document."""
-    out = differences({k: v for k, v in recorded.items() if k != HASH_FIELD}, derived)
+    difference from the re-derived plan (the file's own hash and recorded approvals left aside, the
+    approvals are checked by plan/approvals.py), then a hash that does not match the file's own document."""
+    out = differences({k: v for k, v in recorded.items() if k not in (HASH_FIELD, RECORDS)}, derived)
     if recorded.get(HASH_FIELD) != plan_hash(recorded):
         out.append(f"{HASH_FIELD}: does not match the plan document (edited after `clusterdef plan` wrote it)")
     return out

@@ -44,27 +44,41 @@ def _groups(group_of: dict[str, str], hosts: str) -> frozenset[str]:
     return frozenset(group_of[h] for h in (hostlist.names(hosts) if hosts else []) if h in group_of)
 
 
+def usable(d) -> dict:
+    """The windows that open, by name: (window, the node groups it covers)."""
+    return {n: (w, groups_of(w, d)) for n, w in d.service.maintenance_windows.items() if w.days and w.hours > 0}
+
+
+def host_groups(d) -> dict[str, str]:
+    return {h: g for g, ng in d.nodes.items() for h in hostlist.names(ng.hosts)}
+
+
+def fitting(st: dict, windows: dict, group_of: dict[str, str]) -> tuple[str | list[str] | None, list[str]]:
+    """(the stage's scope: "cluster", its node groups, or None when it needs no window; the windows that
+    cover it): a whole-cluster window for the control plane, one over every node group of its hosts for
+    a stage that takes nodes out of service."""
+    if st["kind"] in CLUSTER:
+        return "cluster", [n for n, (w, _) in windows.items() if w.whole_cluster]
+    if st["kind"] in NODES:
+        groups = _groups(group_of, st["hosts"])
+        return sorted(groups), [n for n, (_, g) in windows.items() if groups <= g]
+    return None, []
+
+
 def layout(d, stages: list[dict], timeline: list[dict], start: datetime) -> dict:
     """The schedule: per stage its start and end (ISO 8601 in the service's zone), the window it runs in or,
     when it runs outside every window, what it needs; with supported hours, whether it starts inside them."""
     s = d.service
     tz = zone(s.timezone)
     assert tz is not None  # schedule() lays out only a known zone
-    windows = {n: (w, groups_of(w, d)) for n, w in s.maintenance_windows.items() if w.days and w.hours > 0}
-    group_of = {h: g for g, ng in d.nodes.items() for h in hostlist.names(ng.hosts)}
+    windows = usable(d)
+    group_of = host_groups(d)
     cursor = start
     rows = []
     for st, t in zip(stages, timeline):
         length = timedelta(minutes=t["minutes"])
         row: dict = {"stage": st["name"]}
-        scope: str | list[str] | None
-        if st["kind"] in CLUSTER:
-            scope, fit = "cluster", [n for n, (w, _) in windows.items() if w.whole_cluster]
-        elif st["kind"] in NODES:
-            groups = _groups(group_of, st["hosts"])
-            scope, fit = sorted(groups), [n for n, (_, g) in windows.items() if groups <= g]
-        else:
-            scope, fit = None, []
+        scope, fit = fitting(st, windows, group_of)
         at, window, needs = cursor, None, None
         if scope is not None:
             opens = sorted((o, c, n) for n in fit for o, c in openings(windows[n][0], tz, cursor, cursor + HORIZON))
