@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from ... import access, capacity, segmentation, tenancy
+from ... import access, capacity, privilege, segmentation, tenancy
 from ...errors import present
 from ...model.tenants import TenantKubernetes
 from ...resolve import Resolved
@@ -41,6 +41,8 @@ def pod_security(resolved: Resolved, tenant: str) -> str:
     tk = tenant_kubernetes(resolved, tenant)
     if tk.pod_security:
         return tk.pod_security
+    if privilege.tenant_features(resolved.definition).get(tenant):
+        return "privileged"  # approved pod features: admission.privileged_objects limits the namespace to them
     return "restricted" if t.isolation.level == "dedicated" else "baseline"
 
 

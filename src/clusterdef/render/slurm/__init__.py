@@ -23,7 +23,7 @@ from importlib.resources import files
 
 import jinja2
 
-from ... import capacity, generations, hostlist
+from ... import capacity, generations, hostlist, privilege
 from ...errors import present
 from ...model.nodes import NodeGroup
 from ...model.slurm import Slurm
@@ -229,8 +229,12 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
             ("QOS", part.qos),
             ("AllowQos", ",".join(s.allow_qos(pname)) or None),
             ("AllowAccounts", ",".join(part.allow_accounts) or None),
-            ("OverSubscribe", part.oversubscribe.upper() if part.oversubscribe else None),
-            ("ExclusiveUser", "YES" if part.exclusive_user else None),
+            # root-equivalent: the approved groups only (root alone without an approval), whole nodes per job
+            # and per user (slurm.conf(5): AllowGroups, OverSubscribe=EXCLUSIVE, ExclusiveUser)
+            ("AllowGroups", (",".join(privilege.partition_groups(d, pname)) or "root") if part.privileged else None),
+            ("OverSubscribe", "EXCLUSIVE" if part.privileged else
+             part.oversubscribe.upper() if part.oversubscribe else None),
+            ("ExclusiveUser", "YES" if part.exclusive_user or part.privileged else None),
             ("DefCpuPerGPU", cpu_per_gpu or None),
             ("DefMemPerGPU", mem_per_gpu or None),
             ("State", "UP"),
