@@ -110,8 +110,12 @@ def test_privileged_pod_security_without_approval_is_refused(lab, tmp_path):
     lab["privileged"].pop("vision-node-debug")
     lab["tenants"]["nlp"]["kubernetes"]["pod_security"] = "privileged"
     r, _ = build(lab, tmp_path)
-    (f,) = findings(r, "privileged-without-approval")
-    assert f.dotted == "tenants.nlp.kubernetes.pod_security" and f.line > 0 and f.hint
+    (f,) = findings(r, "tenant-privileged-pods")
+    assert f.dotted == "tenants.nlp.kubernetes.pod_security" and f.line > 0 and "approval" in f.hint
+    lab["privileged"]["nlp-debug"] = {"approver": "hpc-admins", "reference": "CHG-1",
+                                      "kubernetes": {"tenants": ["nlp"], "features": ["host-network"]}}
+    r2, _ = build(lab, tmp_path)
+    assert not findings(r2, "tenant-privileged-pods") and r2.ok
 
 
 # ---- privileged workloads: Slurm
@@ -163,8 +167,11 @@ def test_approved_slurm_admin_level_kept_and_others_demoted(lab_built, tmp_path)
 def test_dataset_mounted_only_on_authorised_node_groups(lab_built):
     _, tree = lab_built
     units = {p for p in tree if p.startswith("storage/mounts/") and "datasets-" in p}
-    assert units == {r"storage/mounts/train/datasets-imagenet\x2deu.mount", r"storage/mounts/infer/datasets-imagenet\x2deu.mount",
+    assert units == {r"storage/mounts/infer/datasets-imagenet\x2deu.mount",
                      r"storage/mounts/secure/datasets-secure\x2dweights.mount"}
+    # the filesystems too: each only where its datasets may go
+    assert {p for p in tree if p.startswith("storage/mounts/") and "datasets-" not in p and "scratch" not in p} == {
+        "storage/mounts/infer/projects.mount", r"storage/mounts/secure/secure\x2ddata.mount"}
     text = tree[r"storage/mounts/infer/datasets-imagenet\x2deu.mount"]
     assert "What=/projects/datasets/imagenet-eu\nWhere=/datasets/imagenet-eu\nType=none\nOptions=bind,ro\n" in text
 
@@ -223,42 +230,7 @@ def test_hostile_group_names_are_quoted(lab, tmp_path):
     assert not r2.ok and r2.errors[0].line > 0
 
 
-# ---- regulated data: validation
-
-BAD = [
-    ("dataset-path-outside-filesystem", lambda d: d["datasets"]["imagenet-eu"].update(path="/scratch/imagenet"),
-     "datasets.imagenet-eu.path"),
-    ("dataset-filesystem-unknown", lambda d: d["datasets"]["imagenet-eu"].update(filesystem="nas"),
-     "datasets.imagenet-eu.filesystem"),
-    ("dataset-tenant-unknown", lambda d: d["datasets"]["imagenet-eu"]["tenants"].append("audio"),
-     "datasets.imagenet-eu.tenants[1]"),
-    ("dataset-node-group-unknown", lambda d: d["datasets"]["imagenet-eu"]["destinations"]["node_groups"].append("gpu"),
-     "datasets.imagenet-eu.destinations.node_groups[2]"),
-    ("dataset-destination-unmounted", lambda d: d["datasets"]["imagenet-eu"]["destinations"]["node_groups"].append("ctl"),
-     "datasets.imagenet-eu.destinations.node_groups[2]"),
-    ("dataset-tenant-unreachable", lambda d: d["datasets"]["secure-weights"]["tenants"].append("nlp"),
-     "datasets.secure-weights.tenants[1]"),
-    ("dataset-quota-unsupported", lambda d: (d["filesystems"]["projects"].update(kind="nfs", source="nas01:/projects")),
-     "datasets.imagenet-eu.quota_tib"),
-    ("dataset-retention-exceeded", lambda d: d["backup"]["authoritative"]["sets"]["cluster-repo"]["paths"].append(
-        "/projects/models"), "backup.authoritative.sets.cluster-repo.paths[1]"),
-    ("privileged-approval-unknown", lambda d: d["privileged"]["vision-node-debug"]["kubernetes"]["tenants"].append("secure"),
-     "privileged.vision-node-debug.kubernetes.tenants[1]"),
-    ("privileged-approval-unknown", lambda d: d["privileged"]["debug-root"]["slurm"]["partitions"].append("train"),
-     "privileged.debug-root.slurm.partitions[1]"),
-    ("privileged-approval-refused", lambda d: d["tenants"]["vision"]["kubernetes"].update(pod_security="baseline"),
-     "privileged.vision-node-debug.kubernetes.tenants[0]"),
-]
-
-
-@pytest.mark.parametrize("code,change,where", BAD, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(BAD)])
-def test_bad_data_definitions_are_located(lab, tmp_path, code, change, where):
-    change(lab)
-    r = validate_file(dump_yaml(lab, tmp_path / "def.yaml"), MATRICES, TODAY)
-    got = findings(r, code)
-    assert [f.dotted for f in got] == [where], [(f.code, f.dotted, f.message) for f in r.findings]
-    assert got[0].line > 0 and got[0].hint and got[0].severity.value == "error"
-
+# ---- regulated data: validation (the located findings are in tests/test_checks.py CASES)
 
 def test_access_answers_who_reads_a_dataset_and_from_where(tmp_path):
     from cli_runner import CliRunner
@@ -274,9 +246,9 @@ def test_access_answers_who_reads_a_dataset_and_from_where(tmp_path):
     a = json.loads(res.stdout)
     assert [(x["group"], x["file"]) for x in a["readers"]] == [
         ("vision-users", "storage/projects/dataset-imagenet-eu.sh"), ("imagenet-licensed", "storage/projects/dataset-imagenet-eu.sh")]
-    assert [w["node_group"] for w in a["node_groups"]] == ["train", "infer"]
+    assert [w["node_group"] for w in a["node_groups"]] == ["infer"]
     assert [(n["namespace"], n["file"]) for n in a["namespaces"]] == [("vision", "kubernetes/data/imagenet-eu.yaml")]
-    assert a["filesystem_also_on"] == ["secure"]
+    assert a["filesystem_also_on"] == []
     bad = run_cli(["access", CLUSTERS / "lab.yaml", "--dataset", "nope", "--today", TODAY.isoformat()])
     assert bad.exit_code == 2 and "nope" in bad.output
 

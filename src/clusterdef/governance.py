@@ -34,13 +34,13 @@ def _dataset_groups(d: Definition, name: str) -> tuple[str, ...]:
     return _fallback_groups(d)
 
 
-def _dump(model) -> object:
-    return model.model_dump(mode="json") if model is not None else None
+def _dump(model) -> dict:
+    return model.model_dump(mode="json") if model is not None else {}
 
 
 def _changed_fields(a, b) -> list[str]:
-    da, db = _dump(a) or {}, _dump(b) or {}
-    return [f for f in DATASET_FIELDS if da.get(f) != db.get(f)]  # type: ignore[union-attr]
+    da, db = _dump(a), _dump(b)
+    return [f for f in DATASET_FIELDS if da.get(f) != db.get(f)]
 
 
 def _change(kind: str, subject: str, groups: tuple[str, ...], why: str) -> list[dict]:
@@ -96,7 +96,7 @@ def changes_needing_approval(old: Definition, new: Definition) -> list[dict]:
 
 
 def _dump_field(ds, field: str) -> str:
-    v = _dump(ds)[field]  # type: ignore[index]
+    v = _dump(ds)[field]
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k}: {_short(x)}" for k, x in v.items() if x) + "}"
     return _short(v)

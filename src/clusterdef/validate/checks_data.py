@@ -105,13 +105,6 @@ def dataset_reach(ctx: Context) -> Iterable[Finding]:
                           "nothing on a node keeps a reader from copying it there",
                           "name them in destinations.filesystems if copies there are allowed, or keep the "
                           "dataset off those node groups")
-        for t, _ in datasets.namespaces(d, name).items():
-            if d.tenants[t].isolation.level != "dedicated":
-                yield warning("dataset-egress-widened", at + ("destinations", "egress_cidrs"),
-                              f"tenant `{t}`'s namespace lets every pod reach the cluster and its networks: "
-                              f"those policies add to the egress policy of dataset `{name}`'s pods",
-                              "Kubernetes NetworkPolicies add up; only a dedicated tenant's default-deny egress "
-                              "leaves the dataset's own policy as the pods' only way out")
 
 
 @check("dataset-retention")
@@ -142,47 +135,42 @@ def privileged_approvals(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
     parts = d.slurm.partitions if d.slurm else {}
     approved_parts = {p for a in d.privileged.values() if a.slurm for p in a.slurm.partitions}
-    approved_tenants = {t for a in d.privileged.values() if a.kubernetes for t in a.kubernetes.tenants}
     for pname, p in parts.items():
         if p.privileged and pname not in approved_parts:
             yield error("privileged-without-approval", ("slurm", "partitions", pname, "privileged"),
                         f"partition `{pname}` is root-equivalent, and no `privileged` approval names it: "
                         "it is rendered AllowGroups=root (nobody may submit)",
                         "add a privileged approval with slurm.partitions: [" + pname + "] and the groups approved")
-    for tname, t in d.tenants.items():
-        if t.kubernetes and t.kubernetes.pod_security == "privileged" and tname not in approved_tenants:
-            yield error("privileged-without-approval", ("tenants", tname, "kubernetes", "pod_security"),
-                        f"tenant `{tname}`'s namespace is set to Pod Security `privileged` without a `privileged` "
-                        "approval: the admission policy refuses privileged and host pods there anyway",
-                        "add a privileged approval naming the tenant and the features it needs, or use baseline")
+    # a namespace at Pod Security `privileged` without an approval: tenant-privileged-pods (checks_identity.py)
     for aname, a in d.privileged.items():
         at = ("privileged", aname)
         if a.kubernetes:
-            for i, t in enumerate(a.kubernetes.tenants):
-                if t not in d.tenants or d.tenants[t].kubernetes is None:
+            for i, tn in enumerate(a.kubernetes.tenants):
+                tk = d.tenants[tn].kubernetes if tn in d.tenants else None
+                if tk is None:
                     yield error("privileged-approval-unknown", at + ("kubernetes", "tenants", i),
-                                f"approval `{aname}` names tenant `{t}`, which "
-                                + ("`tenants` does not define" if t not in d.tenants
+                                f"approval `{aname}` names tenant `{tn}`, which "
+                                + ("`tenants` does not define" if tn not in d.tenants
                                    else "has no Kubernetes namespace"),
                                 "name a tenant with a kubernetes namespace: "
                                 + (", ".join(n for n, x in d.tenants.items() if x.kubernetes) or "(none)"))
-                elif d.tenants[t].kubernetes.pod_security not in (None, "privileged"):  # type: ignore[union-attr]
+                elif tk.pod_security not in (None, "privileged"):
                     yield error("privileged-approval-refused", at + ("kubernetes", "tenants", i),
-                                f"approval `{aname}` opens {', '.join(a.kubernetes.features)} for tenant `{t}`, whose "
-                                f"namespace enforces Pod Security `{d.tenants[t].kubernetes.pod_security}` "  # type: ignore[union-attr]
+                                f"approval `{aname}` opens {', '.join(a.kubernetes.features)} for tenant `{tn}`, whose "
+                                f"namespace enforces Pod Security `{tk.pod_security}` "
                                 "and refuses them before the admission policy is asked",
-                                f"remove tenants.{t}.kubernetes.pod_security (an approval makes it privileged)")
+                                f"remove tenants.{tn}.kubernetes.pod_security (an approval makes it privileged)")
         if a.slurm:
-            for i, p in enumerate(a.slurm.partitions):
-                if p not in parts:
+            for i, pn in enumerate(a.slurm.partitions):
+                if pn not in parts:
                     yield error("privileged-approval-unknown", at + ("slurm", "partitions", i),
-                                f"approval `{aname}` names partition `{p}`, which `slurm.partitions` does not define",
+                                f"approval `{aname}` names partition `{pn}`, which `slurm.partitions` does not define",
                                 f"name one of: {', '.join(parts) or '(none)'}")
-                elif not parts[p].privileged:
+                elif not parts[pn].privileged:
                     yield error("privileged-approval-unknown", at + ("slurm", "partitions", i),
-                                f"approval `{aname}` names partition `{p}`, which is not root-equivalent "
+                                f"approval `{aname}` names partition `{pn}`, which is not root-equivalent "
                                 "(`privileged: true`): the approval would grant nothing there",
-                                f"mark slurm.partitions.{p}.privileged, or remove it from the approval")
+                                f"mark slurm.partitions.{pn}.privileged, or remove it from the approval")
             if a.slurm.admin_level == "None" and not a.slurm.partitions:
                 yield warning("privileged-approval-empty", at + ("slurm",),
                               f"approval `{aname}` grants its Slurm groups neither an AdminLevel nor a partition",

@@ -5,9 +5,10 @@ the dataset's `destinations.egress_cidrs`, nothing else. A ValidatingAdmissionPo
 mounts a `dataset-*` claim without carrying that claim's label, so every pod that can read it is held by
 the egress policy.
 
-NetworkPolicies add up (Kubernetes docs, "Network Policies": "policies are additive"; a pod selected by an
-Egress policy may reach what the union of the policies selecting it allows): a namespace policy selecting
-every pod (a shared tenant's allow-egress-networks) widens it, which `dataset-egress-widened` reports.
+NetworkPolicies add up (Kubernetes docs, "Network Policies": a pod may make the connections the union of
+the policies selecting it allows): the namespace's own policies that open egress wider (allow-egress-networks,
+allow-egress-platform in kubernetes/tenants/<tenant>.yaml) leave the labelled pods out. What clusterdef cannot
+close: a tenant's group has `edit` in its namespace, which may create NetworkPolicies of its own (docs/data.md).
 A `local` PersistentVolume names a path on the node (the filesystem's mount there) and node affinity to
 the node groups where the dataset is mounted (storage/mounts/<group>/)."""
 
