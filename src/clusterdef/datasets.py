@@ -89,6 +89,13 @@ def project_id(d: Definition, name: str) -> int:
     return ds.project_id if ds.project_id is not None else tenancy._derived(f"dataset/{name}", 10_000, 2_000_000_000)
 
 
+def approvers(d: Definition, name: str) -> tuple[str, ...]:
+    """The groups that approve a change of it (governance.py decides the same way)."""
+    from .governance import dataset_approvers
+
+    return dataset_approvers(d, name)
+
+
 def acl_file(d: Definition, name: str) -> str:
     return f"storage/{d.datasets[name].filesystem}/dataset-{name}.sh"
 

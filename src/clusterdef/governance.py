@@ -27,7 +27,7 @@ def _fallback_groups(d: Definition) -> tuple[str, ...]:
     return tuple(d.identity.admin_groups) if d.identity else ()
 
 
-def _dataset_groups(d: Definition, name: str) -> tuple[str, ...]:
+def dataset_approvers(d: Definition, name: str) -> tuple[str, ...]:
     ds = d.datasets.get(name)
     if ds is not None and ds.approver:
         return (ds.approver,)
@@ -59,7 +59,7 @@ def changes_needing_approval(old: Definition, new: Definition) -> list[dict]:
     for name in sorted(set(old.datasets) | set(new.datasets)):
         a, b = old.datasets.get(name), new.datasets.get(name)
         subject = f"datasets.{name}"
-        groups = _dataset_groups(new if b is not None else old, name)
+        groups = dataset_approvers(new if b is not None else old, name)
         if a is None and b is not None:
             out += _change("dataset-added", subject, groups,
                            f"new {b.kind} `{name}` ({b.classification}) readable by "

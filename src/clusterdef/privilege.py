@@ -41,3 +41,14 @@ def admin_levels(d: Definition) -> dict[str, str]:
                 if LEVELS.index(a.slurm.admin_level) > LEVELS.index(out.get(g, "None")):
                     out[g] = a.slurm.admin_level
     return out
+
+
+def approved_by(d: Definition, group: str) -> str:
+    """The approvals granting a Slurm group something, as `name by approver, reference` (rendered comments)."""
+    return "; ".join(f"{n} by {a.approver}, {a.reference}" for n, a in d.privileged.items()
+                     if a.slurm and group in a.slurm.groups)
+
+
+def partition_approvals(d: Definition, partition: str) -> str:
+    return "; ".join(f"{n} by {a.approver}, {a.reference}" for n, a in d.privileged.items()
+                     if a.slurm and partition in a.slurm.partitions)

@@ -157,7 +157,8 @@ def image_group_files(ctx: Context) -> Iterable[Finding]:
                 continue
             others = sorted(o for o, f in groups.items() if f != files)
             mounts, vlans, roce = files
-            what = ", ".join([*(m if m.startswith("dataset ") else f"filesystem {m}" for m in mounts), *(f"tenant {v}'s VLAN" for v in vlans),
+            what = ", ".join([*(m if m.startswith("dataset ") else f"filesystem {m}"
+                                for m in mounts), *(f"tenant {v}'s VLAN" for v in vlans),
                               *(["RoCE sysctls and lossless Ethernet unit"] if roce else [])])
             yield warning("image-group-files", ("nodes", gname, "image"),
                           f"node group `{gname}` boots stateless from image `{image}`, which it shares with "

@@ -126,7 +126,7 @@ def slurm_users(resolved: Resolved, ident: Identity) -> str:
     for g in ident.admin_groups:
         out.append(f"members {shell(g)} >>\"$admins\"\n")
     for g, level in privilege.admin_levels(d).items():  # `privileged` approvals; the admin groups' level wins
-        out += [f"# privileged approval: members of {g} get AdminLevel={level}\n",
+        out += [f"# privileged approval ({privilege.approved_by(d, g)}): members of {g} get AdminLevel={level}\n",
                 f"members {shell(g)} | while IFS= read -r u; do\n",
                 "  grep -qxF \"$u\" \"$admins\" && continue\n",
                 "  has_user \"$u\" || $SACCTMGR -i add user name=\"$u\" account=root >/dev/null\n",

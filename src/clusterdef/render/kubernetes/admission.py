@@ -114,6 +114,12 @@ def approved_namespaces(resolved: Resolved) -> dict[str, list[str]]:
     return {f: sorted(set(ns)) for f, ns in out.items()}
 
 
+def approval_text(resolved: Resolved) -> list[str]:
+    """Each Kubernetes approval as the policy records it: name, approver, reference, tenants and features."""
+    return [f"{n}: {', '.join(a.kubernetes.features)} for {', '.join(a.kubernetes.tenants)}, approved by "
+            f"{a.approver} ({a.reference})" for n, a in resolved.definition.privileged.items() if a.kubernetes]
+
+
 def privileged_objects(resolved: Resolved) -> list[dict]:
     if resolved.definition.kubernetes is None:
         return []
@@ -127,7 +133,9 @@ def privileged_objects(resolved: Resolved) -> list[dict]:
                                        "namespace's tenant" + (f"; approved in: {', '.join(ns)}" if ns else ""),
                             "reason": "Forbidden"})
     return [{
-        "apiVersion": API, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": PRIVILEGED_NAME},
+        "apiVersion": API, "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": PRIVILEGED_NAME, "annotations": {
+            "clusterdef.dev/approvals": "; ".join(approval_text(resolved)) or "none"}},
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],

@@ -219,6 +219,8 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
     out.append("\n# Partitions\n")
     for pname, part in s.partitions.items():
         cpu_per_gpu, mem_per_gpu = per_gpu_share(resolved, part.node_groups)
+        if part.privileged:
+            out.append(f"# {pname}: root-equivalent; approvals: {privilege.partition_approvals(d, pname) or 'none'}\n")
         out.append(_line([
             ("PartitionName", pname),
             ("Nodes", ",".join(part.node_groups)),

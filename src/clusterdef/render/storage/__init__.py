@@ -96,6 +96,8 @@ def dataset_script(resolved: Resolved, name: str) -> str:
     out = _head(resolved, ds.filesystem, f"Access to {ds.kind} {name} ({ds.classification})")
     out.append(f"# readers: {', '.join(readers) or 'nobody'}; mounted on node groups "
                f"{', '.join(datasets.node_groups(d, name)) or 'none'}\n")
+    out.append(f"# a change of its readers or classification is approved by: "
+               f"{', '.join(datasets.approvers(d, name)) or 'nobody named'}\n")
     out.append(f'dir="$MOUNT"/{shell(rel)}\n')
     parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
     if parent:

@@ -21,7 +21,7 @@ admins=$(mktemp)
 approved=$(mktemp)
 trap 'rm -f "$admins" "$approved"' EXIT
 members hpc-admins >>"$admins"
-# privileged approval: members of hpc-debug get AdminLevel=Operator
+# privileged approval (debug-root by hpc-admins, CHG-2026-0121): members of hpc-debug get AdminLevel=Operator
 members hpc-debug | while IFS= read -r u; do
   grep -qxF "$u" "$admins" && continue
   has_user "$u" || $SACCTMGR -i add user name="$u" account=root >/dev/null

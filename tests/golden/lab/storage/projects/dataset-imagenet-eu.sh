@@ -4,6 +4,7 @@ set -eu
 MOUNT=${CLUSTERDEF_MOUNT:-/projects}
 [ -d "$MOUNT" ] || { echo "clusterdef: $MOUNT is not a directory" >&2; exit 1; }
 # readers: vision-users, imagenet-licensed; mounted on node groups infer
+# a change of its readers or classification is approved by: data-stewards
 dir="$MOUNT"/datasets/imagenet-eu
 mkdir -p "$MOUNT"/datasets
 # project quota: 2 TiB, project 393144308

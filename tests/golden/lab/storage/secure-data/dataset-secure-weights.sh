@@ -4,6 +4,7 @@ set -eu
 MOUNT=${CLUSTERDEF_MOUNT:-/secure-data}
 [ -d "$MOUNT" ] || { echo "clusterdef: $MOUNT is not a directory" >&2; exit 1; }
 # readers: secure-users; mounted on node groups secure
+# a change of its readers or classification is approved by: hpc-admins
 dir="$MOUNT"/models/secure-weights
 mkdir -p "$MOUNT"/models
 mkdir -p "$dir"
