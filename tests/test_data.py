@@ -123,7 +123,7 @@ def test_privileged_pod_security_without_approval_is_refused(lab, tmp_path):
 def test_root_equivalent_partition_only_for_approved_groups(lab_built, lab, tmp_path):
     _, tree = lab_built
     line = next(x for x in tree["slurm/slurm.conf"].splitlines() if x.startswith("PartitionName=debug "))
-    assert "AllowGroups=hpc-debug" in line and "OverSubscribe=EXCLUSIVE" in line and "ExclusiveUser=YES" in line
+    assert "AllowGroups=hpc-debug" in line and "OverSubscribe=EXCLUSIVE" in line
     train = next(x for x in tree["slurm/slurm.conf"].splitlines() if x.startswith("PartitionName=train "))
     assert "AllowGroups" not in train
     users = tree["identity/slurm-users.sh"]

@@ -27,9 +27,9 @@ from .base import Model, Name
 from .identity import DirectoryGroup
 from ..types import _pattern
 
-# A change or ticket reference as the site's tracker writes it (CHG-2026-0117, JIRA-42, RFC#12).
-Reference = Annotated[str, _pattern(r"^[A-Za-z0-9][A-Za-z0-9._:#/-]{0,63}$", 64,
-                                    "a change reference of letters, digits, '.', '_', ':', '#', '/' and '-' "
+# A change or ticket reference as the site's tracker writes it (CHG-2026-0117, JIRA-42).
+Reference = Annotated[str, _pattern(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$", 64,
+                                    "a change reference of letters, digits, '.', '_', ':', '/' and '-' "
                                     "(CHG-2026-0117)")]
 Feature = Literal["privileged", "host-network", "host-pid", "host-ipc", "host-path"]
 FEATURES: tuple[str, ...] = ("privileged", "host-network", "host-pid", "host-ipc", "host-path")

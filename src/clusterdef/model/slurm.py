@@ -27,7 +27,7 @@ class Partition(Model):
     privileged: bool = False
     """Root-equivalent: the site's Prolog gives a job's user root on its nodes here. Only the groups of a
     `privileged` approval naming it may submit (AllowGroups; none without one: `privileged-without-approval`),
-    and each job has its nodes to itself (OverSubscribe=EXCLUSIVE, ExclusiveUser=YES)."""
+    and each job has its nodes to itself (OverSubscribe=EXCLUSIVE)."""
     """Largest job in nodes; anything above 1 makes this a multi-node partition."""
 
 

@@ -232,11 +232,12 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
             ("AllowQos", ",".join(s.allow_qos(pname)) or None),
             ("AllowAccounts", ",".join(part.allow_accounts) or None),
             # root-equivalent: the approved groups only (root alone without an approval), whole nodes per job
-            # and per user (slurm.conf(5): AllowGroups, OverSubscribe=EXCLUSIVE, ExclusiveUser)
+            # (slurm.conf(5) of every major 22.05..26.05: AllowGroups, OverSubscribe=EXCLUSIVE; not ExclusiveUser,
+            # which 26.05's slurm.conf(5) no longer lists for partitions)
             ("AllowGroups", (",".join(privilege.partition_groups(d, pname)) or "root") if part.privileged else None),
             ("OverSubscribe", "EXCLUSIVE" if part.privileged else
              part.oversubscribe.upper() if part.oversubscribe else None),
-            ("ExclusiveUser", "YES" if part.exclusive_user or part.privileged else None),
+            ("ExclusiveUser", "YES" if part.exclusive_user else None),
             ("DefCpuPerGPU", cpu_per_gpu or None),
             ("DefMemPerGPU", mem_per_gpu or None),
             ("State", "UP"),
