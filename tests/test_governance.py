@@ -90,3 +90,14 @@ def test_no_approver_defined_is_said(lab_data):
     new = changed(lab_data, lambda d: (strip(d), d["datasets"]["secure-weights"].update(classification="internal")))
     (c,) = changes_needing_approval(old, new)
     assert c["group"] == "x"
+
+
+def test_a_change_with_no_approver_anywhere_says_so(lab_data):
+    def strip(d):
+        d.pop("service")
+        d.pop("identity")
+        d["datasets"]["imagenet-eu"].pop("approver")
+    old = changed(lab_data, strip)
+    new = changed(lab_data, lambda d: (strip(d), d["datasets"]["imagenet-eu"].update(classification="public")))
+    (c,) = changes_needing_approval(old, new)
+    assert c["group"] is None and "no approver group is defined" in c["why"]
