@@ -46,6 +46,18 @@ def deploy(definition_file: str | Path, matrices: str | Path | None = None, toda
         policy = k8s_object("admission-policy", p.admission[0], pulumi.ResourceOptions())
         out["admission"] = [policy, k8s_object("admission-binding", p.admission[1],
                                                pulumi.ResourceOptions(depends_on=[policy]))]
+    for key, objs in (("privileged_pods", p.privileged_pods), ("dataset_admission", p.dataset_admission)):
+        if objs:  # privileged pods only where approved; dataset claims only by labelled pods (docs/data.md)
+            policy = k8s_object(f"{key}-policy", objs[0], pulumi.ResourceOptions())
+            out[key] = [policy, k8s_object(f"{key}-binding", objs[1], pulumi.ResourceOptions(depends_on=[policy]))]
+    if p.datasets:  # each dataset's volume, claim and egress policy, in the authorised namespaces after them
+        by_ns = {t.namespace_name: t.namespace for t in out["tenants"].values()}
+        out["datasets"] = {
+            name: [k8s_object(f"dataset-{name}-{o['kind'].lower()}-{o['metadata'].get('namespace', 'cluster')}", o,
+                              pulumi.ResourceOptions(depends_on=[by_ns[o["metadata"]["namespace"]]]
+                                                     if o["metadata"].get("namespace") in by_ns else []))
+                   for o in objs]
+            for name, objs in p.datasets.items()}
     if p.cluster_admins is not None:  # cluster-admin for the admin groups only (identity)
         out["cluster_admins"] = k8s_object("cluster-admins", p.cluster_admins, pulumi.ResourceOptions())
     # tenants' images: allowed registries and signatures (sigstore policy-controller)

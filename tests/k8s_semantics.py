@@ -507,3 +507,59 @@ def restricted_violations(pod: dict) -> list[str]:
 def pod_security_violations(level: str, pod: dict) -> list[str]:
     """Why the namespace's `pod-security.kubernetes.io/enforce` level refuses the pod (empty: admitted)."""
     return {"privileged": lambda p: [], "baseline": baseline_violations, "restricted": restricted_violations}[level](pod)
+
+
+# ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in Kubernetes 1.30): how the API server decides
+# a request against a policy and its binding, from the documentation page "Validating Admission Policy"
+# (kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/) and the apiserver's
+# staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/matching/matching.go (a request is in scope when
+# the policy's matchConstraints and the binding's matchResources both match it: resource rules by group,
+# version, resource or subresource and operation, and the namespaceSelector against the namespace's labels)
+# and .../policy/validating/validator.go (every validation is a CEL expression over `object`, `oldObject`,
+# `request`, `namespaceObject`, ...; one false is a violation, and an evaluation error counts as a
+# violation under failurePolicy Fail). validationActions Deny refuses the request on any violation.
+
+def namespace_labels(name: str, labels: dict | None = None) -> dict:
+    """The labels the API server puts on every namespace: kubernetes.io/metadata.name = its name
+    (NamespaceDefaultLabelName, GA in 1.22: pkg/registry/core/namespace/strategy.go), plus its own."""
+    return {**(labels or {}), "kubernetes.io/metadata.name": name}
+
+
+def _rule_matches(rule: dict, resource: str, operation: str) -> bool:
+    return (("*" in rule.get("operations", []) or operation in rule.get("operations", []))
+            and ("*" in rule.get("resources", []) or resource in rule.get("resources", [])))
+
+
+def vap_violations(policy: dict, binding: dict, namespace: dict, pod: dict, operation: str = "CREATE",
+                   resource: str = "pods") -> list[str] | None:
+    """The messages of the policy's failed validations for a pod `operation` in `namespace` (an object with
+    metadata.name and metadata.labels); None when the policy does not apply to the request (out of scope)."""
+    import celpy
+
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    if not any(_rule_matches(r, resource, operation) for r in rules):
+        return None
+    ns_labels = namespace_labels(namespace["metadata"]["name"], namespace["metadata"].get("labels"))
+    for spec in (policy["spec"]["matchConstraints"], binding["spec"].get("matchResources") or {}):
+        if "namespaceSelector" in spec and not label_selector_matches(spec["namespaceSelector"], ns_labels):
+            return None
+    env = celpy.Environment()
+    act = {"object": celpy.json_to_cel(pod), "request": celpy.json_to_cel({"operation": operation}),
+           "namespaceObject": celpy.json_to_cel({"metadata": {"name": namespace["metadata"]["name"],
+                                                              "labels": ns_labels}})}
+    out = []
+    for v in policy["spec"]["validations"]:
+        try:
+            ok = env.program(env.compile(v["expression"])).evaluate(act)
+            ok = bool(ok) if isinstance(ok, celpy.celtypes.BoolType) else False  # an evaluation error
+        except Exception:  # noqa: BLE001  (a compile or evaluation error is a violation under Fail)
+            ok = policy["spec"].get("failurePolicy", "Fail") != "Fail"
+        if not ok:
+            out.append(v["message"])
+    return out
+
+
+def vap_admits(policy: dict, binding: dict, namespace: dict, pod: dict, operation: str = "CREATE") -> bool:
+    got = vap_violations(policy, binding, namespace, pod, operation)
+    return not got or "Deny" not in binding["spec"]["validationActions"]

@@ -104,6 +104,10 @@ def box(lab: dict, matrix: str) -> dict:
     d.pop("kubernetes", None)
     d.pop("backup", None)
     d.pop("filesystems", None)
+    d.pop("datasets", None)    # on the filesystems left out
+    d.pop("privileged", None)  # its Kubernetes approval names a namespace the box has not; so no privileged partition
+    for p in d["slurm"]["partitions"].values():
+        p.pop("privileged", None)
     d["nodes"] = {g: n for g, n in d["nodes"].items() if n["control_plane"] != "kubernetes"}
     d["nodes"]["mgmt"]["services"] = [s for s in d["nodes"]["mgmt"]["services"] if s != "subnet-manager"]
     for t in d["tenants"].values():

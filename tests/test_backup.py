@@ -62,7 +62,8 @@ def _codes(data: dict, tmp_path: Path, today: date = TODAY) -> list:
 def test_lab_plan_names_authoritative_and_reproducible(lab, matrix):
     d, tree = _tree(lab, matrix)
     plan = json.loads(tree["backup/plan.json"])
-    assert set(plan["authoritative"]) == {"slurmdbd", "slurm", "etcd", "set-cluster-repo", "set-registry"}
+    assert set(plan["authoritative"]) == {"slurmdbd", "slurm", "etcd", "set-cluster-repo", "set-registry",
+                                          "data-imagenet-eu", "data-secure-weights"}  # datasets: their own retention
     # the dump where the database is (slurmdbd's host, StorageHost=localhost), the state copy where
     # slurmctld writes it
     assert plan["authoritative"]["slurmdbd"]["host"] == d.slurm.accounting.host == "slurmdbd01"
@@ -73,6 +74,10 @@ def test_lab_plan_names_authoritative_and_reproducible(lab, matrix):
     for role in plan["authoritative"]:
         script = tree[f"backup/{role}/backup.sh"]
         assert "--exclude /scratch --exclude /var/cache/apt --exclude /var/lib/containerd" in script, role
+        if role.startswith("data-"):  # a dataset keeps its snapshots exactly its retention_days
+            days = d.datasets[role.removeprefix("data-")].retention_days
+            assert f'restic forget --host "$HOST" --tag "$TAG" --keep-within {days}d --prune' in script, role
+            continue
         assert ("restic forget --host \"$HOST\" --tag \"$TAG\" --keep-within 2d --keep-within-daily 14d "
                 "--keep-within-weekly 56d --keep-within-monthly 365d --prune") in script, role
         assert f"TAG=clusterdef-lab-{role}\n" in script
@@ -156,7 +161,9 @@ def test_each_host_installs_what_its_jobs_run(lab, matrix):
     hosts = {job["host"] for job in jobs.values()}
     installs = {h: sorted(_role_packages(jobs, h)) for h in sorted(hosts)}
     assert installs == {"k8sctl01": ["etcd-client", "restic"], "mgmt01": ["restic"], "registry01": ["restic"],
-                        "slurmctl01": ["restic"], "slurmdbd01": ["mariadb-client", "restic"]}, installs
+                        "slurmctl01": ["restic"], "slurmdbd01": ["mariadb-client", "restic"],
+                        # the datasets' jobs, on their filesystems' admin hosts (storage.admin_host)
+                        "kgpu01": ["restic"], "sgpu01": ["restic"]}, installs
     assert _role_packages(jobs, "gpu001") == []  # a host without a job installs nothing
     # no etcd job: etcdctl nowhere
     del lab["backup"]["authoritative"]["etcd"]

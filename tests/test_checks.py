@@ -219,6 +219,28 @@ CASES = [
     ("invalid-value", set_(["nodes", "train", "control_plane"], "both"), ("nodes", "train", "control_plane"), Severity.ERROR),
     ("invalid-value", set_(["nodes", "train", "addressing", "mac", "source"], "csv"), ("nodes", "train", "addressing", "mac", "source"), Severity.ERROR),
     ("invalid-value", set_(["nodes", "train", "hosts"], "gpu[001-"), ("nodes", "train", "hosts"), Severity.ERROR),
+    # regulated data and privileged workloads (validate/checks_data.py, docs/data.md)
+    ("dataset-path-outside-filesystem", set_(["datasets", "imagenet-eu", "path"], "/scratch/imagenet"), ("datasets", "imagenet-eu", "path"), Severity.ERROR),
+    ("dataset-path-outside-filesystem", set_(["datasets", "imagenet-eu", "path"], "/projects"), ("datasets", "imagenet-eu", "path"), Severity.ERROR),
+    ("dataset-filesystem-unknown", set_(["datasets", "imagenet-eu", "filesystem"], "nas"), ("datasets", "imagenet-eu", "filesystem"), Severity.ERROR),
+    ("dataset-filesystem-unknown", set_(["datasets", "imagenet-eu", "destinations", "filesystems"], ["scratch", "tape"]), ("datasets", "imagenet-eu", "destinations", "filesystems", 1), Severity.ERROR),
+    ("dataset-tenant-unknown", set_(["datasets", "imagenet-eu", "tenants"], ["vision", "audio"]), ("datasets", "imagenet-eu", "tenants", 1), Severity.ERROR),
+    ("dataset-node-group-unknown", set_(["datasets", "imagenet-eu", "destinations", "node_groups"], ["infer", "gpu"]), ("datasets", "imagenet-eu", "destinations", "node_groups", 1), Severity.ERROR),
+    ("dataset-destination-unmounted", set_(["datasets", "imagenet-eu", "destinations", "node_groups"], ["infer", "train"]), ("datasets", "imagenet-eu", "destinations", "node_groups", 1), Severity.ERROR),
+    ("dataset-tenant-unreachable", set_(["datasets", "secure-weights", "tenants"], ["secure", "nlp"]), ("datasets", "secure-weights", "tenants", 1), Severity.ERROR),
+    ("dataset-quota-unsupported", set_(["filesystems", "projects", "kind"], "nfs"), ("datasets", "imagenet-eu", "quota_tib"), Severity.ERROR),
+    ("dataset-group-unresolved", delete(["identity", "directory"]), ("datasets", "imagenet-eu", "tenants"), Severity.ERROR),
+    ("dataset-reader-missing", chain(set_(["datasets", "imagenet-eu", "tenants"], []), set_(["datasets", "imagenet-eu", "groups"], [])), ("datasets", "imagenet-eu"), Severity.WARNING),
+    ("dataset-filesystem-wider", set_(["datasets", "imagenet-eu", "destinations", "node_groups"], []), ("datasets", "imagenet-eu", "destinations", "node_groups"), Severity.WARNING),
+    ("dataset-copy-unguarded", set_(["datasets", "imagenet-eu", "destinations", "filesystems"], []), ("datasets", "imagenet-eu", "destinations", "filesystems"), Severity.WARNING),
+    ("dataset-backup-missing", delete(["backup"]), ("datasets", "imagenet-eu", "backup"), Severity.WARNING),
+    ("dataset-retention-exceeded", set_(["backup", "authoritative", "sets", "cluster-repo", "paths"], ["/srv/git/lab", "/secure-data/models"]), ("backup", "authoritative", "sets", "cluster-repo", "paths", 1), Severity.ERROR),
+    ("privileged-without-approval", delete(["privileged", "debug-root"]), ("slurm", "partitions", "debug", "privileged"), Severity.ERROR),
+    ("privileged-approval-unknown", set_(["privileged", "vision-node-debug", "kubernetes", "tenants"], ["vision", "secure"]), ("privileged", "vision-node-debug", "kubernetes", "tenants", 1), Severity.ERROR),
+    ("privileged-approval-unknown", set_(["privileged", "debug-root", "slurm", "partitions"], ["debug", "train"]), ("privileged", "debug-root", "slurm", "partitions", 1), Severity.ERROR),
+    ("privileged-approval-unknown", set_(["privileged", "debug-root", "slurm", "partitions"], ["debug", "gpu"]), ("privileged", "debug-root", "slurm", "partitions", 1), Severity.ERROR),
+    ("privileged-approval-refused", set_(["tenants", "vision", "kubernetes", "pod_security"], "baseline"), ("privileged", "vision-node-debug", "kubernetes", "tenants", 0), Severity.ERROR),
+    ("privileged-approval-empty", chain(set_(["privileged", "debug-root", "slurm", "partitions"], []), set_(["privileged", "debug-root", "slurm", "admin_level"], "None")), ("privileged", "debug-root", "slurm"), Severity.WARNING),
 ]
 
 

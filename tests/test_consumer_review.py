@@ -102,6 +102,9 @@ CLASSES = (
     "kubernetes/kueue/workloadpriorityclasses.yaml",
     "kubernetes/nodes/labels-taints.yaml",
     "kubernetes/tenants/*.yaml",
+    "kubernetes/admission/privileged-pods.yaml",
+    "kubernetes/admission/dataset-claims.yaml",
+    "kubernetes/data/*.yaml",
     # fabric and storage networks
     "network/opensm/partitions.conf",
     "network/storage/*/20-clusterdef-storage-*.network",
@@ -135,6 +138,7 @@ CLASSES = (
     # storage
     "storage/mounts/*/*.mount",
     "storage/*/quota.sh",
+    "storage/*/dataset-*.sh",
     "storage/*/scratch-cleanup.sh",
     "storage/*/clusterdef-scratch-*.service",
     "storage/*/clusterdef-scratch-*.timer",

@@ -227,14 +227,37 @@ def test_admission_policy_deployed(deployed):
     y = YAML(typ="safe")
     policies = by_type(created, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
     bindings = by_type(created, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
-    rel = "kubernetes/admission/dedicated-nodes.yaml"
-    if rel not in tree:
-        assert example in ("lab", "estate", "lab-canary") and not policies and not bindings
-        return
-    assert example == "lab-dedicated"
-    want = list(y.load_all(tree[rel]))
-    assert policies["admission-policy"]["spec"] == as_floats(want[0]["spec"])
-    assert bindings["admission-binding"]["spec"] == as_floats(want[1]["spec"])
+    files = {"kubernetes/admission/dedicated-nodes.yaml": "admission",
+             "kubernetes/admission/privileged-pods.yaml": "privileged_pods",      # every example (docs/data.md)
+             "kubernetes/admission/dataset-claims.yaml": "dataset_admission"}     # where a dataset is in a namespace
+    assert ("kubernetes/admission/dedicated-nodes.yaml" in tree) == (example == "lab-dedicated")
+    assert "kubernetes/admission/privileged-pods.yaml" in tree
+    for rel, key in files.items():
+        if rel not in tree:
+            assert f"{key}-policy" not in policies and f"{key}-binding" not in bindings
+            continue
+        want = list(y.load_all(tree[rel]))
+        assert policies[f"{key}-policy"]["spec"] == as_floats(want[0]["spec"])
+        assert bindings[f"{key}-binding"]["spec"] == as_floats(want[1]["spec"])
+    assert len(policies) == len(bindings) == sum(rel in tree for rel in files)
+
+
+def test_datasets_deployed_in_their_namespaces_only(deployed_with_deps):
+    example, created, tree, depends = deployed_with_deps
+    y = YAML(typ="safe")
+    rels = sorted(r for r in tree if r.startswith("kubernetes/data/"))
+    assert bool(rels) == (example in ("lab", "lab-dedicated", "lab-canary"))
+    for rel in rels:
+        name = rel.removeprefix("kubernetes/data/").removesuffix(".yaml")
+        for o in y.load_all(tree[rel]):
+            ns = o["metadata"].get("namespace", "cluster")
+            res = f"dataset-{name}-{o['kind'].lower()}-{ns}"
+            got = {n: i for t, n, i in created if n == res}
+            assert got, res
+            if ns != "cluster":  # after its tenant's namespace
+                assert any(d.startswith("tenant-") or d == ns for d in depends[res]), (res, depends[res])
+
+
 def test_cluster_admin_binding_deployed_for_admin_groups_only(deployed):
     """The lab (and its variant) declares identity: one ClusterRoleBinding of cluster-admin, to its
     admin group; the estate declares none, and gets none."""

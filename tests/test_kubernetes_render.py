@@ -23,6 +23,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
+from clusterdef import privilege
 from ruamel.yaml import YAML
 
 import gotemplate
@@ -578,7 +580,8 @@ def test_tenant_quota_isolation_and_rbac(plans, examples, example):
         by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
         ns = by[("Namespace", t.kubernetes.namespace)]
         enforce = ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
-        assert enforce == ("restricted" if t.isolation.level == "dedicated" else "baseline")
+        approved = bool(privilege.tenant_features(d).get(tname))  # a `privileged` approval: the policy limits it
+        assert enforce == ("privileged" if approved else "restricted" if t.isolation.level == "dedicated" else "baseline")
         hard = int(by[("ResourceQuota", "gpu-quota")]["spec"]["hard"]["requests.nvidia.com/gpu"])
         nominal = sum(d.kubernetes.kueue.queues[q].nominal_gpus for q in t.kubernetes.queues)
         assert nominal <= hard <= t.quota.reserved_gpus + t.quota.burst_gpus
@@ -668,6 +671,8 @@ def test_no_kubernetes_section_renders_nothing(lab_data, tmp_path):
             t["isolation"] = {"level": "shared"}
         d["nodes"]["infer"]["control_plane"] = "slurm"
         del d["nodes"]["k8sctl"]  # a Kubernetes control-plane node needs the section
+        del d["privileged"]["vision-node-debug"]  # approves pod features in a namespace
+        del d["datasets"]["imagenet-eu"]  # vision reads it from its pods only
     assert k8s.render(variant(lab_data, tmp_path, mutate)) == {}
 
 

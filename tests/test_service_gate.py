@@ -552,3 +552,34 @@ def test_a_check_preview_is_not_gated_but_says_what_a_run_would_be_refused_for(p
            "changes and no recorded approval by hpc-admins" in out
     [rec] = [json.loads(p.read_text()) for p in tmp_path.glob("lab.plan.run-*.json")]
     assert rec["status"] == "succeeded" and rec["check"] and "holds" not in rec and "approvals" not in rec
+
+
+def test_a_dataset_reclassified_needs_its_stewards_approval_before_apply(tmp_path):
+    """governance.changes_needing_approval is one of the plan's hooks: a dataset's classification changed between
+    the definitions is listed with the dataset's approver, and apply refuses the plan until that group approved."""
+    pf = plan_with_service(tmp_path, edit_new=lambda s: s)
+    new = tmp_path / "new.yaml"
+    text = new.read_text()
+    assert "    classification: restricted\n" in text
+    new.write_text(text.replace("    classification: restricted\n", "    classification: export-controlled\n", 1))
+    r = runner.invoke(app, ["plan", "--from", str(tmp_path / "old.yaml"), "--to", str(new), "-m", str(MATRICES),
+                            "--today", DAY, "-f", "json", "--plan-file", str(pf), "--start", "2026-12-07T18:00+01:00"])
+    assert r.exit_code == 0, r.output
+    entries = [e for e in json.loads(pf.read_text())["changes_needing_approval"] if e["subject"].startswith("datasets.")]
+    subject = "datasets.imagenet-eu.classification"
+    assert [(e["subject"], e["group"]) for e in entries] == [(subject, "data-stewards")]
+    assert "restricted" in entries[0]["why"] and "export-controlled" in entries[0]["why"]
+    for cls in ("reboot", "reflash"):
+        assert approve(pf, "--class", cls, "--group", ADMINS).exit_code == 0
+    refused = _apply(pf, "--now", "2026-12-07T18:00+01:00")
+    out = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "needs an approval by data-stewards" in out, refused.output
+    kind = entries[0]["kind"]
+    assert approve(pf, "--change", f"{kind}:{subject}", "--group", ADMINS).exit_code != 0  # not its group
+    assert approve(pf, "--change", f"{kind}:{subject}", "--group", "data-stewards").exit_code == 0
+    from clusterdef.apply.session import options, start
+
+    s = start(options(pf, None, None, None, FIXTURES, [], [], [], [], False, None), None, None, None, MATRICES, TODAY,
+              now=datetime(2026, 12, 7, 18, 0, tzinfo=BERLIN))
+    s.discard()
+    assert {"change": {"kind": kind, "subject": subject}} in [a["covers"] for a in s.approvals]

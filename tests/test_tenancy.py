@@ -431,9 +431,19 @@ def test_port_guids_from_the_inventory_csv(lab, tmp_path):
 
 # --------------------------------------------------------------------------- mounts: systemd decides
 
+def _without_datasets(lab: dict) -> dict:
+    """The lab without its datasets and the two filesystems that hold them (projects, secure-data)."""
+    lab.pop("datasets", None)
+    for fs in ("projects", "secure-data"):
+        lab["filesystems"].pop(fs, None)
+    return lab
+
+
 def _filesystems_lab(lab: dict) -> dict:
     """The lab with a filesystem of every kind that has a source, and the dedicated tenant on a
-    Lustre filesystem of its own (dedicated-filesystem)."""
+    Lustre filesystem of its own (dedicated-filesystem). The lab's datasets and their filesystems are left out
+    (tests/test_data.py covers their mounts)."""
+    _without_datasets(lab)
     lab["filesystems"]["scratch"]["source"] = "/dev/disk/by-label/scratch"
     lab["filesystems"].update({
         "secure-proj": {"kind": "lustre", "mount": "/lustre/secure", "source": "10.0.0.1@o2ib:/secfs",
@@ -695,6 +705,7 @@ def test_an_image_carries_its_groups_mount_units_only_when_they_agree(lab, tmp_p
     """A stateless node keeps nothing a role installs, so the image carries its groups' mount units
     (pulled in by local-fs.target) when every group booting it has the same; when they differ, none
     go in (one group's filesystem must not be mounted on another's nodes) and validate warns."""
+    _without_datasets(lab)  # their filesystems are mounted on infer and secure only: the groups would differ
     lab["filesystems"]["scratch"]["source"] = "/dev/disk/by-label/scratch"
     tree = build_tree(_variant(lab, tmp_path), ["images", "storage"])[0]
     extra = "images/gpu-node/mkosi.extra/etc/systemd/system/"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import capacity, tenancy
+from . import capacity, privilege, tenancy
 from .model import Definition
 from .resolve import Resolved
 
@@ -120,12 +120,28 @@ def table(resolved: Resolved) -> list[Grant]:
                 slurm_files.append("identity/slurm-users.sh")
             grants.append(Grant(who, "slurm", tuple(can), tuple(slurm_files)))
         if t.kubernetes:
-            ps = t.kubernetes.pod_security or ("restricted" if t.isolation.level == "dedicated" else "baseline")
+            approved = privilege.tenant_features(d).get(name, ())
+            ps = t.kubernetes.pod_security or ("privileged" if approved else
+                                               "restricted" if t.isolation.level == "dedicated" else "baseline")
             k8s_can = [f"edit in namespace {t.kubernetes.namespace}"]
             if cap.kubernetes:
                 k8s_can.append(f"at most {cap.kubernetes.limit} GPUs at once (ResourceQuota)")
+            if approved:
+                k8s_can.append(f"pods with {', '.join(approved)} "
+                               f"(approvals {', '.join(privilege.approvals_of_tenant(d, name))})")
             grants.append(Grant(who, "kubernetes", (*k8s_can, f"pods at Pod Security `{ps}`", "nothing cluster-wide"),
-                                (f"kubernetes/tenants/{name}.yaml",)))
+                                (f"kubernetes/tenants/{name}.yaml",)
+                                + (("kubernetes/admission/privileged-pods.yaml",) if approved else ())))
+    for group, level in privilege.admin_levels(d).items():
+        if d.slurm:
+            grants.append(Grant(f"group:{group}", "slurm", (f"AdminLevel={level} (privileged approval)",),
+                                ("identity/slurm-users.sh",)))
+    if d.slurm:
+        for p in d.slurm.partitions:
+            for group in privilege.partition_groups(d, p) if d.slurm.partitions[p].privileged else ():
+                grants.append(Grant(f"group:{group}", "slurm",
+                                    (f"submit to root-equivalent partition {p} (AllowGroups)",),
+                                    ("slurm/slurm.conf",)))
     return grants
 
 

@@ -24,6 +24,9 @@ def add_isolation(verbs: Any) -> None:
 def add_access(verbs: Any) -> None:
     sub = add_verb(verbs, "access", access)
     add_definition(sub)
+    sub.add_argument("--dataset", metavar="NAME", default=None,
+                     help="Who can read this dataset (a name in `datasets`) and from where, with the file "
+                          "that grants it.")
     add_format(sub, TABLE_FORMATS, help="Report format.")
     add_matrices(sub)
     add_today(sub)
@@ -60,14 +63,28 @@ def isolation(definition: Path, fmt: str, matrices: Optional[Path], today: Optio
         raise SystemExit(EXIT_WARN)
 
 
-def access(definition: Path, fmt: str, matrices: Optional[Path], today: Optional[str]) -> None:
+def access(definition: Path, fmt: str, matrices: Optional[Path], today: Optional[str],
+           dataset: Optional[str] = None) -> None:
     """Who can do what, per layer (nodes, Slurm, Kubernetes), and the rendered file that grants it.
-    Exit 0, or 2 on bad input."""
+    With --dataset NAME: who can read that dataset and from where (groups, node groups, namespaces).
+    Exit 0, or 2 on bad input (an unknown dataset too)."""
     from .. import access as access_table
+    from .. import datasets
     from ..resolve import resolve
     from ..validate.pipeline import validate_file
 
     d, matrix = valid(validate_file(definition, matrices, day(today)))
+    if dataset is not None:
+        if dataset not in d.datasets:
+            err.print(f"{escape(str(definition))}: no dataset {escape(repr(dataset))} in `datasets`"
+                      f" (defined: {escape(', '.join(d.datasets) or 'none')})")
+            raise SystemExit(EXIT_BAD)
+        answer = datasets.answer(d, dataset)
+        if fmt == "json":
+            sys.stdout.write(json.dumps(answer, indent=2, sort_keys=True) + "\n")
+        else:
+            sys.stdout.write(datasets.to_markdown(answer))
+        return
     grants = access_table.table(resolve(d, matrix, definition.parent))
     if fmt == "json":
         sys.stdout.write(json.dumps(access_table.to_json(grants), indent=2, sort_keys=True) + "\n")

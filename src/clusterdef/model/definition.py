@@ -9,6 +9,7 @@ from pydantic import Field
 from .backup import Backup
 from .base import Model, Name
 from .cluster import Cluster
+from .data import Dataset
 from .hardware import HardwareType
 from .identity import Identity
 from .images import Image
@@ -16,6 +17,7 @@ from .kubernetes import Kubernetes
 from .network import Network
 from .nodes import NodeGroup
 from .observability import Observability
+from .privileged import Approval
 from .secrets import Secrets
 from .service import Service
 from .slurm import Slurm
@@ -42,6 +44,10 @@ class Definition(Model):
     backup: Backup | None = None
     service: Service | None = None
     """Service objectives: time zone, maintenance windows, supported hours, recovery objectives, approvers."""
+    privileged: dict[Name, Approval] = Field(default={}, max_length=256)
+    """Approvals of privileged workloads (Kubernetes pod features, Slurm AdminLevel and root-equivalent partitions)."""
+    datasets: dict[Name, Dataset] = Field(default={}, max_length=4096)
+    """Regulated data: datasets and model artefacts, their classification, readers, destinations and retention."""
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
         """The worker groups of a control plane: service hosts (groups with `services`, such as a

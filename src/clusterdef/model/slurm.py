@@ -24,6 +24,10 @@ class Partition(Model):
     """OverSubscribe: `exclusive` gives whole nodes to each job (training partitions)."""
     exclusive_user: bool = False
     """ExclusiveUser: nodes are never shared between users."""
+    privileged: bool = False
+    """Root-equivalent: the site's Prolog gives a job's user root on its nodes here. Only the groups of a
+    `privileged` approval naming it may submit (AllowGroups; none without one: `privileged-without-approval`),
+    and each job has its nodes to itself (OverSubscribe=EXCLUSIVE)."""
     """Largest job in nodes; anything above 1 makes this a multi-node partition."""
 
 

@@ -4,15 +4,17 @@ to definitions, every change of the rules that govern changes, each as {"kind", 
 the change is approved when one of their groups has approved it (`clusterdef approve --change`), and
 `clusterdef apply` refuses a plan with a change no listed group has approved.
 
-Each hook is `hook(old: Definition, new: Definition) -> list[dict]`; HOOKS is where another concern
-drops in (a classification or authorisation change of regulated data: `governance.changes_needing_approval`
-appended to the tuple). Every entry a hook returns is checked here: four strings, bounded; a hook that
-breaks the shape is a programming error (ValueError), never a plan. Pure."""
+Each hook is `hook(old: Definition, new: Definition) -> list[dict]`; HOOKS lists them: the service
+section's own changes (here) and every change of a dataset's classification or authorisations and of a
+privileged-workload approval (`governance.changes_needing_approval`). Every entry a hook returns is checked
+here: four strings, bounded; a hook that breaks the shape is a programming error (ValueError), never a plan. Pure."""
 
 from __future__ import annotations
 
 import re
 from typing import Callable
+
+from .. import governance
 
 KEYS = ("kind", "subject", "group", "why")
 KIND = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
@@ -63,7 +65,7 @@ def service_changes(old, new) -> list[dict]:
     return [{"kind": k, "subject": s, "group": g, "why": w} for k, s, w in found for g in groups]
 
 
-HOOKS: tuple[Callable, ...] = (service_changes,)
+HOOKS: tuple[Callable, ...] = (service_changes, governance.changes_needing_approval)
 
 
 def checked(entry) -> dict:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 
+from .. import datasets
 from ..errors import present
 from ..knowledge.backup import backup_packages
 from ..knowledge.slurm import live_state_dir
@@ -119,6 +120,14 @@ def roles(resolved: Resolved) -> dict[str, dict]:
                        "paths": [f"{STAGE}/etcd"]}
     for name, s in a.sets.items():
         out[f"set-{name}"] = {"host": s.host, "what": [f"{s.kind} {name}"], "paths": list(s.paths)}
+    from .storage import admin_host
+
+    for name, ds in d.datasets.items():
+        host = admin_host(d, ds.filesystem) if ds.filesystem in d.filesystems else None
+        if datasets.backed_up(d, name) and host is not None:
+            out[datasets.backup_role(name)] = {
+                "host": host, "what": [f"{ds.kind} {name} ({ds.classification}), kept {ds.retention_days} days"],
+                "paths": [ds.path], "retention_days": ds.retention_days}
     return out
 
 
@@ -144,15 +153,23 @@ def _head(resolved: Resolved, role: str, what: str) -> list[str]:
     ]
 
 
-def _backup_tail(resolved: Resolved, paths: str) -> list[str]:
+def _backup_tail(resolved: Resolved, paths: str, dataset: str | None = None) -> list[str]:
     b = _backup(resolved)
-    exclude = "".join(f" --exclude {shell(p)}" for p in excludes(resolved))
-    forget = " ".join(forget_args(b))
+    if dataset is None:
+        exclude = "".join(f" --exclude {shell(p)}" for p in excludes(resolved))
+        forget = " ".join(forget_args(b))
+        why = "backup.retention"
+    else:  # a dataset's own policy: nothing of it is excluded, no snapshot outlives its retention
+        path = resolved.definition.datasets[dataset].path
+        exclude = "".join(f" --exclude {shell(p)}" for p in excludes(resolved)
+                          if not (path == p or path.startswith(p.rstrip("/") + "/")))
+        forget = f"--keep-within {resolved.definition.datasets[dataset].retention_days}d"
+        why = f"datasets.{dataset}.retention_days"
     return [
         "# The repository is created on the first run (a wrong password fails here, it never re-creates).\n",
         "restic cat config >/dev/null 2>&1 || restic init\n",
         f'restic backup --host "$HOST" --tag "$TAG"{exclude} {paths}\n',
-        "# Retention (backup.retention), for this role's snapshots only.\n",
+        f"# Retention ({why}), for this role's snapshots only.\n",
         f'restic forget --host "$HOST" --tag "$TAG" {forget} --prune\n' if forget else
         "# no retention rule: nothing is forgotten\n",
     ]
@@ -302,10 +319,22 @@ def set_backup(resolved: Resolved, name: str) -> str:
     return "".join(out + _backup_tail(resolved, " ".join(shell(p) for p in s.paths)))
 
 
+def data_backup(resolved: Resolved, name: str) -> str:
+    ds = resolved.definition.datasets[name]
+    out = _head(resolved, datasets.backup_role(name), f"Backup of {ds.kind} {name} ({ds.classification})")
+    return "".join(out + _backup_tail(resolved, shell(ds.path), dataset=name))
+
+
 def set_restore(resolved: Resolved, name: str) -> str:
-    s = _backup(resolved).authoritative.sets[name]
-    role = f"set-{name}"
-    out = _head(resolved, role, f"Restore of {s.kind} {name}") + [
+    return _paths_restore(resolved, f"set-{name}", _backup(resolved).authoritative.sets[name].kind, name)
+
+
+def data_restore(resolved: Resolved, name: str) -> str:
+    return _paths_restore(resolved, datasets.backup_role(name), resolved.definition.datasets[name].kind, name)
+
+
+def _paths_restore(resolved: Resolved, role: str, kind: str, name: str) -> str:
+    out = _head(resolved, role, f"Restore of {kind} {name}") + [
         "# Restores the paths in place (CLUSTERDEF_RESTORE_TARGET=DIR restores under DIR instead).\n",
         'if [ "${1:-}" != --yes ] && [ "${CLUSTERDEF_RESTORE_CONFIRM:-}" != yes ]; then\n'
         f'  echo "clusterdef: this overwrites the files of {name}; run it again with --yes" >&2\n'
@@ -358,7 +387,7 @@ def packages(role: str) -> list[str]:
     """The distribution packages carrying the commands a job runs (knowledge/backup_packages.yaml): restic
     everywhere, the MariaDB client where the accounting database is dumped, etcdctl where etcd is snapshotted."""
     data = backup_packages()
-    kind = "set" if role.startswith("set-") else role
+    kind = "set" if role.startswith(("set-", "data-")) else role
     return list(dict.fromkeys([*data["every"], *data["jobs"][kind]]))
 
 
@@ -397,9 +426,12 @@ def render(resolved: Resolved) -> dict[str, str]:
             scripts[role] = (slurm_backup(resolved), slurm_restore(resolved))
         elif role == "etcd":
             scripts[role] = (etcd_backup(resolved), etcd_restore(resolved))
-        else:
+        elif role.startswith("set-"):
             name = role.removeprefix("set-")
             scripts[role] = (set_backup(resolved, name), set_restore(resolved, name))
+        else:
+            name = role.removeprefix("data-")
+            scripts[role] = (data_backup(resolved, name), data_restore(resolved, name))
     for role, (backup_sh, restore_sh) in scripts.items():
         tree[f"backup/{role}/backup.sh"] = backup_sh
         tree[f"backup/{role}/restore.sh"] = restore_sh

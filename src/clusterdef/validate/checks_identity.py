@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from .. import privilege
 from ..errors import Finding, error
 from .checks_refs import _ref
 from .registry import Context, check
@@ -71,9 +72,12 @@ def least_privilege(ctx: Context) -> Iterable[Finding]:
                         "SlurmUser is root",
                         "slurmctld runs as SlurmUser; as root a flaw in it is a root compromise of the "
                         "controller. Remove the key (clusterdef sets `slurm`)")
+    approved = privilege.tenant_features(d)
     for name, t in d.tenants.items():
-        if t.kubernetes is not None and t.kubernetes.pod_security == "privileged":
+        if t.kubernetes is not None and t.kubernetes.pod_security == "privileged" and not approved.get(name):
             yield error("tenant-privileged-pods", ("tenants", name, "kubernetes", "pod_security"),
-                        f"tenant {name}'s namespace would admit privileged pods",
+                        f"tenant {name}'s namespace would admit privileged pods, and no `privileged` approval "
+                        "names it",
                         "a privileged pod is root on the node and sees every tenant's GPUs and files; use "
-                        "`baseline` or `restricted`, and run privileged agents in platform namespaces")
+                        "`baseline` or `restricted`, run privileged agents in platform namespaces, or record the "
+                        "approval (privileged.<name>: approver, reference, kubernetes.tenants and features)")

@@ -127,7 +127,10 @@ def _group_files(d, group: str) -> tuple:
     from .. import tenancy
     from ..fabric.rails import qos_ports, rail_ports
 
+    from .. import datasets
+
     mounts = tuple(sorted(fs for fs, f in d.filesystems.items() if f.source is not None and group in f.node_groups))
+    mounts += tuple(sorted(f"dataset {n}" for n in d.datasets if group in datasets.node_groups(d, n)))
     vlans = tuple(sorted(t for t in tenancy.vlan_tenants(d) if group in tenancy.owned_groups(d, t)
                          and tenancy.vlan_interfaces(d, group)))
     qos = tuple((port, f.qos) for port, f in qos_ports(d, group))
@@ -154,7 +157,8 @@ def image_group_files(ctx: Context) -> Iterable[Finding]:
                 continue
             others = sorted(o for o, f in groups.items() if f != files)
             mounts, vlans, roce = files
-            what = ", ".join([*(f"filesystem {m}" for m in mounts), *(f"tenant {v}'s VLAN" for v in vlans),
+            what = ", ".join([*(m if m.startswith("dataset ") else f"filesystem {m}"
+                                for m in mounts), *(f"tenant {v}'s VLAN" for v in vlans),
                               *(["RoCE sysctls and lossless Ethernet unit"] if roce else [])])
             yield warning("image-group-files", ("nodes", gname, "image"),
                           f"node group `{gname}` boots stateless from image `{image}`, which it shares with "

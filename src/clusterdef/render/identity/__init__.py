@@ -16,7 +16,7 @@ kubernetes target (kubernetes/identity/). Pure: no network, no directory."""
 
 from __future__ import annotations
 
-from ... import access
+from ... import access, privilege
 from ...model.identity import Directory, Identity
 from ...quoting import ini, shell, sudoers_group
 from ...resolve import Resolved
@@ -121,10 +121,19 @@ def slurm_users(resolved: Resolved, ident: Identity) -> str:
            "has_user() { [ -n \"$($SACCTMGR -nP show user where name=\"$1\" format=user)\" ]; }\n",
            "has_assoc() { [ -n \"$($SACCTMGR -nP show assoc where user=\"$1\" account=\"$2\" format=user)\" ]; }\n",
            "admins=$(mktemp)\n",
-           "trap 'rm -f \"$admins\"' EXIT\n"]
+           "approved=$(mktemp)\n",
+           "trap 'rm -f \"$admins\" \"$approved\"' EXIT\n"]
     for g in ident.admin_groups:
         out.append(f"members {shell(g)} >>\"$admins\"\n")
-    out += ["# administrators get AdminLevel; anyone else holding one is demoted\n",
+    for g, level in privilege.admin_levels(d).items():  # `privileged` approvals; the admin groups' level wins
+        out += [f"# privileged approval ({privilege.approved_by(d, g)}): members of {g} get AdminLevel={level}\n",
+                f"members {shell(g)} | while IFS= read -r u; do\n",
+                "  grep -qxF \"$u\" \"$admins\" && continue\n",
+                "  has_user \"$u\" || $SACCTMGR -i add user name=\"$u\" account=root >/dev/null\n",
+                f"  $SACCTMGR -i modify user where name=\"$u\" set adminlevel={shell(level)} >/dev/null || true\n",
+                "  printf '%s\\n' \"$u\" >>\"$approved\"\n",
+                "done\n"]
+    out += ["# administrators get AdminLevel; anyone else holding one (but the approved above) is demoted\n",
             "sort -u \"$admins\" | while IFS= read -r u; do\n",
             "  has_user \"$u\" || $SACCTMGR -i add user name=\"$u\" account=root >/dev/null\n",
             "  $SACCTMGR -i modify user where name=\"$u\" set adminlevel=\"$LEVEL\" >/dev/null || true\n",
@@ -132,7 +141,7 @@ def slurm_users(resolved: Resolved, ident: Identity) -> str:
             "$SACCTMGR -nP show user format=user,adminlevel | while IFS='|' read -r u level; do\n",
             "  case \"$level\" in None|'') continue ;; esac\n",
             "  case \"$u\" in root|slurm) continue ;; esac\n",
-            "  grep -qxF \"$u\" \"$admins\" || $SACCTMGR -i modify user where name=\"$u\" set adminlevel=None >/dev/null\n",
+            "  grep -qxF \"$u\" \"$admins\" || grep -qxF \"$u\" \"$approved\" || $SACCTMGR -i modify user where name=\"$u\" set adminlevel=None >/dev/null\n",
             "done\n"]
     if ident.slurm_users_from_groups:
         for tenant, groups in ident.tenant_groups.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...resolve import Resolved
-from . import admission, gpu_operator, identity, image_policy, kueue, network_operator, nodes, nvidia_dra, tenants
+from . import admission, data, gpu_operator, identity, image_policy, kueue, network_operator, nodes, nvidia_dra, tenants
 from .common import KUEUE_VERSION, NETWORK_OPERATOR_VERSION, dump, dump_all
 
 ROOT = "kubernetes"
@@ -35,6 +35,9 @@ class KubernetesPlan:
     image_policy: list[dict] = field(default_factory=list)
     compute_domains: list[dict] = field(default_factory=list)
     dra_driver_values: dict | None = None
+    privileged_pods: list[dict] = field(default_factory=list)
+    datasets: dict[str, list[dict]] = field(default_factory=dict)
+    dataset_admission: list[dict] = field(default_factory=list)
 
 
 def plan(resolved: Resolved) -> KubernetesPlan | None:
@@ -60,6 +63,9 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         image_policy=image_policy.objects(resolved),
         compute_domains=nvidia_dra.compute_domains(resolved),
         dra_driver_values=nvidia_dra.helm_values(resolved),
+        privileged_pods=admission.privileged_objects(resolved),
+        datasets={n: objs for n in d.datasets if (objs := data.objects(resolved, n))},
+        dataset_admission=data.admission(resolved),
     )
 
 
@@ -100,6 +106,17 @@ def render(resolved: Resolved) -> dict[str, str]:
     if p.admission:
         out[f"{ROOT}/admission/dedicated-nodes.yaml"] = dump_all(
             p.admission, f"{made}\nValidatingAdmissionPolicy: tenants' pods tolerate only their own tenant's taint")
+    if p.privileged_pods:
+        out[f"{ROOT}/admission/privileged-pods.yaml"] = dump_all(
+            p.privileged_pods, f"{made}\nValidatingAdmissionPolicy: privileged containers, host namespaces and hostPath "
+                               "only where a `privileged` approval names the tenant")
+    for dname, objs in p.datasets.items():
+        out[f"{ROOT}/data/{dname}.yaml"] = dump_all(
+            objs, f"{made}\nDataset {dname}: its volume, read-only claim and egress policy in the authorised "
+                  "namespaces only")
+    if p.dataset_admission:
+        out[f"{ROOT}/admission/dataset-claims.yaml"] = dump_all(
+            p.dataset_admission, f"{made}\nValidatingAdmissionPolicy: a pod mounting a dataset claim carries its label")
     if p.cluster_admins is not None:
         out[f"{ROOT}/identity/cluster-admins.yaml"] = dump(
             p.cluster_admins, f"{made}\ncluster-admin for the admin groups only (tenants get namespaced roles)")

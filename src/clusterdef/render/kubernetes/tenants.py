@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from ... import access, capacity, segmentation, tenancy
+from ... import access, capacity, datasets, privilege, segmentation, tenancy
 from ...errors import present
 from ...model.tenants import TenantKubernetes
 from ...resolve import Resolved
@@ -16,6 +16,7 @@ from ...fabric.rails import rail_fabric, rail_ports
 from ..network.roce import job_env
 from . import image_policy
 from .common import GPU, L_GROUP, L_NS_NAME, L_TENANT, dns_name, gpu_nodes, per_gpu
+from .data import L_DATASET
 from .kueue import local_queues
 
 NAD_API = "k8s.cni.cncf.io/v1"
@@ -41,6 +42,8 @@ def pod_security(resolved: Resolved, tenant: str) -> str:
     tk = tenant_kubernetes(resolved, tenant)
     if tk.pod_security:
         return tk.pod_security
+    if privilege.tenant_features(resolved.definition).get(tenant):
+        return "privileged"  # approved pod features: admission.privileged_objects limits the namespace to them
     return "restricted" if t.isolation.level == "dedicated" else "baseline"
 
 
@@ -193,6 +196,10 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
                  "spec": {"limits": [limit]}})
 
     locked = egress_locked(resolved, tenant)
+    # Pods holding a dataset (labelled clusterdef.dev/dataset) are left out of the policies that open egress
+    # beyond DNS and the namespace: the dataset's own policy (kubernetes/data/<name>.yaml) is their way out.
+    held = any(tenant in datasets.namespaces(d, n) for n in d.datasets)
+    wide_pods: dict = {"matchExpressions": [{"key": L_DATASET, "operator": "DoesNotExist"}]} if held else {}
     objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta("default-deny"),
                  "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"] if locked else ["Ingress"]}})
     same_ns: list[dict] = [{"podSelector": {}}]
@@ -209,7 +216,7 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
     if locked:
         objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
                      "metadata": meta("allow-egress-platform"),
-                     "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [
+                     "spec": {"podSelector": dict(wide_pods), "policyTypes": ["Egress"], "egress": [
                          {"to": [{"namespaceSelector": {"matchLabels": {L_NS_NAME: "kube-system"}},
                                   "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
                           "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
@@ -231,7 +238,7 @@ def objects(resolved: Resolved, tenant: str) -> list[dict]:
         if rules:
             objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
                          "metadata": meta("allow-egress-networks"),
-                         "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": rules}})
+                         "spec": {"podSelector": dict(wide_pods), "policyTypes": ["Egress"], "egress": rules}})
 
     for group in access.tenant_groups(d, tenant):  # identity.tenant_groups, then the namespace's own
         objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",

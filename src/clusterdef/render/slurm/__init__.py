@@ -23,7 +23,7 @@ from importlib.resources import files
 
 import jinja2
 
-from ... import capacity, generations, hostlist
+from ... import capacity, generations, hostlist, privilege
 from ...errors import present
 from ...model.nodes import NodeGroup
 from ...model.slurm import Slurm
@@ -219,6 +219,8 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
     out.append("\n# Partitions\n")
     for pname, part in s.partitions.items():
         cpu_per_gpu, mem_per_gpu = per_gpu_share(resolved, part.node_groups)
+        if part.privileged:
+            out.append(f"# {pname}: root-equivalent; approvals: {privilege.partition_approvals(d, pname) or 'none'}\n")
         out.append(_line([
             ("PartitionName", pname),
             ("Nodes", ",".join(part.node_groups)),
@@ -229,7 +231,12 @@ def slurm_conf(resolved: Resolved, kw: keywords.Keywords) -> str:
             ("QOS", part.qos),
             ("AllowQos", ",".join(s.allow_qos(pname)) or None),
             ("AllowAccounts", ",".join(part.allow_accounts) or None),
-            ("OverSubscribe", part.oversubscribe.upper() if part.oversubscribe else None),
+            # root-equivalent: the approved groups only (root alone without an approval), whole nodes per job
+            # (slurm.conf(5) of every major 22.05..26.05: AllowGroups, OverSubscribe=EXCLUSIVE; not ExclusiveUser,
+            # which 26.05's slurm.conf(5) no longer lists for partitions)
+            ("AllowGroups", (",".join(privilege.partition_groups(d, pname)) or "root") if part.privileged else None),
+            ("OverSubscribe", "EXCLUSIVE" if part.privileged else
+             part.oversubscribe.upper() if part.oversubscribe else None),
             ("ExclusiveUser", "YES" if part.exclusive_user else None),
             ("DefCpuPerGPU", cpu_per_gpu or None),
             ("DefMemPerGPU", mem_per_gpu or None),

@@ -27,8 +27,9 @@ Pure: no disk, no network. The scripts take CLUSTERDEF_MOUNT to run against anot
 
 from __future__ import annotations
 
-from ... import hostlist, tenancy
+from ... import datasets, hostlist, tenancy
 from ...errors import present
+from ...model.storage import QUOTA_KINDS
 from ...quoting import shell, systemd, unit_name
 from ...resolve import Resolved
 from ..yamlout import Unsafe
@@ -55,28 +56,90 @@ def quota_script(resolved: Resolved, fs: str) -> str:
     for tenant in tenancy.quota_tenants(d, fs):
         s = present(d.tenants[tenant].storage, f"tenants.{tenant}.storage")  # quota_tenants have one
         limit = max(1, int(s.quota_tib * TIB))
-        kib = max(1, limit // 1024)
         pid = tenancy.project_id(d, tenant)
         q = shell(tenant)
         out.append(f"# tenant {tenant}: {s.quota_tib:g} TiB, project {pid}\n")
         out.append(f'dir="$MOUNT"/{q}\n')
-        if f.kind == "btrfs":
-            out.append('[ -d "$dir" ] || btrfs subvolume create "$dir" >/dev/null\n')
-            out.append(f'btrfs qgroup limit {limit} "$dir"\n')
-        elif f.kind == "xfs":
-            out.append('mkdir -p "$dir"\n')
-            out.append(f'xfs_quota -x -c "project -s -p $dir {pid}" "$MOUNT"\n')
-            out.append(f'xfs_quota -x -c "limit -p bhard={kib}k {pid}" "$MOUNT"\n')
-        elif f.kind == "lustre":
-            out.append('mkdir -p "$dir"\n')
-            out.append(f'lfs project -p {pid} -s -r "$dir"\n')
-            out.append(f'lfs setquota -p {pid} -B {kib}k "$MOUNT"\n')
-        elif f.kind == "gpfs":
-            dev = shell(f.source or fs)
-            out.append(f"mmlsfileset {dev} {q} >/dev/null 2>&1 || mmcrfileset {dev} {q} --inode-space new\n")
-            out.append(f'[ -d "$dir" ] || mmlinkfileset {dev} {q} -J "$dir"\n')
-            out.append(f"mmsetquota {dev}:{q} --block {kib}K:{kib}K\n")
+        out += _quota_lines(f, fs, q, pid, limit)
     return "".join(out)
+
+
+def _quota_lines(f, fs: str, name_q: str, pid: int, limit: int) -> list[str]:
+    """The project quota of `"$dir"` (a tenant's or a dataset's folder) in the filesystem's own tool."""
+    kib = max(1, limit // 1024)
+    if f.kind == "btrfs":
+        return ['[ -d "$dir" ] || btrfs subvolume create "$dir" >/dev/null\n', f'btrfs qgroup limit {limit} "$dir"\n']
+    if f.kind == "xfs":
+        return ['mkdir -p "$dir"\n', f'xfs_quota -x -c "project -s -p $dir {pid}" "$MOUNT"\n',
+                f'xfs_quota -x -c "limit -p bhard={kib}k {pid}" "$MOUNT"\n']
+    if f.kind == "lustre":
+        return ['mkdir -p "$dir"\n', f'lfs project -p {pid} -s -r "$dir"\n', f'lfs setquota -p {pid} -B {kib}k "$MOUNT"\n']
+    if f.kind == "gpfs":
+        dev = shell(f.source or fs)
+        return [f"mmlsfileset {dev} {name_q} >/dev/null 2>&1 || mmcrfileset {dev} {name_q} --inode-space new\n",
+                f'[ -d "$dir" ] || mmlinkfileset {dev} {name_q} -J "$dir"\n',
+                f"mmsetquota {dev}:{name_q} --block {kib}K:{kib}K\n"]
+    return ['mkdir -p "$dir"\n']
+
+
+def dataset_script(resolved: Resolved, name: str) -> str:
+    """Read access to a dataset for its reader groups and nobody else (POSIX ACLs, acl(5), setfacl(1)), and
+    its project quota. Every ACL entry is replaced (`setfacl -b`), the owning group and others get nothing
+    (`g::---`, `o::---`; the owner, the data steward who fills it, keeps rwX), each reader group gets r-X,
+    and the same as default ACL on every directory so new files inherit it. Every value from the definition
+    is shell-quoted (quoting.shell, shlex). CLUSTERDEF_MOUNT runs it against another mount (tests)."""
+    d = resolved.definition
+    ds = d.datasets[name]
+    f = d.filesystems[ds.filesystem]
+    rel = present(datasets.relative(d, name), f"datasets.{name}.path")
+    readers = datasets.reader_groups(d, name)
+    out = _head(resolved, ds.filesystem, f"Access to {ds.kind} {name} ({ds.classification})")
+    out.append(f"# readers: {', '.join(readers) or 'nobody'}; mounted on node groups "
+               f"{', '.join(datasets.node_groups(d, name)) or 'none'}\n")
+    out.append(f"# a change of its readers or classification is approved by: "
+               f"{', '.join(datasets.approvers(d, name)) or 'nobody named'}\n")
+    out.append(f'dir="$MOUNT"/{shell(rel)}\n')
+    parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+    if parent:
+        out.append(f'mkdir -p "$MOUNT"/{shell(parent)}\n')
+    if ds.quota_tib is not None and f.kind in QUOTA_KINDS:
+        pid = datasets.project_id(d, name)
+        out.append(f"# project quota: {ds.quota_tib:g} TiB, project {pid}\n")
+        if f.kind == "btrfs":
+            out.append('btrfs quota enable "$MOUNT"\n')
+        out += _quota_lines(f, ds.filesystem, shell(f"dataset-{name}"), pid, max(1, int(ds.quota_tib * TIB)))
+    else:
+        out.append('mkdir -p "$dir"\n')
+    base = ["u::rwX", "g::---", "o::---"]
+    named = [f"g:{g}:rX" for g in readers]
+    access = ",".join(base + named)
+    default = ",".join(f"d:{e}" for e in base + named)
+    out += ['setfacl -R -b "$dir"\n',
+            f'setfacl -R -m {shell(access)} "$dir"\n',
+            f'find "$dir" -type d -exec setfacl -m {shell(default)} {{}} +\n']
+    return "".join(out)
+
+
+def dataset_units(resolved: Resolved) -> dict[str, str]:
+    """storage/mounts/<group>/<unit>: each dataset bind-mounted read-only at its mount point, on its authorised
+    node groups only (systemd.mount(5): Options=bind,ro; RequiresMountsFor= orders it after the filesystem)."""
+    d = resolved.definition
+    out: dict[str, str] = {}
+    for name, ds in d.datasets.items():
+        rel = datasets.relative(d, name)
+        groups = datasets.node_groups(d, name)
+        if rel is None:
+            continue
+        where = ds.mount_point(name)
+        text = (f"# Rendered by clusterdef: {ds.kind} {name} ({ds.classification}) of cluster {d.cluster.name}, "
+                f"read-only, on node groups {', '.join(groups)} only.\n"
+                f"[Unit]\nDescription=clusterdef {ds.kind} {name}\n"
+                f"RequiresMountsFor={systemd(ds.path)}\n"
+                f"\n[Mount]\nWhat={systemd(ds.path)}\nWhere={systemd(where)}\nType=none\nOptions=bind,ro\n"
+                "\n[Install]\nWantedBy=multi-user.target\n")
+        for g in groups:
+            out[f"storage/mounts/{g}/{unit_name(where)}"] = text
+    return out
 
 
 def cleanup_script(resolved: Resolved, fs: str) -> str:
@@ -152,6 +215,7 @@ def mount_units(resolved: Resolved) -> dict[str, str]:
                     f"Options={mount_options(d, fs)}\n\n[Install]\n"
                     f"WantedBy={'remote-fs.target' if network else 'local-fs.target'}\n")
             out[f"storage/mounts/{g}/{unit_name(f.mount)}"] = text
+    out.update(dataset_units(resolved))
     return out
 
 
@@ -202,15 +266,18 @@ def install(resolved: Resolved) -> tuple[dict[str, list[dict]], dict[str, dict]]
     tree = render(resolved)
     filesystems: dict[str, dict] = {}
     for fs in d.filesystems:
+        scripts = ["quota.sh", "scratch-cleanup.sh"] + [f"dataset-{n}.sh" for n, x in d.datasets.items()
+                                                        if x.filesystem == fs]
         files = [{"dest": f"{LIB}/{fs}/{n}", "mode": "0750", "content": Unsafe(tree[f"storage/{fs}/{n}"])}
-                 for n in ("quota.sh", "scratch-cleanup.sh") if f"storage/{fs}/{n}" in tree]
+                 for n in scripts if f"storage/{fs}/{n}" in tree]
         host = admin_host(d, fs)
         if not files or host is None:
             continue
         units_ = {u: t for u, t in units(resolved, fs).items() if f"storage/{fs}/{u}" in tree}
         files += [{"dest": f"{UNITS}/{u}", "mode": "0644", "content": Unsafe(t)} for u, t in units_.items()]
         filesystems[fs] = {"host": host, "mount": d.filesystems[fs].mount, "files": files,
-                           "run": [f"{LIB}/{fs}/quota.sh"] if f"storage/{fs}/quota.sh" in tree else [],
+                           "run": [f"{LIB}/{fs}/{n}" for n in scripts
+                                   if n != "scratch-cleanup.sh" and f"storage/{fs}/{n}" in tree],
                            "timers": [u for u in units_ if u.endswith(".timer")]}
     return groups, filesystems
 
@@ -225,4 +292,7 @@ def render(resolved: Resolved) -> dict[str, str]:
             tree[f"storage/{fs}/scratch-cleanup.sh"] = cleanup_script(resolved, fs)
             for unit, text in units(resolved, fs).items():
                 tree[f"storage/{fs}/{unit}"] = text
+    for name, ds in d.datasets.items():
+        if ds.filesystem in d.filesystems and datasets.relative(d, name) is not None:
+            tree[datasets.acl_file(d, name)] = dataset_script(resolved, name)
     return tree

@@ -18,9 +18,17 @@ members() {
 has_user() { [ -n "$($SACCTMGR -nP show user where name="$1" format=user)" ]; }
 has_assoc() { [ -n "$($SACCTMGR -nP show assoc where user="$1" account="$2" format=user)" ]; }
 admins=$(mktemp)
-trap 'rm -f "$admins"' EXIT
+approved=$(mktemp)
+trap 'rm -f "$admins" "$approved"' EXIT
 members hpc-admins >>"$admins"
-# administrators get AdminLevel; anyone else holding one is demoted
+# privileged approval (debug-root by hpc-admins, CHG-2026-0121): members of hpc-debug get AdminLevel=Operator
+members hpc-debug | while IFS= read -r u; do
+  grep -qxF "$u" "$admins" && continue
+  has_user "$u" || $SACCTMGR -i add user name="$u" account=root >/dev/null
+  $SACCTMGR -i modify user where name="$u" set adminlevel=Operator >/dev/null || true
+  printf '%s\n' "$u" >>"$approved"
+done
+# administrators get AdminLevel; anyone else holding one (but the approved above) is demoted
 sort -u "$admins" | while IFS= read -r u; do
   has_user "$u" || $SACCTMGR -i add user name="$u" account=root >/dev/null
   $SACCTMGR -i modify user where name="$u" set adminlevel="$LEVEL" >/dev/null || true
@@ -28,7 +36,7 @@ done
 $SACCTMGR -nP show user format=user,adminlevel | while IFS='|' read -r u level; do
   case "$level" in None|'') continue ;; esac
   case "$u" in root|slurm) continue ;; esac
-  grep -qxF "$u" "$admins" || $SACCTMGR -i modify user where name="$u" set adminlevel=None >/dev/null
+  grep -qxF "$u" "$admins" || grep -qxF "$u" "$approved" || $SACCTMGR -i modify user where name="$u" set adminlevel=None >/dev/null
 done
 # tenant vision: members of vision-users are users of account vision
 { members vision-users; } | sort -u | while IFS= read -r u; do
