@@ -24,7 +24,10 @@ MAX_NAMES = 2**17
 # characters, no leading or trailing '-'. The expression alphabet below admits only what such names
 # and Slurm's range syntax need, so nothing else ever reaches NodeSet, slurm.conf or a shell.
 _ALPHABET = re.compile(r"^[a-z0-9\-\[\],/]+$")
-_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+# A line that is not such a label, searched for in all the names joined by newlines (the alphabet has no
+# newline): one scan of the names instead of one match per name.
+_NOT_LABEL = re.compile(rf"^(?!{_LABEL}$).*$", re.MULTILINE)
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 _RANGE = re.compile(r"^([0-9]{1,9})(?:-([0-9]{1,9})(?:/([0-9]{1,9}))?)?$")
 
@@ -98,10 +101,11 @@ def names(expr: str) -> tuple[str, ...]:
 
 def check_names(expr: str) -> None:
     """Every name of `expr` is an RFC 1123 label (no leading/trailing '-', at most 63 characters)."""
-    for name in names(expr):
-        if not _LABEL.match(name):
-            raise HostlistError(f"hostlist {expr[:80]!r} yields {name!r}, which is not a host name: at most 63 "
-                                "lower-case letters, digits and '-', starting and ending with a letter or digit")
+    bad = _NOT_LABEL.search("\n".join(names(expr)))
+    if bad:
+        name = bad[0]
+        raise HostlistError(f"hostlist {expr[:80]!r} yields {name!r}, which is not a host name: at most 63 "
+                            "lower-case letters, digits and '-', starting and ending with a letter or digit")
 
 
 def expand(expr: str) -> list[str]:

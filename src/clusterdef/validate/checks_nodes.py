@@ -16,13 +16,14 @@ from .registry import Context, check
 @check("node-ownership")
 def node_ownership(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
-    seen = NodeSet()
+    seen: set[str] = set()  # names, not a NodeSet: growing a NodeSet group by group is quadratic
     earlier: list[tuple[str, NodeSet]] = []
     for b, nb in ctx.group_nodes.items():
-        # One intersection per group against everything before it; pairs only when it overlaps.
-        if seen.intersection(nb):
+        # One look-up per host against everything before it; pairs only when it overlaps.
+        names = hostlist.names(d.nodes[b].hosts)
+        if not seen.isdisjoint(names):
             yield from _overlaps(d, earlier, b, nb)
-        seen.update(nb)
+        seen.update(names)
         earlier.append((b, nb))
 
 
