@@ -95,8 +95,57 @@ def parse(expr: str) -> NodeSet:
 
 @lru_cache(maxsize=4096)
 def names(expr: str) -> tuple[str, ...]:
-    """All host names, in Slurm's order (sorted by prefix, then index); expanded once per expression."""
-    return tuple(parse(expr))
+    """All host names, in Slurm's order (sorted by prefix, then index); expanded once per expression.
+
+    NodeSet validates the expression; the names of a one-dimensional one (each part a digit-free prefix
+    and one index or bracket) are spelled out here, in NodeSet's order, a few times faster than NodeSet's
+    iterator, which sorts every index through a Python key function (ClusterShell 1.9 RangeSet)."""
+    ns = parse(expr)
+    out = _expand_1d(expr.strip())
+    return out if out is not None and len(out) == len(ns) else tuple(ns)
+
+
+_PART_1D = re.compile(r"^([a-z-]*)(?:\[([0-9,/-]+)\]|([0-9]*))$")
+
+
+def _expand_1d(expr: str) -> tuple[str, ...] | None:
+    """The names of `expr` as NodeSet orders them, or None when a part is not one-dimensional. NodeSet
+    keeps one index set per pattern (`gpu%s`; a bare name is its own pattern), walks the patterns in
+    sorted order and each set's indices by (length, text), indices keeping their zero-padding as written
+    (ClusterShell 1.9: NodeSet._iter, RangeSet._sortkey, RangeSet.add_range)."""
+    indices: dict[str, list[str] | None] = {}  # pattern -> its indices; a bare name -> None
+    ranges: dict[str, int] = {}  # how many ranges a pattern gathered: one ascending range needs no sort
+    for part in _split_top(expr):
+        m = _PART_1D.match(part)
+        if m is None:
+            return None
+        prefix, body, digits = m.groups()
+        if body is None and not digits:
+            indices[prefix] = None
+            continue
+        pattern = prefix + "%s"
+        got = indices.setdefault(pattern, [])
+        for rng in (body.split(",") if body is not None else [digits]):
+            r = _RANGE.match(rng)
+            if r is None:
+                return None
+            first, last, step = r[1], r[2] or r[1], int(r[3] or 1)
+            width = len(first) if len(first) > 1 and first[0] == "0" else 0
+            if (width or (len(last) > 1 and last[0] == "0")) and len(first) != len(last):
+                return None  # a padding NodeSet refuses
+            got.extend("%0*d" % (width, i) for i in range(int(first), int(last) + 1, step))
+            ranges[pattern] = ranges.get(pattern, 0) + 1
+    out: list[str] = []
+    for pattern in sorted(indices):
+        got = indices[pattern]
+        if got is None:
+            out.append(pattern)
+            continue
+        if ranges[pattern] > 1:
+            got = sorted(set(got), key=lambda i: (len(i), i))
+        head = pattern[:-2]
+        out.extend([head + i for i in got])
+    return tuple(out)
 
 
 def check_names(expr: str) -> None:
