@@ -30,3 +30,15 @@ def test_csv_text_is_what_the_csv_writer_writes(rows):
 
 def test_csv_text_quotes_what_needs_quoting():
     assert csv_text([["gpu1", "a,b", 'say "x"', ""], [""], []]) == 'gpu1,"a,b","say ""x""",\n""\n\n'
+
+
+def test_csv_text_joins_plain_rows_without_the_writer(monkeypatch):
+    """The point of csv_text: plain rows (every row of the inventories) never reach csv.writer."""
+    from clusterdef.render import inventory
+
+    def refuse(*_a, **_k):
+        raise AssertionError("csv.writer called for a plain row")
+
+    monkeypatch.setattr(inventory.csv, "writer", refuse)
+    assert csv_text([["gpu0001", "su1", "slurm", 400, None, "10.64.8.1"], ["", ""]]) == \
+        "gpu0001,su1,slurm,400,,10.64.8.1\n,\n"

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from ..model.nodes import Attachment, AttachmentRole, NodeGroup
 
 COLUMNS = ["host", "group", "control_plane", "hardware", "image", "ipv4", "mac", "fabric", "switch"]
-# What csv's QUOTE_MINIMAL quotes a field for: the delimiter, the quote character, a line end (CPython 3.11
-# Modules/_csv.c, join_append_data).
-_NEEDS_QUOTES = re.compile(r'[,"\r\n]')
+# What csv's QUOTE_MINIMAL quotes a field for besides the delimiter: the quote character, a line end (CPython
+# 3.11 Modules/_csv.c, join_append_data).
+_QUOTE_OR_EOL = re.compile(r'["\r\n]')
 
 
 def csv_text(rows) -> str:
@@ -31,7 +31,7 @@ def csv_text(rows) -> str:
     for row in rows:
         fields = ["" if f is None else str(f) for f in row]
         line = ",".join(fields)
-        if line and not _NEEDS_QUOTES.search(line):
+        if line and line.count(",") == len(fields) - 1 and not _QUOTE_OR_EOL.search(line):  # no comma in a field
             out.append(line + "\n")
             continue
         buf = io.StringIO()
