@@ -80,14 +80,14 @@ def _read(file: Path, stamp) -> Inventory:
 def _line_problem(host: str, mac: str, row: list[str], macs: dict[str, str]) -> str | None:
     if not HOST.match(host):
         return f"{host!r} is not a host name"
-    if MAC.match(mac.lower()) and not MAC.match(mac):
-        # the same rule as a `list` of MACs in the definition: lower case, never silently changed
-        return (f"MAC {mac!r} has upper-case letters; MAC addresses are lower-case and colon-separated, "
-                f"as in a `list` (write {mac.lower()})")
     if not MAC.match(mac):
+        if MAC.match(mac.lower()):
+            # the same rule as a `list` of MACs in the definition: lower case, never silently changed
+            return (f"MAC {mac!r} has upper-case letters; MAC addresses are lower-case and colon-separated, "
+                    f"as in a `list` (write {mac.lower()})")
         return f"{mac!r} is not a MAC address (write 52:54:00:12:34:56)"
-    if host_mac_problem(mac):
-        return f"{host_mac_problem(mac)}: write the MAC of {host}'s provisioning NIC"
+    if (problem := host_mac_problem(mac)):
+        return f"{problem}: write the MAC of {host}'s provisioning NIC"
     if host in macs:
         return f"host {host} is listed twice"
     if len(row) > 2 and row[2].strip() and not GUIDS.match(row[2].strip()):

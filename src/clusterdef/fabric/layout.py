@@ -196,8 +196,11 @@ def switch_ports(lay: Layout) -> dict[str, int]:
     switches (the subnet manager's cable aside)."""
     used = {s: 0 for s in lay.switches}
     for host in lay.hosts.values():
-        for p in range(1, host.ports + 1):
-            used[host.leaf_of(p)] += 1
+        if host.rails:  # port i on rails[i - 1] (leaf_of)
+            for p in range(host.ports):
+                used[host.rails[p]] += 1
+        else:  # every port on the leaf: one addition per host, not per port
+            used[host.leaf] += host.ports
     for child, parent in lay.uplinks:
         used[child] += 1
         used[parent] += 1
