@@ -155,6 +155,23 @@ def test_names_of_other_expressions_come_from_nodeset(expr):
     assert hostlist.names(expr) == tuple(NodeSet(expr))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["gpu", "n", "rack-a"]), st.integers(1, 4),
+       st.lists(st.integers(0, 12000), min_size=1, max_size=40))
+def test_fold_of_padded_names_reaching_their_width_is_fast_and_nodesets(prefix, width, numbers):
+    """gpu[0001-4096] spelled out: the indices from 1000 on have no leading zero, yet NodeSet keeps them in
+    the padded run (same length). Those folds take the fast path and print what NodeSet prints."""
+    from ClusterShell.NodeSet import NodeSet
+
+    hosts = [f"{prefix}{n:0{width}d}" for n in numbers]
+    if all(len(str(n)) == width for n in numbers) or any(n and len(str(n)) > width for n in numbers):
+        pass  # no padded index, or an index wider than the padding: NodeSet decides (the slow path)
+    else:
+        assert hostlist._index_runs(hosts)[2], "one padded set per prefix takes the fast path"
+    assert hostlist.fold(hosts) == str(NodeSet.fromlist(hosts))
+    assert hostlist.contiguous(hosts) == [str(p) for p in NodeSet.fromlist(hosts).contiguous()]
+
+
 def test_canonical_refolds_an_expression():
     assert hostlist.canonical("gpu[001-002],gpu003") == "gpu[001-003]"
     assert hostlist.canonical("b5,a[1-3,7]") == "a[1-3,7],b5"

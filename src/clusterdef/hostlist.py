@@ -178,6 +178,13 @@ def _index_runs(hosts):
             numbers.setdefault((prefix, len(digits) if digits[0] == "0" else 0), set()).add(int(digits))
         else:
             others.append(host)
+    for prefix, width in [k for k in numbers if k[1]]:
+        # gpu0999 and gpu1000 are one run to NodeSet: a zero-padded run goes on into unpadded indices of its
+        # length (RangeSet._slices_padding); with no other width under the prefix they are one padded set
+        plain = numbers.get((prefix, 0))
+        if plain and sum(1 for p, w in numbers if p == prefix and w) == 1 and \
+                all(len(str(n)) == width for n in plain):
+            numbers[(prefix, width)] |= numbers.pop((prefix, 0))
     runs: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for key in sorted(numbers, key=lambda k: k[0] + "%s"):  # the order NodeSet prints its patterns in
         ordered = sorted(numbers[key])  # never empty: a key exists once it has an index
