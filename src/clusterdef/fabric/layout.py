@@ -104,8 +104,7 @@ def _host_ports(definition: Definition, kind: str = "infiniband") -> dict[str, t
             continue
         ports, rated = sum(n.count for n in nics), min(n.speed_gbps for n in nics)
         ifaces = tuple(i for n in nics for i in nic_ports(n))
-        for host in hostlist.names(g.hosts):
-            out[host] = (gname, g.control_plane, ports, rated, ifaces)
+        out.update(dict.fromkeys(hostlist.names(g.hosts), (gname, g.control_plane, ports, rated, ifaces)))
     return out
 
 

@@ -29,9 +29,11 @@ def csv_text(rows) -> str:
     estate's render; the others (and an empty row) go through the writer."""
     out = []
     for row in rows:
-        fields = ["" if f is None else str(f) for f in row]
-        line = ",".join(fields)
-        if line and line.count(",") == len(fields) - 1 and not _QUOTE_OR_EOL.search(line):  # no comma in a field
+        try:
+            line = ",".join(row)  # the renderers' rows are text
+        except TypeError:
+            line = ",".join("" if f is None else str(f) for f in row)
+        if line and line.count(",") == len(row) - 1 and not _QUOTE_OR_EOL.search(line):  # no comma in a field
             out.append(line + "\n")
             continue
         buf = io.StringIO()
@@ -110,8 +112,9 @@ def attachments(resolved: Resolved) -> str:
             else:
                 subnet = d.network.fabrics[a.network].subnet
             net = str(subnet) if subnet else ""  # once per attachment, not per host
+            speed = str(nic.speed_gbps)  # as csv.writer writes a number (str)
             start = g.addressing.ipv4_start if role == "provisioning" else a.ipv4_start
-            rows.extend([host, gname, role, a.network, nic.kind, nic.name, ports, nic.speed_gbps,
+            rows.extend([host, gname, role, a.network, nic.kind, nic.name, ports, speed,
                               str(start + i) if start is not None else "", net]
                              for i, host in enumerate(hostlist.names(g.hosts)))
     return csv_text(rows)
