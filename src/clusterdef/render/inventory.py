@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from .. import hostlist
 from ..errors import present
-from ..resolve import Resolved
+from ..resolve import Resolved, dotted
 
 if TYPE_CHECKING:
     from ..model import Definition
@@ -114,7 +114,12 @@ def attachments(resolved: Resolved) -> str:
             net = str(subnet) if subnet else ""  # once per attachment, not per host
             speed = str(nic.speed_gbps)  # as csv.writer writes a number (str)
             start = g.addressing.ipv4_start if role == "provisioning" else a.ipv4_start
-            rows.extend([host, gname, role, a.network, nic.kind, nic.name, ports, speed,
-                              str(start + i) if start is not None else "", net]
-                             for i, host in enumerate(hostlist.names(g.hosts)))
+            names = hostlist.names(g.hosts)
+            if start is None:
+                rows.extend([host, gname, role, a.network, nic.kind, nic.name, ports, speed, "", net] for host in names)
+                continue
+            start + (len(names) - 1)  # IPv4Address refuses a range past 255.255.255.255, as str(start + i) did
+            first = int(start)
+            rows.extend([host, gname, role, a.network, nic.kind, nic.name, ports, speed, dotted(first + i), net]
+                        for i, host in enumerate(names))
     return csv_text(rows)
