@@ -148,8 +148,9 @@ def ipxe_cmdline(resolved: Resolved, group: str, build: ImageIdentity) -> Quoted
 def dhcp_hosts(hosts) -> Quoted:
     """dnsmasq's fixed addresses, `dhcp-host=MAC,ADDRESS,NAME,infinite`, one line per node: built here, not
     by a loop in dnsmasq.conf.j2 (the template's per-node attribute look-ups and checks cost more than the
-    line), each value held to the check the template's finalize makes."""
-    return Quoted("".join(f"dhcp-host={plain(n.mac)},{plain(n.ipv4)},{plain(n.name)},infinite\n" for n in hosts))
+    line). Each line is held to the check the template's finalize makes of each value: the text around the
+    values passes it, so a line passes only when its values do."""
+    return Quoted("".join(plain(f"dhcp-host={n.mac},{n.ipv4},{n.name},infinite") + "\n" for n in hosts))
 
 
 def render(resolved: Resolved) -> dict[str, str]:
