@@ -113,7 +113,7 @@ def _expand_1d(expr: str) -> tuple[str, ...] | None:
     keeps one index set per pattern (`gpu%s`; a bare name is its own pattern), walks the patterns in
     sorted order and each set's indices by (length, text), indices keeping their zero-padding as written
     (ClusterShell 1.9: NodeSet._iter, RangeSet._sortkey, RangeSet.add_range)."""
-    indices: dict[str, list[str] | None] = {}  # pattern -> its indices; a bare name -> None
+    indices: dict[str, list[str]] = {}  # pattern (`gpu%s`) -> its indices; a bare name (no `%s`) -> []
     ranges: dict[str, int] = {}  # how many ranges a pattern gathered: one ascending range needs no sort
     for part in _split_top(expr):
         m = _PART_1D.match(part)
@@ -121,7 +121,7 @@ def _expand_1d(expr: str) -> tuple[str, ...] | None:
             return None
         prefix, body, digits = m.groups()
         if body is None and not digits:
-            indices[prefix] = None
+            indices[prefix] = []
             continue
         pattern = prefix + "%s"
         got = indices.setdefault(pattern, [])
@@ -130,6 +130,8 @@ def _expand_1d(expr: str) -> tuple[str, ...] | None:
             if r is None:
                 return None
             first, last, step = r[1], r[2] or r[1], int(r[3] or 1)
+            if step < 1:
+                return None
             width = len(first) if len(first) > 1 and first[0] == "0" else 0
             if (width or (len(last) > 1 and last[0] == "0")) and len(first) != len(last):
                 return None  # a padding NodeSet refuses
@@ -138,7 +140,7 @@ def _expand_1d(expr: str) -> tuple[str, ...] | None:
     out: list[str] = []
     for pattern in sorted(indices):
         got = indices[pattern]
-        if got is None:
+        if not pattern.endswith("%s"):  # a bare name (names hold no '%')
             out.append(pattern)
             continue
         if ranges[pattern] > 1:
