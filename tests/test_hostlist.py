@@ -120,6 +120,58 @@ def test_contiguous_equals_clustershell(hosts):
     assert hostlist.contiguous(hosts) == [str(p) for p in NodeSet.fromlist(hosts).contiguous()]
 
 
+def _range(start: int, length: int, width: int, step: int) -> str:
+    """One range of a bracket: padded to `width` (both ends, as NodeSet wants) or not, with a step or not."""
+    end = start + length
+    if width and len(f"{end:0{width}d}") != width:
+        end = start  # a padded range keeps one width
+    text = f"{start:0{width}d}" if start == end else f"{start:0{width}d}-{end:0{width}d}"
+    return text + (f"/{step}" if step > 1 and start != end else "")
+
+
+_ONE_D_PART = (st.builds(lambda p, rs: f"{p}[{','.join(rs)}]", st.from_regex(r"[a-z-]{0,3}", fullmatch=True),
+                         st.lists(st.builds(_range, st.integers(0, 120), st.integers(0, 20), st.sampled_from([0, 2, 3]),
+                                            st.integers(1, 3)), min_size=1, max_size=3))
+               | st.from_regex(r"[a-z][a-z-]{0,3}[0-9]{0,3}", fullmatch=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ONE_D_PART, min_size=1, max_size=6))
+def test_names_spelled_out_as_nodeset_iterates(parts):
+    """One-dimensional expressions (the common case) are expanded by hostlist itself: the very names, in
+    the very order, NodeSet's iterator gives (padding kept, duplicates once, patterns sorted)."""
+    from ClusterShell.NodeSet import NodeSet
+
+    expr = ",".join(parts)
+    assert hostlist._expand_1d(expr) is not None, "a one-dimensional expression takes the fast path"
+    hostlist.names.cache_clear()
+    assert hostlist.names(expr) == tuple(NodeSet(expr))
+
+
+@pytest.mark.parametrize("expr", ["a1b2,a[1-3]b2", "gpu[1-3]-ib", "rack1-gpu[1-4]", "r[1-2]n[1-2]", "x[1-2],x"])
+def test_names_of_other_expressions_come_from_nodeset(expr):
+    from ClusterShell.NodeSet import NodeSet
+
+    assert hostlist.names(expr) == tuple(NodeSet(expr))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["gpu", "n", "rack-a"]), st.integers(1, 4),
+       st.lists(st.integers(0, 12000), min_size=1, max_size=40))
+def test_fold_of_padded_names_reaching_their_width_is_fast_and_nodesets(prefix, width, numbers):
+    """gpu[0001-4096] spelled out: the indices from 1000 on have no leading zero, yet NodeSet keeps them in
+    the padded run (same length). Those folds take the fast path and print what NodeSet prints."""
+    from ClusterShell.NodeSet import NodeSet
+
+    hosts = [f"{prefix}{n:0{width}d}" for n in numbers]
+    if all(len(str(n)) == width for n in numbers) or any(n and len(str(n)) > width for n in numbers):
+        pass  # no padded index, or an index wider than the padding: NodeSet decides (the slow path)
+    else:
+        assert hostlist._index_runs(hosts)[2], "one padded set per prefix takes the fast path"
+    assert hostlist.fold(hosts) == str(NodeSet.fromlist(hosts))
+    assert hostlist.contiguous(hosts) == [str(p) for p in NodeSet.fromlist(hosts).contiguous()]
+
+
 def test_canonical_refolds_an_expression():
     assert hostlist.canonical("gpu[001-002],gpu003") == "gpu[001-003]"
     assert hostlist.canonical("b5,a[1-3,7]") == "a[1-3,7],b5"

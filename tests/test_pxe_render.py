@@ -143,3 +143,16 @@ def test_without_dynamic_range_only_static_hosts(lab, tmp_path):
     assert "dhcp-range=10.20.0.0,static,255.255.255.0,infinite" in conf
     r = dnsmasq_test(conf, tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_dhcp_host_lines_hold_each_value_to_the_templates_check():
+    """dnsmasq.conf's dhcp-host lines are built outside the template: a value the template's finalize would
+    refuse (a newline starting a directive of its own) is refused there too."""
+    from clusterdef.quoting import UnsafeValue
+    from clusterdef.render.pxe import dhcp_hosts
+    from clusterdef.resolve import Node
+
+    assert dhcp_hosts([Node("gpu1", "g", "10.0.0.1", "02:00:00:00:00:01")]) == \
+        "dhcp-host=02:00:00:00:00:01,10.0.0.1,gpu1,infinite\n"
+    with pytest.raises(UnsafeValue):
+        dhcp_hosts([Node("gpu1\ndhcp-script=/tmp/x", "g", "10.0.0.1", "02:00:00:00:00:01")])

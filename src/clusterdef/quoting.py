@@ -143,11 +143,18 @@ def unit_name(mount: str) -> str:
 def _finalize(value):
     if value is None or isinstance(value, (Quoted, bool, int, float)):
         return value
+    plain(value)
+    return value
+
+
+def plain(value) -> str:
+    """`value` as text a template may interpolate without a filter (the check of _finalize), for lines a
+    renderer builds itself; UnsafeValue otherwise."""
     text = str(value)
     if not _SAFE.match(text):
         raise UnsafeValue(f"unquoted value {text[:60]!r} in a template: pass it through a quoting filter "
                           "(sh, slurm, word, line) or narrow its type")
-    return value
+    return text
 
 
 def _line_filter(value, language: str = "this file") -> Quoted:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from . import hostlist
 from .inventory import read_inventories
@@ -18,8 +19,7 @@ def dotted(address: int) -> str:
     return f"{address >> 24}.{(address >> 16) & 255}.{(address >> 8) & 255}.{address & 255}"
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):  # a tuple, not a frozen dataclass: built once per host by each renderer that lists them
     name: str
     group: str
     ipv4: str  # dotted quad

@@ -1,9 +1,10 @@
 """Load YAML files as plain data, and map definition paths back to file positions.
 
 Files are read through limits.py (regular files, bounded size, nesting, aliases and
-integer length checked first). Data is parsed with ruamel's fast safe loader. Positions come from a second
-parse (the C composer's node marks) that happens only when a finding needs a line number, so a
-clean definition never pays for it.
+integer length checked first). Data is parsed with ruamel's fast safe loader, composed first and then
+constructed, as its `load` does; the composed nodes are kept, and positions are indexed from their marks
+only when a finding needs a line number, so a clean definition never pays for the index and a located
+one never parses the file twice.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Source:
     text: str
     data: Any = None
     _positions: dict[Path, tuple[int, int]] | None = field(default=None, repr=False)
+    _root: Any = field(default=None, repr=False)  # the composed document, until positions are indexed
 
     @cached_property
     def lines(self) -> list[str]:
@@ -36,7 +38,8 @@ class Source:
 
     def positions(self) -> dict[Path, tuple[int, int]]:
         if self._positions is None:
-            self._positions = _index_positions(self.text)
+            self._positions = _index_positions(self.text, self._root)
+            self._root = None
         return self._positions
 
     def locate(self, path: Path) -> tuple[int, int]:
@@ -91,19 +94,19 @@ def safe_yaml() -> YAML:
     return yaml
 
 
-def _index_positions(text: str) -> dict[Path, tuple[int, int]]:
+def _index_positions(text: str, root: Any = None) -> dict[Path, tuple[int, int]]:
     """(line, column), 1-based, of every key and sequence item, from the marks of the C composer's
-    nodes (about a tenth of the time of a round-trip load, which the lab's findings used to pay
-    for). Keys are constructed as the safe loader constructs them, so the paths are the data's; a
-    merge key's mappings are walked in place, where the data has their keys, after the mapping's
-    own keys, which win as they do in the data."""
+    nodes (`root`, kept from the load; composed from `text` when not given). Keys are constructed as
+    the safe loader constructs them, so the paths are the data's; a merge key's mappings are walked in
+    place, where the data has their keys, after the mapping's own keys, which win as they do in the data."""
     from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
     yaml = safe_yaml()
-    try:
-        root = yaml.compose(text)
-    except YAMLError:
-        return {}
+    if root is None:
+        try:
+            root = yaml.compose(text)
+        except YAMLError:
+            return {}
     key_of = yaml.constructor.construct_object
     out: dict[Path, tuple[int, int]] = {}
     # iterative: limits.check_yaml bounds the depth and what aliases expand to before this runs
@@ -135,7 +138,8 @@ def load_text(text: str, file: str = "<string>") -> Source:
     check_yaml(text, file)
     yaml = safe_yaml()
     try:
-        data = yaml.load(text)
+        root = yaml.compose(text)  # then constructed, as yaml.load does (ruamel.yaml 0.19 main.py, get_single_data)
+        data = yaml.constructor.construct_document(root) if root is not None else None
     except MarkedYAMLError as exc:
         problem = " ".join(str(x) for x in (exc.context, exc.problem) if x)
         # An unclosed bracket is noticed lines later; point at where it was opened.
@@ -169,7 +173,7 @@ def load_text(text: str, file: str = "<string>") -> Source:
             Finding("yaml-syntax", Severity.ERROR, (), f"YAML could not be parsed: {exc}",
                     "check the file is valid YAML", file, 1, 1)
         ]) from None
-    return Source(file=file, text=text, data=data)
+    return Source(file=file, text=text, data=data, _root=root)
 
 
 def load_file(path: str | FsPath) -> Source:

@@ -104,8 +104,7 @@ def _host_ports(definition: Definition, kind: str = "infiniband") -> dict[str, t
             continue
         ports, rated = sum(n.count for n in nics), min(n.speed_gbps for n in nics)
         ifaces = tuple(i for n in nics for i in nic_ports(n))
-        for host in hostlist.names(g.hosts):
-            out[host] = (gname, g.control_plane, ports, rated, ifaces)
+        out.update(dict.fromkeys(hostlist.names(g.hosts), (gname, g.control_plane, ports, rated, ifaces)))
     return out
 
 
@@ -196,8 +195,11 @@ def switch_ports(lay: Layout) -> dict[str, int]:
     switches (the subnet manager's cable aside)."""
     used = {s: 0 for s in lay.switches}
     for host in lay.hosts.values():
-        for p in range(1, host.ports + 1):
-            used[host.leaf_of(p)] += 1
+        if host.rails:  # port i on rails[i - 1] (leaf_of)
+            for p in range(host.ports):
+                used[host.rails[p]] += 1
+        else:  # every port on the leaf: one addition per host, not per port
+            used[host.leaf] += host.ports
     for child, parent in lay.uplinks:
         used[child] += 1
         used[parent] += 1

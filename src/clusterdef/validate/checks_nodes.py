@@ -16,13 +16,14 @@ from .registry import Context, check
 @check("node-ownership")
 def node_ownership(ctx: Context) -> Iterable[Finding]:
     d = ctx.definition
-    seen = NodeSet()
+    seen: set[str] = set()  # names, not a NodeSet: growing a NodeSet group by group is quadratic
     earlier: list[tuple[str, NodeSet]] = []
     for b, nb in ctx.group_nodes.items():
-        # One intersection per group against everything before it; pairs only when it overlaps.
-        if seen.intersection(nb):
+        # One look-up per host against everything before it; pairs only when it overlaps.
+        names = hostlist.names(d.nodes[b].hosts)
+        if not seen.isdisjoint(names):
             yield from _overlaps(d, earlier, b, nb)
-        seen.update(nb)
+        seen.update(names)
         earlier.append((b, nb))
 
 
@@ -168,7 +169,7 @@ def topology(ctx: Context) -> Iterable[Finding]:
             names = set(topo.switches)
             for sname, sw in topo.switches.items():
                 if sw.nodes:
-                    yield from _attach(hostlist.parse(sw.nodes), attached, known,
+                    yield from _attach(sw.nodes, attached, known,
                                        base + ("switches", sname, "nodes"), f"switch `{sname}`")
                 if sw.switches:
                     for child in hostlist.expand(sw.switches):
@@ -183,12 +184,12 @@ def topology(ctx: Context) -> Iterable[Finding]:
             yield from _switch_tree(topo.switches, base)
         elif topo.kind == "rail":
             for uname, unit in topo.scalable_units.items():
-                yield from _attach(hostlist.parse(unit.nodes), attached, known,
+                yield from _attach(unit.nodes, attached, known,
                                    base + ("scalable_units", uname, "nodes"), f"scalable unit `{uname}`",
                                    rail=True)
         else:
             for bname, block in topo.blocks.items():
-                yield from _attach(hostlist.parse(block.nodes), attached, known,
+                yield from _attach(block.nodes, attached, known,
                                    base + ("blocks", bname, "nodes"), f"block `{bname}`")
 
 
@@ -209,16 +210,16 @@ def _switch_tree(switches: dict, base: tuple) -> Iterable[Finding]:
                     "list child switches only below their parent: remove the child that leads back up")
 
 
-def _attach(nodes: NodeSet, attached: dict[str, str], known: NodeSet, path, what: str,
+def _attach(expr: str, attached: dict[str, str], known: NodeSet, path, what: str,
             rail: bool = False) -> Iterable[Finding]:
     """`attached` maps each host already placed in this fabric to the switch or block holding it: one
     lookup per host, so a fabric of thousands of leaves stays linear."""
-    unknown = nodes.difference(known)
+    unknown = hostlist.parse(expr).difference(known)
     if unknown:
         yield error("topology-unknown-host", path, f"{what} lists {len(unknown)} host(s) in no node group: {unknown}",
                     "list only hosts defined in `nodes`")
     twice: dict[str, list[str]] = {}
-    for host in nodes:
+    for host in hostlist.names(expr):
         other = attached.get(host)
         if other is None:
             attached[host] = what

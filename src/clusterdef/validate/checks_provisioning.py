@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from .. import hostlist
 from ..errors import Finding, Path, error
 from .registry import Context, check
 
@@ -84,7 +85,7 @@ def images_boot(ctx: Context) -> Iterable[Finding]:
     known_roles = roles()
     for gname, g in d.nodes.items():
         image = d.images.get(g.image)
-        members = set(ctx.group_nodes.get(gname, ()))
+        members = set(hostlist.names(g.hosts)) if g.boot else set()  # only pointers are looked up
         for host, version in g.boot.items():
             where: Path = ("nodes", gname, "boot", host)
             if host not in members:

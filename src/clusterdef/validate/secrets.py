@@ -14,6 +14,7 @@ and `mac` are other words; `public_key` is public."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from ..errors import Finding, Severity
@@ -32,8 +33,13 @@ ALLOWED: tuple[Path, ...] = (
 )
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# ALLOWED by length: the walk looks at a path once, when it reaches it, and never below an allowed one, so a
+# path is allowed when it matches an entry of its own length
+_ALLOWED_BY_LEN: dict[int, tuple[Path, ...]] = {n: tuple(a for a in ALLOWED if len(a) == n)
+                                                 for n in {len(a) for a in ALLOWED}}
 
 
+@lru_cache(maxsize=4096)  # a pure function of the key; a definition repeats its keys thousands of times
 def looks_secret(key: str) -> bool:
     """The key's last word (split at '_', '-', '.', '/' and camelCase) is a credential word."""
     words = [w.lower() for w in re.split(r"[_\-./]", _CAMEL.sub("_", key)) if w]
@@ -43,7 +49,8 @@ def looks_secret(key: str) -> bool:
 
 
 def _allowed(path: Path) -> bool:
-    return any(len(path) >= len(a) and all(x == "*" or x == p for x, p in zip(a, path)) for a in ALLOWED)
+    """`path` is an ALLOWED one (the walk never goes below an allowed path)."""
+    return any(all(x == "*" or x == p for x, p in zip(a, path)) for a in _ALLOWED_BY_LEN.get(len(path), ()))
 
 
 def secret_findings(data: Any) -> list[Finding]:

@@ -63,7 +63,7 @@ def node_labels(resolved: Resolved, groups: list[str]) -> dict[str, dict]:
             by_fabric.setdefault(p.fabric, []).append(g)
     for fname, fgroups in sorted(by_fabric.items()):
         topo = d.network.fabrics[fname].topology
-        members = hostlist.union(d.nodes[g].hosts for g in fgroups)
+        group_of = {h: g for g in fgroups for h in hostlist.names(d.nodes[g].hosts)}
         entries = []
         if topo.kind == "tree":
             parents: dict[str, list[str]] = {}
@@ -74,12 +74,13 @@ def node_labels(resolved: Resolved, groups: list[str]) -> dict[str, dict]:
             for sname, sw in topo.switches.items():
                 if not sw.nodes:
                     continue
-                here = hostlist.parse(sw.nodes).intersection(members)
+                here = _split(fgroups, group_of, sw.nodes)
                 if not here:
                     continue
                 block = min(parents.get(sname, [sname]))
-                entries.extend(_split(d, fgroups, here, {L_BLOCK: label_value(block), L_LEAF: label_value(sname)}))
+                entries.extend(_entries(here, {L_BLOCK: label_value(block), L_LEAF: label_value(sname)}))
         elif topo.kind == "rail":
+            members = hostlist.union(d.nodes[g].hosts for g in fgroups)
             for uname, nodes in topo.units():
                 here = hostlist.parse(nodes).intersection(members)
                 for g in fgroups:
@@ -89,9 +90,7 @@ def node_labels(resolved: Resolved, groups: list[str]) -> dict[str, dict]:
                                         "labels": {L_BLOCK: label_value(uname), L_RACK: label_value(rack)}})
         else:
             for bname, nodes in topo.units():
-                here = hostlist.parse(nodes).intersection(members)
-                if here:
-                    entries.extend(_split(d, fgroups, here, {L_BLOCK: label_value(bname)}))
+                entries.extend(_entries(_split(fgroups, group_of, nodes), {L_BLOCK: label_value(bname)}))
         out[fname] = {"levels": levels(topo.kind), "nodes": entries}
     return out
 
@@ -117,10 +116,16 @@ def _racks(d, group: str, hosts, unit: str) -> list[tuple[str, object]]:
     return out
 
 
-def _split(d, groups, hosts, labels) -> list[dict]:
-    out = []
-    for g in groups:
-        part = hosts.intersection(hostlist.parse(d.nodes[g].hosts))
-        if part:
-            out.append({"group": g, "hosts": str(part), "labels": dict(labels)})
-    return out
+def _split(groups: list[str], group_of: dict[str, str], nodes: str) -> dict[str, str]:
+    """group -> its hosts among `nodes` (folded), in the order of `groups`: one lookup per host, so a
+    fabric of thousands of leaves stays linear (valid definitions put each host in one group)."""
+    by_group: dict[str, list[str]] = {}
+    for host in hostlist.names(nodes):
+        g = group_of.get(host)
+        if g is not None:
+            by_group.setdefault(g, []).append(host)
+    return {g: hostlist.fold(by_group[g]) for g in groups if g in by_group}
+
+
+def _entries(hosts_by_group: dict[str, str], labels: dict) -> list[dict]:
+    return [{"group": g, "hosts": hosts, "labels": dict(labels)} for g, hosts in hosts_by_group.items()]

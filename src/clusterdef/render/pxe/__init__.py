@@ -31,7 +31,7 @@ from ... import hostlist
 from ...resolve import Resolved
 from ..images import ImageIdentity, identities, published_identity
 from ..network import storage_addressed
-from ...quoting import Quoted, guarded_env, word
+from ...quoting import Quoted, guarded_env, plain, word
 
 _env = guarded_env("clusterdef.render.pxe")
 
@@ -145,6 +145,14 @@ def ipxe_cmdline(resolved: Resolved, group: str, build: ImageIdentity) -> Quoted
                            for a in kernel_cmdline(resolved, group, build).split(" ")))
 
 
+def dhcp_hosts(hosts) -> Quoted:
+    """dnsmasq's fixed addresses, `dhcp-host=MAC,ADDRESS,NAME,infinite`, one line per node: built here, not
+    by a loop in dnsmasq.conf.j2 (the template's per-node attribute look-ups and checks cost more than the
+    line). Each line is held to the check the template's finalize makes of each value: the text around the
+    values passes it, so a line passes only when its values do."""
+    return Quoted("".join(plain(f"dhcp-host={n.mac},{n.ipv4},{n.name},infinite") + "\n" for n in hosts))
+
+
 def render(resolved: Resolved) -> dict[str, str]:
     d = resolved.definition
     prov = d.network.provisioning
@@ -161,7 +169,7 @@ def render(resolved: Resolved) -> dict[str, str]:
     discover = [g for g in groups if g["discover"]]
     stages, codes = first_stages(resolved)
     ctx = {"cluster": d.cluster.name, "set": resolved.set.name, "prov": prov, "url": url, "groups": groups,
-           "hosts": hosts, "first_stage": stages, "client_arch": codes,
+           "hosts": hosts, "dhcp_hosts": dhcp_hosts(hosts), "first_stage": stages, "client_arch": codes,
            "netmask": prov.subnet.netmask, "network": prov.subnet.network_address,
            "discover": discover[0] if len(discover) == 1 else None, "discover_many": discover,
            "management": d.network.management}

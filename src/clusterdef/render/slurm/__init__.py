@@ -66,9 +66,16 @@ def slurm_groups(resolved: Resolved) -> dict[str, NodeGroup]:
     return resolved.definition.groups_of("slurm")
 
 
-def slurm_hosts(resolved: Resolved):
-    """Every Slurm-owned host (NodeSet)."""
-    return hostlist.union(g.hosts for g in slurm_groups(resolved).values())
+def slurm_hosts(resolved: Resolved) -> set[str]:
+    """Every Slurm-owned host's name."""
+    return {h for g in slurm_groups(resolved).values() for h in hostlist.names(g.hosts)}
+
+
+def _ours(nodes: str, ours: set[str]) -> str:
+    """The hosts of `nodes` that Slurm owns, folded ('' when none): one look-up per host, no NodeSet
+    intersection per switch or block."""
+    mine = [h for h in hostlist.names(nodes) if h in ours]
+    return hostlist.fold(mine) if mine else ""
 
 
 def real_memory_mb(memory_gib: int) -> int:
@@ -336,7 +343,7 @@ def topology_conf(resolved: Resolved, kw: keywords.Keywords) -> str | None:
         settled: set[str] = set()  # written, or left out for having no Slurm node below it
         for name, sw in topo.switches.items():
             if sw.nodes:
-                mine = hostlist.parse(sw.nodes).intersection(ours)
+                mine = _ours(sw.nodes, ours)
                 if mine:
                     out.append(_line([("SwitchName", name), ("Nodes", mine)]) + "\n")
                     emitted.add(name)
@@ -367,7 +374,7 @@ def topology_conf(resolved: Resolved, kw: keywords.Keywords) -> str | None:
         # only the switches below it that lead to Slurm nodes.
         units = []
         for name, nodes in topo.units():
-            mine = hostlist.parse(nodes).intersection(ours)
+            mine = _ours(nodes, ours)
             if mine:
                 out.append(_line([("SwitchName", name), ("Nodes", mine)]) + "\n")
                 units.append(name)
@@ -378,7 +385,7 @@ def topology_conf(resolved: Resolved, kw: keywords.Keywords) -> str | None:
             out.append(_line([("SwitchName", core), ("Switches", hostlist.fold(spines))]) + "\n")
     else:  # block, or rail units as blocks
         for name, nodes in topo.units():
-            mine = hostlist.parse(nodes).intersection(ours)
+            mine = _ours(nodes, ours)
             if mine:
                 out.append(_line([("BlockName", name), ("Nodes", mine)]) + "\n")
         if topo.block_sizes:
