@@ -90,6 +90,19 @@ def vlan_roce(lab: dict, storage_nic: str = "ens2") -> dict:
     return d
 
 
+def without_governed_data(lab: dict) -> dict:
+    """`lab` (edited in place, and returned) without its datasets, privileged-workload approvals, privileged
+    partitions and the two filesystems only datasets use: for variants that remove what those name (a node
+    group, the Kubernetes section, the directory) and test something else."""
+    lab.pop("datasets", None)
+    lab.pop("privileged", None)
+    for p in lab["slurm"]["partitions"].values():
+        p.pop("privileged", None)
+    for fs in ("projects", "secure-data"):
+        lab.get("filesystems", {}).pop(fs, None)
+    return lab
+
+
 def box(lab: dict, matrix: str) -> dict:
     """The lab's Slurm side as the box (tests/test_box_bringup.py) can carry it, on the site set `matrix` that
     pins the containers' Slurm release. Left out: the Kubernetes side (no API server in a container), the
@@ -104,10 +117,7 @@ def box(lab: dict, matrix: str) -> dict:
     d.pop("kubernetes", None)
     d.pop("backup", None)
     d.pop("filesystems", None)
-    d.pop("datasets", None)    # on the filesystems left out
-    d.pop("privileged", None)  # its Kubernetes approval names a namespace the box has not; so no privileged partition
-    for p in d["slurm"]["partitions"].values():
-        p.pop("privileged", None)
+    without_governed_data(d)  # on the filesystems left out; its Kubernetes approval names a namespace the box has not
     d["nodes"] = {g: n for g, n in d["nodes"].items() if n["control_plane"] != "kubernetes"}
     d["nodes"]["mgmt"]["services"] = [s for s in d["nodes"]["mgmt"]["services"] if s != "subnet-manager"]
     for t in d["tenants"].values():

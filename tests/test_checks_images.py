@@ -11,6 +11,7 @@ import shutil
 from clusterdef.errors import Severity
 from clusterdef.matrix.load import load_matrix
 from conftest import MATRICES
+from lab_variants import without_governed_data
 from test_checks import run
 
 CODES = ("image-repository-unknown", "image-package-from-set", "image-source-missing", "gpu-layer-two-owners",
@@ -380,6 +381,7 @@ def _vlan(lab, *groups):
 
 def test_a_vlan_tenants_group_on_a_shared_image(lab, matrix, tmp_path):
     """The VLAN files are the owning tenant's group's only, though another group has the ports too."""
+    without_governed_data(lab)  # the lab's dataset mounts differ by group too: these tests are about the rest
     _vlan(lab, "train", "secure")
     lab["nodes"]["secure"]["provisioning"] = "stateless"
     assert _found(run(lab, matrix, tmp_path), "image-group-files") == [
@@ -387,6 +389,7 @@ def test_a_vlan_tenants_group_on_a_shared_image(lab, matrix, tmp_path):
 
 
 def test_a_vlan_tenant_without_vlan_ports_or_a_stateful_group(lab, matrix, tmp_path):
+    without_governed_data(lab)  # the lab's dataset mounts differ by group too: these tests are about the rest
     _vlan(lab)  # no group has Ethernet/RoCE compute or storage ports
     lab["nodes"]["secure"]["provisioning"] = "stateless"
     assert _found(run(lab, matrix, tmp_path), "image-group-files") == []
@@ -396,6 +399,7 @@ def test_a_vlan_tenant_without_vlan_ports_or_a_stateful_group(lab, matrix, tmp_p
 
 
 def test_mounts_and_vlan_files_together(lab, matrix, tmp_path):
+    without_governed_data(lab)  # the lab's dataset mounts differ by group too: these tests are about the rest
     _vlan(lab, "train", "secure")
     lab["nodes"]["secure"]["provisioning"] = "stateless"
     lab["filesystems"]["scratch"].update(source="/dev/disk/by-label/scratch", node_groups=["train", "secure"])
@@ -410,6 +414,7 @@ def test_mounts_and_vlan_files_together(lab, matrix, tmp_path):
 def test_only_groups_with_other_files_are_named(lab, matrix, tmp_path):
     """train and secure mount scratch, infer mounts nothing: each is named by the other kind only, and
     infer, stateless with nothing to carry, is not warned."""
+    without_governed_data(lab)  # the lab's dataset mounts differ by group too: these tests are about the rest
     lab["filesystems"]["scratch"].update(source="/dev/disk/by-label/scratch", node_groups=["train", "secure"])
     for g in ("secure", "infer"):
         lab["nodes"][g]["provisioning"] = "stateless"
@@ -424,6 +429,7 @@ def test_only_groups_with_other_files_are_named(lab, matrix, tmp_path):
 
 def test_an_image_of_two_groups_with_different_files(lab, matrix, tmp_path):
     """gpu-node of infer and secure, after train's image of its own (nothing to compare there)."""
+    without_governed_data(lab)  # the lab's dataset mounts differ by group too: these tests are about the rest
     _own_image(lab, "train", "solo")
     lab["nodes"]["secure"]["provisioning"] = "stateless"
     lab["filesystems"]["scratch"].update(source="/dev/disk/by-label/scratch", node_groups=["secure", "train"])
@@ -432,6 +438,7 @@ def test_an_image_of_two_groups_with_different_files(lab, matrix, tmp_path):
 
 
 def test_groups_that_agree_or_boot_alone_are_fine(lab, matrix, tmp_path):
+    without_governed_data(lab)  # the lab's dataset mounts differ by group too: these tests are about the rest
     # every group mounts scratch: the image carries its mount unit
     lab["filesystems"]["scratch"]["source"] = "/dev/disk/by-label/scratch"
     assert _found(run(lab, matrix, tmp_path), "image-group-files") == []

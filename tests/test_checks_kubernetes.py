@@ -10,7 +10,7 @@ import copy
 from clusterdef.errors import Severity
 from clusterdef.matrix.load import load_matrix
 from conftest import MATRICES
-from lab_variants import driver_pool_canary
+from lab_variants import driver_pool_canary, without_governed_data
 from test_checks import run
 
 POOLS = ("kubernetes", "gpu_operator", "driver_pools")
@@ -82,6 +82,7 @@ def _no_sets(tmp_path):
 # ---- no kubernetes section
 
 def test_a_definition_without_kubernetes_has_none_of_its_findings(lab, matrix, tmp_path):
+    without_governed_data(lab)  # datasets and approvals name tenants' namespaces
     del lab["kubernetes"]
     del lab["nodes"]["k8sctl"]  # a Kubernetes control-plane node needs the section (service-needs-kubernetes)
     for t in lab["tenants"].values():

@@ -60,7 +60,7 @@ def test_unknown_owner_and_filesystem_without_a_close_name(lab, matrix, tmp_path
         (E, ("filesystems", "scratch", "owner"), "tenant `zzzzz` is not defined", "known tenants: nlp, secure, vision")]
     assert _found(result, "ref-filesystem") == [
         (E, ("tenants", "nlp", "storage", "filesystem"), "filesystem `qqqq` is not defined",
-         "known filesystems: scratch")]
+         "known filesystems: projects, scratch, secure-data")]
     # an unknown owner is not checked for strangers mounting the filesystem
     assert _found(result, "dedicated-filesystem-shared") == []
 

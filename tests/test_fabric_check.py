@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from lab_variants import without_governed_data
 
 from clusterdef.fabric import check as fc
 from clusterdef.fabric import ibsim
@@ -33,6 +34,7 @@ def _lab_without_secure() -> Path:
     from ruamel.yaml import YAML
 
     data = YAML(typ="safe").load((REPO / "clusters" / "lab.yaml").read_text())
+    without_governed_data(data)  # its datasets and approvals name the secure tenant and node group
     del data["nodes"]["secure"], data["slurm"]["partitions"]["secure"], data["tenants"]["secure"]
     data["filesystems"]["scratch"]["node_groups"].remove("secure")
     data.get("identity", {}).get("tenant_groups", {}).pop("secure", None)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from lab_variants import without_governed_data
 from ruamel.yaml import YAML
 
 from clusterdef.knowledge.gpu_limits import limits_for
@@ -443,7 +444,8 @@ def test_every_alert_has_severity_for_and_runbook(examples):
 
 
 def test_no_kubernetes_section_no_operator_objects(lab_data, tmp_path):
-    r = variant(lab_data, tmp_path, lambda d: (d.pop("kubernetes"), [t.pop("kubernetes", None) for t in d["tenants"].values()],
+    r = variant(lab_data, tmp_path, lambda d: (without_governed_data(d), d.pop("kubernetes"),
+                                               [t.pop("kubernetes", None) for t in d["tenants"].values()],
                                                d["nodes"]["infer"].update(control_plane="slurm"),
                                                d["nodes"].pop("k8sctl"),  # needs the kubernetes section
                                                d["tenants"]["nlp"].update(isolation={"level": "shared"})))

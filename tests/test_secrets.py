@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
+from lab_variants import without_governed_data
 from ruamel.yaml import YAML
 
 from clusterdef.build import build_tree
@@ -172,6 +173,7 @@ def test_ref_must_be_a_variable_name(lab, matrix, tmp_path, var):
 
 def test_default_variable_without_ref(lab, matrix, tmp_path):
     del lab["secrets"]
+    without_governed_data(lab)  # they name directory groups
     del lab["identity"]  # its LDAP bind password needs a ref (ref-secret); this test is about slurmdbd's default
     result = run(lab, matrix, tmp_path)
     assert result.ok
