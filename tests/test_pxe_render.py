@@ -156,3 +156,13 @@ def test_dhcp_host_lines_hold_each_value_to_the_templates_check():
         "dhcp-host=02:00:00:00:00:01,10.0.0.1,gpu1,infinite\n"
     with pytest.raises(UnsafeValue):
         dhcp_hosts([Node("gpu1\ndhcp-script=/tmp/x", "g", "10.0.0.1", "02:00:00:00:00:01")])
+
+
+def test_the_template_check_refuses_a_value_that_ends_in_a_newline():
+    """`$` in the plain-text pattern matched before a final newline too: a value ending in one passed."""
+    from clusterdef.quoting import UnsafeValue, plain
+
+    assert plain("gpu001,10.0.0.1") == "gpu001,10.0.0.1"
+    for bad in ("abc\n", "abc\ndhcp-option=3", "\n"):
+        with pytest.raises(UnsafeValue):
+            plain(bad)

@@ -151,7 +151,7 @@ def plain(value) -> str:
     """`value` as text a template may interpolate without a filter (the check of _finalize), for lines a
     renderer builds itself; UnsafeValue otherwise."""
     text = str(value)
-    if not _SAFE.match(text):
+    if not _SAFE.fullmatch(text):  # fullmatch: `$` alone also matches before a final newline
         raise UnsafeValue(f"unquoted value {text[:60]!r} in a template: pass it through a quoting filter "
                           "(sh, slurm, word, line) or narrow its type")
     return text
