@@ -20,6 +20,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from lab_variants import without_governed_data
 
 from clusterdef.build import build_tree
 
@@ -38,6 +39,7 @@ def accounting_lab(lab: dict) -> dict:
     GPUs per user; root is a user of both tenants' accounts so the test can submit as them.
     vision is sold whole nodes without nodes of its own (Slurm MCS by account) and nobody is one of
     its users."""
+    without_governed_data(lab)  # its privileged debug partition admits the approved groups only, not root
     lab["tenants"]["nlp"]["quota"] = {"reserved_gpus": 2, "burst_gpus": 0}
     lab["tenants"]["nlp"]["slurm"]["users"] = ["root"]
     lab["tenants"]["vision"]["quota"] = {"reserved_gpus": 4, "burst_gpus": 2}

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from lab_variants import without_governed_data
 
 from clusterdef import capacity, tenancy
 from clusterdef.build import build_tree
@@ -353,6 +354,7 @@ def test_btrfs_quota_and_scratch_expiry(lab, tmp_path):
     if os.geteuid() != 0:
         pytest.skip("mounting a loop device needs root")
     mib = 1 / 2**20  # 1 MiB in TiB
+    without_governed_data(lab)  # this test's one btrfs is scratch; the datasets' filesystems are not here
     lab["tenants"]["secure"]["storage"].update(quota_tib=10 * mib, scratch_expiry_days=7)
     lab["tenants"]["vision"]["storage"].update(quota_tib=200 * mib)
     tree = build_tree(_variant(lab, tmp_path))[0]
