@@ -96,9 +96,8 @@ def dataset_reach(ctx: Context) -> Iterable[Finding]:
                           f"{ds.classification} dataset `{name}` is not authorised for node groups {', '.join(wider)}, "
                           f"yet they mount its filesystem `{ds.filesystem}`: only its ACL keeps it from readers there",
                           "put it on a filesystem mounted only where it may go, or authorise those groups")
-        others = sorted({f for f2, x in d.filesystems.items() if f2 != ds.filesystem
-                         and f2 not in ds.destinations.filesystems
-                         and any(g in x.node_groups for g in mounted) for f in (f2,)})
+        others = sorted(f for f, x in d.filesystems.items() if f != ds.filesystem
+                        and f not in ds.destinations.filesystems and any(g in x.node_groups for g in mounted))
         if others:
             yield warning("dataset-copy-unguarded", at + ("destinations", "filesystems"),
                           f"dataset `{name}` is mounted where filesystem(s) {', '.join(others)} are too: "
