@@ -544,10 +544,25 @@ def vap_violations(policy: dict, binding: dict, namespace: dict, pod: dict, oper
     for spec in (policy["spec"]["matchConstraints"], binding["spec"].get("matchResources") or {}):
         if "namespaceSelector" in spec and not label_selector_matches(spec["namespaceSelector"], ns_labels):
             return None
+        # objectSelector: the object's labels (on DELETE the old object's; this oracle sees CREATE/UPDATE only)
+        if "objectSelector" in spec and not label_selector_matches(spec["objectSelector"],
+                                                                   pod.get("metadata", {}).get("labels") or {}):
+            return None
     env = celpy.Environment()
     act = {"object": celpy.json_to_cel(pod), "request": celpy.json_to_cel({"operation": operation}),
            "namespaceObject": celpy.json_to_cel({"metadata": {"name": namespace["metadata"]["name"],
                                                               "labels": ns_labels}})}
+    # matchConditions (admissionregistration/v1): every one true, or the policy is skipped; one that errs
+    # fails the request under failurePolicy Fail (the API reference, ValidatingAdmissionPolicySpec.matchConditions).
+    for cond in policy["spec"].get("matchConditions", []):
+        try:
+            held = env.program(env.compile(cond["expression"])).evaluate(act)
+        except Exception:  # noqa: BLE001
+            held = None
+        if not isinstance(held, celpy.celtypes.BoolType):
+            return [f"matchCondition {cond['name']} failed to evaluate"]
+        if not held:
+            return None
     out = []
     for v in policy["spec"]["validations"]:
         try:

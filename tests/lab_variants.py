@@ -92,9 +92,19 @@ def vlan_roce(lab: dict, storage_nic: str = "ens2") -> dict:
 
 def without_governed_data(lab: dict) -> dict:
     """`lab` (edited in place, and returned) without its datasets, privileged-workload approvals, privileged
-    partitions and the two filesystems only datasets use: for variants that remove what those name (a node
-    group, the Kubernetes section, the directory) and test something else."""
+    partitions, the two filesystems only datasets use and its queue policy statements (which name partitions
+    and queues): for variants that remove what those name (a node group, the Kubernetes section, the
+    directory) and test something else. The statements' settings stay, written out as the statements set them."""
     lab.pop("datasets", None)
+    policy = lab.get("service", {}).pop("queue_policy", {})
+    parts = lab.get("slurm", {}).get("partitions", {})
+    for st in policy.values():
+        for p in st.get("partitions", ()):
+            if p in parts and "max_job_hours" in st:
+                parts[p]["max_time"] = str(round(st["max_job_hours"] * 60))
+            qos = lab["slurm"]["qos"].get(parts.get(p, {}).get("qos") or "")
+            if qos is not None and "max_gpus_per_user" in st:
+                qos.setdefault("max_tres_per_user", {})["gres/gpu"] = st["max_gpus_per_user"]
     lab.pop("privileged", None)
     for p in lab["slurm"]["partitions"].values():
         p.pop("privileged", None)

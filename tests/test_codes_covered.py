@@ -32,6 +32,11 @@ CODE = re.compile(r"[a-z]+(-[a-z0-9]+)+")
 
 # code -> "file.py::test_function" that triggers it and names it
 TRIGGERED_ELSEWHERE = {
+    "queue-policy-needs-qos": "test_queue_policy.py::test_a_statement_that_cannot_mean_what_it_says_is_an_error",
+    "queue-policy-qos-shared": "test_queue_policy.py::test_a_statement_that_cannot_mean_what_it_says_is_an_error",
+    "queue-policy-scope-unknown": "test_queue_policy.py::test_a_statement_that_cannot_mean_what_it_says_is_an_error",
+    "queue-policy-scope-empty": "test_queue_policy.py::test_a_statement_that_cannot_mean_what_it_says_is_an_error",
+    "queue-policy-says-nothing": "test_queue_policy.py::test_a_statement_that_cannot_mean_what_it_says_is_an_error",
     "render-undelivered": "test_delivery.py::test_a_file_no_rule_covers_is_a_render_error",
     "hardware-driver-floor": "test_nvswitch_stack.py::test_a_set_older_than_the_platforms_first_driver_is_refused",
     "hardware-nvswitch-unknown": "test_nvswitch_stack.py::test_an_unknown_platform_is_asked_to_say_what_it_is",

@@ -268,6 +268,7 @@ def test_a_tenant_removed_is_an_explicit_account_removal(tmp_path):
         del d["tenants"]["nlp"]
         del d["identity"]["tenant_groups"]["nlp"]
         d["kubernetes"]["kueue"]["queues"].pop("nlp-serve")
+        d["service"]["queue_policy"]["serving"]["queues"].remove("nlp-serve")
 
     [st] = [s for s in _plan_steps(tmp_path, drop) if s["via"] == "deliver"]
     assert st["remove_accounts"] == ["nlp"]
@@ -330,6 +331,7 @@ def _lab_without_partition_qos(tmp_path) -> dict[str, str]:
     lab = YAML(typ="safe").load((CLUSTERS / "lab.yaml").read_text())
     for part in lab["slurm"]["partitions"].values():
         part.pop("qos", None)
+    lab["service"]["queue_policy"]["training"].pop("max_gpus_per_user")  # Slurm keeps it in a QOS
     return _tree(dump_yaml(lab, tmp_path / "lab.yaml"))
 
 

@@ -673,6 +673,7 @@ def test_no_kubernetes_section_renders_nothing(lab_data, tmp_path):
         del d["nodes"]["k8sctl"]  # a Kubernetes control-plane node needs the section
         del d["privileged"]["vision-node-debug"]  # approves pod features in a namespace
         del d["datasets"]["imagenet-eu"]  # vision reads it from its pods only
+        del d["service"]["queue_policy"]["serving"]  # it holds Kueue queues
     assert k8s.render(variant(lab_data, tmp_path, mutate)) == {}
 
 

@@ -400,7 +400,7 @@ def test_model_changes_are_classified(tmp_path):
     old = variant(tmp_path, "lab", CURRENT)
     text = old.read_text()
     text = text.replace('version: "2026.07.1"', 'version: "2026.07.2"')
-    text = text.replace("max_time: 2-00:00:00", "max_time: 3-00:00:00")
+    text = text.replace("max_job_hours: 48,", "max_job_hours: 72,")  # the queue policy statement: MaxTime
     text = text.replace("nominal_gpus: 8, cohort: lab, workload_class: inference}",
                         "nominal_gpus: 4, cohort: lab, workload_class: inference}", 1)
     new = tmp_path / "lab-new.yaml"
@@ -410,6 +410,7 @@ def test_model_changes_are_classified(tmp_path):
     assert changes["images.gpu-node.version"]["disruption"] == "drain + reboot"
     assert changes["images.gpu-node.version"]["nodes"] == 8
     assert changes["slurm.partitions.train.max_time"]["disruption"] == "live reconfigure"
+    assert changes["service.queue_policy.training.max_job_hours"]["disruption"] == "no runtime change"
     assert changes["kubernetes.kueue.queues.vision-serve.nominal_gpus"]["disruption"] == "live reconfigure"
     assert p.doc["set_change"]["layers"] == [] and p.doc["compatibility"] is None
     assert p.doc["rollout"]["waves"] >= 1  # the image change still rolls out in waves

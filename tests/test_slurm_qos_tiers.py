@@ -8,7 +8,8 @@ Slurm 25.11; slurm.conf(5) QOS). So without the rendered job_submit.lua a tenant
 scavenger partition runs under `normal`, with normal's priority, and is never preempted by `normal`.
 
 The lab gets a scavenger tier like the estate's: partition `scavenger` (PriorityTier 0, QOS scavenger,
-priority 0) over the train nodes, and QOS normal (partition `train`) preempting it by requeue."""
+priority 0) over the train nodes, and QOS normal (partition `train`) preempting it by requeue; its queue policy
+statement `training` also limits a job to 8 GPUs."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def tiers_lab(lab: dict) -> dict:
     s["qos"]["scavenger"] = {"priority": 0}
     s["partitions"]["scavenger"] = {"node_groups": ["train"], "priority_tier": 0, "qos": "scavenger",
                                     "allow_accounts": ["vision", "nlp"]}
+    lab["service"]["queue_policy"]["training"]["max_gpus_per_job"] = 8  # the lab's: 48 h and 32 GPUs per user
     for t in ("vision", "nlp"):
         ts = lab["tenants"][t]["slurm"]
         ts["qos"] = [*ts["qos"], "scavenger"]
@@ -276,3 +278,39 @@ def test_a_tenants_user_cannot_take_another_tier_into_a_partition(cluster):
         assert job(c, jid)["QOS"] == "scavenger"
     finally:
         Jobs(c).cancel(jid)
+
+
+def _sbatch_as_nobody(c, *args: str, wrap: str = "true"):
+    return c.build.run("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                       "sbatch", "--parsable", "-o", "/dev/null", "--chdir=/", *args, "--wrap", wrap,
+                       env=c.ctl.env, check=False)
+
+
+def test_the_queue_policy_holds_a_tenants_jobs(cluster):
+    """service.queue_policy.training, compiled into partition train's MaxTime (48 h) and QOS normal's
+    MaxTRESPerJob (8 GPUs): a tenant's user gets a 48-hour, 8-GPU job (the permitted path), a job asking one
+    minute more is refused at submission (EnforcePartLimits=ALL), and one asking 16 GPUs waits with
+    QOSMaxGRESPerJob."""
+    c = cluster
+    policy = c.d.service.queue_policy["training"]
+    assert (policy.max_job_hours, policy.max_gpus_per_job) == (48, 8)
+    assert re.search(r"\bMaxTime=2-00:00:00\b", c.ctl.scontrol("show", "partition", "train"))
+    assert "gres/gpu=8" in c.dbd.sacctmgr("-n", "-P", "show", "qos", "normal", "format=MaxTRES").stdout
+    jobs = Jobs(c)
+    started = []
+    try:
+        r = _sbatch_as_nobody(c, "-A", "nlp", "-p", "train", "-t", "48:00:00", "-N", "1", "--gres=gpu:8",
+                              wrap="sleep 300")
+        assert r.returncode == 0, r.stdout + r.stderr
+        started.append(r.stdout.strip().split(";")[0])
+        jobs.running(started[-1])
+
+        r = _sbatch_as_nobody(c, "-A", "nlp", "-p", "train", "-t", "48:01:00", "-H")
+        assert r.returncode != 0 and "time limit" in r.stderr.lower(), r.stdout + r.stderr
+
+        r = _sbatch_as_nobody(c, "-A", "nlp", "-p", "train", "-t", "10", "-N", "2", "--gres=gpu:8")
+        assert r.returncode == 0, r.stdout + r.stderr
+        started.append(r.stdout.strip().split(";")[0])
+        jobs.pending_with(started[-1], "QOSMaxGRESPerJob")
+    finally:
+        jobs.cancel(*started)

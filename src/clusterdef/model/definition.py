@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr, model_validator
 
 from .backup import Backup
 from .base import Model, Name
@@ -18,6 +18,7 @@ from .network import Network
 from .nodes import NodeGroup
 from .observability import Observability
 from .privileged import Approval
+from .queue_policy import Sections, compile_policy
 from .secrets import Secrets
 from .service import Service
 from .slurm import Slurm
@@ -48,6 +49,24 @@ class Definition(Model):
     """Approvals of privileged workloads (Kubernetes pod features, Slurm AdminLevel and root-equivalent partitions)."""
     datasets: dict[Name, Dataset] = Field(default={}, max_length=4096)
     """Regulated data: datasets and model artefacts, their classification, readers, destinations and retention."""
+
+    _queue_policy_findings: tuple = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _compile_queue_policy(self):
+        """Queue policy statements set the Slurm and Kueue settings they name (queue_policy.py), so every
+        reader of a definition sees the compiled settings; what stops a statement is kept for validate."""
+        given = Sections(self.service, self.slurm, self.kubernetes)
+        compiled, findings = compile_policy(given)
+        out = self if (compiled.slurm is given.slurm and compiled.kubernetes is given.kubernetes) else self.model_copy(
+            update={"slurm": compiled.slurm, "kubernetes": compiled.kubernetes})
+        out._queue_policy_findings = tuple(findings)
+        return out
+
+    @property
+    def queue_policy_findings(self) -> tuple:
+        """Errors of the queue policy statements (file positions not yet placed)."""
+        return self._queue_policy_findings
 
     def groups_of(self, control_plane: str) -> dict[str, NodeGroup]:
         """The worker groups of a control plane: service hosts (groups with `services`, such as a

@@ -105,6 +105,12 @@ class Queue(Model):
     workload_class: WorkloadClass = "batch"
     gang: bool = False
     """All-or-nothing admission (Kueue waitForPodsReady); required for training."""
+    reclaim_within_cohort: Literal["Any", "LowerPriority", "Never"] = "Any"
+    """ClusterQueue preemption.reclaimWithinCohort: whether a pending workload preempts workloads of other
+    queues of the cohort that borrowed this queue's nominal quota (Any), only lower-priority ones, or never."""
+    max_execution_s: int | None = Field(default=None, ge=1, le=31_536_000)
+    """Jobs sent to this queue must carry kueue.x-k8s.io/max-exec-time-seconds at most this (an admission
+    policy refuses the rest); Kueue deactivates a workload that runs longer."""
 
     def flavor_quotas(self) -> tuple[FlavorQuota, ...]:
         """Every flavor of the queue with its quota, in the order Kueue tries them (`flavor` first)."""

@@ -10,16 +10,20 @@
         slurm: {rpo_hours: 24, rto_minutes: 120}
       approvers:                        # directory groups that approve a change of a disruption class
         reboot: [hpc-admins]
+      queue_policy:                     # what users of these partitions and queues are held to
+        training: {partitions: [train], max_job_hours: 48, max_gpus_per_user: 32}
+        serving: {queues: [vision-serve], reclaim_lent_gpus: false}
 
 `plan` lays the rollout's stages out in the windows (plan/windows.py); `validate` checks the windows open,
 name real node groups and partitions, and that the recovery objectives can be met by the backup schedule
-(RPO) and the last passed restore rehearsal (RTO) (validate/checks_service.py)."""
+(RPO) and the last passed restore rehearsal (RTO) (validate/checks_service.py). A queue policy statement is
+compiled into the Slurm and Kueue settings it names (queue_policy.py) before anything else reads them."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import Model, Name
 from .identity import DirectoryGroup
@@ -75,6 +79,37 @@ class Recovery(Model):
     """Recovery time objective: the longest a restore may take; the last passed rehearsal must be faster."""
 
 
+class QueuePolicy(Model):
+    """A queue policy statement: what every job in these Slurm partitions and Kueue ClusterQueues is held to.
+    It is compiled into the settings each scheduler enforces (queue_policy.py); a setting the definition also
+    gives explicitly must agree with it, and a limit a scheduler has no setting for is refused, not implied."""
+
+    partitions: tuple[Name, ...] = Field(default=(), max_length=256)
+    """Slurm partitions it covers."""
+    queues: tuple[Name, ...] = Field(default=(), max_length=256)
+    """Kueue ClusterQueues (kubernetes.kueue.queues) it covers."""
+    max_job_hours: float | None = Field(default=None, gt=0, le=8760)
+    """The longest a job may run: Slurm partition MaxTime (jobs asking more are refused at submission,
+    EnforcePartLimits=ALL); on Kueue the jobs must carry kueue.x-k8s.io/max-exec-time-seconds at most this."""
+    max_gpus_per_job: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Slurm only: MaxTRESPerJob gres/gpu on the partition's QOS."""
+    max_gpus_per_user: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Slurm only: MaxTRESPerUser gres/gpu on the partition's QOS (Kueue quotas are per queue, not per user)."""
+    reclaim_lent_gpus: bool | None = None
+    """Kueue only: a pending workload of the queue preempts other queues' workloads that borrowed its
+    nominal quota (ClusterQueue preemption.reclaimWithinCohort Any), or never does (Never)."""
+
+    @model_validator(mode="after")
+    def _whole_minutes(self):
+        if self.max_job_hours is not None and abs(self.max_job_hours * 60 - round(self.max_job_hours * 60)) > 1e-9:
+            raise ValueError("max_job_hours must be a whole number of minutes (0.5 is 30 minutes)")
+        return self
+
+    @property
+    def max_job_minutes(self) -> int | None:
+        return None if self.max_job_hours is None else round(self.max_job_hours * 60)
+
+
 class Service(Model):
     timezone: ZoneName
     """The IANA time zone of the windows and the supported hours (no default: the machine's zone is not the site's)."""
@@ -84,3 +119,5 @@ class Service(Model):
     """Per authoritative data set: `slurm`, `etcd` or a name of `backup.authoritative.sets`."""
     approvers: dict[DisruptionKey, tuple[DirectoryGroup, ...]] = Field(default={})
     """Directory groups whose approval a change of each disruption class needs (listed in the plan)."""
+    queue_policy: dict[Name, QueuePolicy] = Field(default={}, max_length=256)
+    """Queue policy statements, compiled into the Slurm and Kueue settings (docs/service.md#queue-policy)."""

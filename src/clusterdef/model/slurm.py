@@ -35,6 +35,8 @@ class Qos(Model):
     priority: Weight = 0
     max_tres_per_user: dict[Tres, TresCount] = {}
     """e.g. {"gres/gpu": 16}"""
+    max_tres_per_job: dict[Tres, TresCount] = {}
+    """MaxTRESPerJob, e.g. {"gres/gpu": 8}: a job asking more stays pending (QOSMaxGRESPerJob)."""
     max_wall: SlurmTime | None = None
     preempt: tuple[Name, ...] = ()
     """QOS names this QOS may preempt."""

@@ -68,7 +68,7 @@ def validate_source(source: Source, matrix: Matrix, today: date, base_dir: Path 
         return result
     ctx = Context(definition, matrix, today, base_dir or Path(source.file).resolve().parent, source.file)
     result.definition = definition
-    result.findings = _order([source.place(f) for f in run_checks(ctx)])
+    result.findings = _order([source.place(f) for f in list(definition.queue_policy_findings) + list(run_checks(ctx))])
     return result
 
 

@@ -38,6 +38,7 @@ class KubernetesPlan:
     privileged_pods: list[dict] = field(default_factory=list)
     datasets: dict[str, list[dict]] = field(default_factory=dict)
     dataset_admission: list[dict] = field(default_factory=list)
+    queue_admission: list[dict] = field(default_factory=list)
 
 
 def plan(resolved: Resolved) -> KubernetesPlan | None:
@@ -66,6 +67,7 @@ def plan(resolved: Resolved) -> KubernetesPlan | None:
         privileged_pods=admission.privileged_objects(resolved),
         datasets={n: objs for n in d.datasets if (objs := data.objects(resolved, n))},
         dataset_admission=data.admission(resolved),
+        queue_admission=kueue.max_execution_objects(resolved),
     )
 
 
@@ -117,6 +119,10 @@ def render(resolved: Resolved) -> dict[str, str]:
     if p.dataset_admission:
         out[f"{ROOT}/admission/dataset-claims.yaml"] = dump_all(
             p.dataset_admission, f"{made}\nValidatingAdmissionPolicy: a pod mounting a dataset claim carries its label")
+    if p.queue_admission:
+        out[f"{ROOT}/admission/queue-max-execution.yaml"] = dump_all(
+            p.queue_admission, f"{made}\nValidatingAdmissionPolicy: jobs sent to a queue with a queue policy's "
+                               "max_job_hours say how long they may run (kueue.x-k8s.io/max-exec-time-seconds)")
     if p.cluster_admins is not None:
         out[f"{ROOT}/identity/cluster-admins.yaml"] = dump(
             p.cluster_admins, f"{made}\ncluster-admin for the admin groups only (tenants get namespaced roles)")

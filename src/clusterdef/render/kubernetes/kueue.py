@@ -5,6 +5,8 @@ configuration that turns on gang admission (waitForPodsReady) when a queue needs
 
 from __future__ import annotations
 
+import json
+
 from ... import capacity, tenancy
 from ...errors import present
 from ...resolve import Resolved
@@ -95,7 +97,7 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
             spec["namespaceSelector"] = {"matchExpressions": [
                 {"key": L_NS_NAME, "operator": "In", "values": sorted(set(namespaces[qname]))}]}
         spec["queueingStrategy"] = "StrictFIFO" if q.gang else "BestEffortFIFO"
-        spec["preemption"] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+        spec["preemption"] = {"reclaimWithinCohort": q.reclaim_within_cohort, "withinClusterQueue": "LowerPriority"}
         # One resource group; its flavors in the queue's order of preference: Kueue's flavor assigner
         # tries them in the order listed (pkg/scheduler/flavorassigner/flavorassigner.go at v0.19.2) and
         # flavorFungibility says when it moves on to the next (kueue.x-k8s.io_clusterqueues.yaml at v0.19.2).
@@ -107,6 +109,60 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
         objs.append({"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": qname, "labels": labels},
                      "spec": spec})
     return objs
+
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+"""The job labels Kueue reads: the LocalQueue a job goes to, and the longest it may run once admitted (Kueue
+copies it into the Workload's maximumExecutionTimeSeconds and deactivates the workload past it; the labels are
+pkg/controller/constants QueueLabel and MaxExecTimeSecondsLabel in kubernetes-sigs/kueue)."""
+MAX_EXEC_POLICY = "clusterdef-queue-max-execution"
+_API = "admissionregistration.k8s.io/v1"
+
+
+def max_execution_objects(resolved: Resolved) -> list[dict]:
+    """A ValidatingAdmissionPolicy that refuses a job sent to a queue with max_execution_s (the queue policy's
+    max_job_hours) unless it carries kueue.x-k8s.io/max-exec-time-seconds, a whole number of seconds at most the
+    queue's limit. LocalQueues are named after their ClusterQueue (local_queues), so the queue-name label names the
+    ClusterQueue; objects a controller owns (a Job's pods) are left to their owner, which was checked."""
+    queues = kubernetes_section(resolved.definition).kueue.queues
+    limits = {n: q.max_execution_s for n, q in sorted(queues.items()) if q.max_execution_s}
+    if not limits:
+        return []
+    table = "{" + ", ".join(f"{json.dumps(n)}: {v}" for n, v in limits.items()) + "}"
+    label = f"object.metadata.labels[{json.dumps(MAX_EXEC_LABEL)}]"
+    return [{
+        "apiVersion": _API, "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": MAX_EXEC_POLICY, "annotations": {
+            "clusterdef.dev/limits": ", ".join(f"{n}: {v} s" for n, v in limits.items())}},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+                                   "resources": ["*"]}],
+                "objectSelector": {"matchExpressions": [{"key": QUEUE_LABEL, "operator": "In",
+                                                         "values": list(limits)}]}},
+            "matchConditions": [{
+                "name": "not-owned-by-a-controller",
+                "expression": "!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists("
+                              "r, has(r.controller) && r.controller)"}],
+            "validations": [
+                {"expression": f"{json.dumps(MAX_EXEC_LABEL)} in object.metadata.labels",
+                 "message": f"a job sent to this queue must say how long it may run: label {MAX_EXEC_LABEL} "
+                            "(seconds), at most the queue policy's max_job_hours",
+                 "reason": "Forbidden"},
+                {"expression": f"!({json.dumps(MAX_EXEC_LABEL)} in object.metadata.labels) || "
+                               f"({label}.matches('^[1-9][0-9]{{0,9}}$') && "
+                               f"int({label}) <= {table}[object.metadata.labels[{json.dumps(QUEUE_LABEL)}]])",
+                 "message": f"{MAX_EXEC_LABEL} must be a whole number of seconds at most the queue's limit "
+                            f"({', '.join(f'{n}: {v}' for n, v in limits.items())})",
+                 "reason": "Forbidden"},
+            ],
+        },
+    }, {
+        "apiVersion": _API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": MAX_EXEC_POLICY},
+        "spec": {"policyName": MAX_EXEC_POLICY, "validationActions": ["Deny"]},
+    }]
 
 
 def local_queues(resolved: Resolved, tenant: str) -> list[dict]:

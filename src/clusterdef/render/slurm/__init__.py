@@ -410,12 +410,14 @@ def qos_script(resolved: Resolved) -> str:
     # sacctmgr clears a TRES limit per TRES (`gres/gpu=-1`; a bare -1 is refused), so every
     # TRES some QOS limits is set on each QOS: its value there, or -1.
     tres_keys = dict.fromkeys(k for q in s.qos.values() for k in q.max_tres_per_user)
+    job_keys = dict.fromkeys(k for q in s.qos.values() for k in q.max_tres_per_job)
     for name, q in s.qos.items():
         tres = ",".join(f"{k}={q.max_tres_per_user.get(k, -1)}" for k in tres_keys)
+        per_job = ",".join(f"{k}={q.max_tres_per_job.get(k, -1)}" for k in job_keys)
         # A QOS that preempts nothing drops the definition's other QOS (`Preempt-=`): an
         # emptied list (`Preempt=''`) makes slurmdbd 22.05 see preemption loops that are not there.
         others = ",".join(n for n in s.qos if n != name)
-        sets = [("Priority", q.priority), ("MaxTRESPerUser", tres or None),
+        sets = [("Priority", q.priority), ("MaxTRESPerUser", tres or None), ("MaxTRESPerJob", per_job or None),
                 ("MaxWall", q.max_wall or "-1"),
                 ("Preempt", ",".join(q.preempt)) if q.preempt else ("Preempt-", others or None),
                 ("PreemptMode", victim_mode.get(name, "cluster"))]
