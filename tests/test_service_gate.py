@@ -257,6 +257,24 @@ def test_an_approval_is_recorded_outside_the_seal(planned, tmp_path):
     assert len(json.loads(pf.read_text())[RECORDS]) == 2
 
 
+def test_approvers_at_the_same_moment_all_keep_their_record(planned, tmp_path):
+    """Eight `clusterdef approve` processes started together on one plan file: each reads, adds and writes the
+    file under the plan file's lock (writer.updating), so none overwrites another's record."""
+    import subprocess
+    import sys
+
+    pf = fresh(planned, tmp_path)
+    people = [f"approver{i}" for i in range(8)]
+    procs = [subprocess.Popen([sys.executable, "-m", "clusterdef", "approve", str(pf), "--class", "reboot", "--group",
+                               ADMINS, "--by", who, "--why", "change board", "--now", "2026-12-04T10:00+01:00"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for who in people]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(people), outs
+    doc = json.loads(pf.read_text())
+    assert sorted(r["by"] for r in doc[RECORDS]) == people
+    assert doc[HASH_FIELD] == plan_hash(doc)
+
+
 @pytest.mark.parametrize("args, expected", [
     (["--class", "reboot", "--group", "users"], '--group "users" may not approve "reboot" changes: the plan names '
                                                 "hpc-admins"),

@@ -34,7 +34,9 @@ import re
 import shutil
 import stat
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 MANIFEST = "manifest.json"
 GENERATOR = "clusterdef"
@@ -306,3 +308,29 @@ def write_file_atomic(path: str | Path, text: str) -> None:
         if isinstance(exc, OSError):
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
+
+
+@contextmanager
+def updating(path: str | Path) -> Iterator[None]:
+    """Hold `path` for a read-modify-write (`clusterdef approve` adding a record to a plan file): an exclusive
+    flock(2) on the file as it is now. write_file_atomic replaces the file by a rename, so a second updater that
+    waited on the old file finds, once it has the lock, that the path names another file, and takes that one's
+    lock instead: it reads what the first wrote and nothing is lost. A missing file is left to the reader."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            yield  # the read that follows reports it
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                now = os.stat(path, follow_symlinks=False)
+            except OSError:
+                now = None
+            held = os.fstat(fd)
+            if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                yield
+                return
+        finally:
+            os.close(fd)  # closing releases the lock

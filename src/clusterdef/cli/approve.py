@@ -44,6 +44,7 @@ def approve(plan_file: Path, group: str, by: str, why: str, stage: Optional[str]
     from ..plan.approvals import ApprovalError, new_record, show
     from ..plan.formats import to_json
     from ..plan.planfile import RECORDS
+    from ..writer import updating
 
     at = instant("--now", now) or datetime.now(timezone.utc)
     if change is not None:
@@ -51,19 +52,20 @@ def approve(plan_file: Path, group: str, by: str, why: str, stage: Optional[str]
         covers: dict = {"change": {"kind": kind, "subject": subject}} if sep else {}
     else:
         covers = {"stage": stage} if stage is not None else {"class": class_}
-    try:
-        if not covers:
-            raise ApprovalError([f"--change {show(change, 40)}: use KIND:SUBJECT as the plan lists it"])
-        doc = read_plan_file(plan_file)
-        rec = new_record(doc, group, by, why, covers, at)
-    except (ApplyError, ApprovalError) as exc:
-        for reason in exc.reasons:
-            err.print(f"[red]refused[/]: {escape(reason)}")
-        if exc.hint:
-            err.print(f"  [green]hint:[/] {escape(exc.hint)}")
-        raise SystemExit(EXIT_BAD)
-    doc[RECORDS] = [*(doc.get(RECORDS) or []), rec]
-    write_file(plan_file, to_json(doc))  # as `plan --plan-file` writes it; exit 2 naming the file otherwise
+    with updating(plan_file):  # two approvers at once: the second reads the first's record, and adds its own
+        try:
+            if not covers:
+                raise ApprovalError([f"--change {show(change, 40)}: use KIND:SUBJECT as the plan lists it"])
+            doc = read_plan_file(plan_file)
+            rec = new_record(doc, group, by, why, covers, at)
+        except (ApplyError, ApprovalError) as exc:
+            for reason in exc.reasons:
+                err.print(f"[red]refused[/]: {escape(reason)}")
+            if exc.hint:
+                err.print(f"  [green]hint:[/] {escape(exc.hint)}")
+            raise SystemExit(EXIT_BAD)
+        doc[RECORDS] = [*(doc.get(RECORDS) or []), rec]
+        write_file(plan_file, to_json(doc))  # as `plan --plan-file` writes it; exit 2 naming the file otherwise
     # who and why are the approver's words: shown quoted and escaped, never as markup or terminal codes
     out.print(f"[green]approved[/] {escape(rec['at'])}: {escape(show(rec['by'], 40))} for {escape(rec['group'])}: "
               f"{escape(_what(covers))}, because {escape(show(rec['why'], 120))}")
