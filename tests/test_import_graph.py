@@ -86,7 +86,9 @@ def test_src_has_no_import_cycle():
 
 def test_the_ledger_imports_only_the_definition_and_what_it_reads():
     graph = import_graph(SRC)
-    assert graph["clusterdef.capacity"] == {"clusterdef.hostlist", "clusterdef.tenancy", "clusterdef.model"}
+    assert graph["clusterdef.capacity"] == {"clusterdef.hostlist", "clusterdef.tenancy", "clusterdef.model",
+                                            "clusterdef.memo"}
+    assert graph["clusterdef.memo"] == set()  # computed once per definition by a module that imports nothing
     # who reads it: access, the Slurm and Kubernetes renderers, validation; none of them through another
     for mod in ("clusterdef.access", "clusterdef.render.slurm", "clusterdef.render.kubernetes.tenants",
                 "clusterdef.render.kubernetes.kueue", "clusterdef.validate.checks_capacity"):

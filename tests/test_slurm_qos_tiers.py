@@ -49,12 +49,33 @@ def tiers_lab(lab: dict) -> dict:
     for t in ("vision", "nlp"):
         ts = lab["tenants"][t]["slurm"]
         ts["qos"] = [*ts["qos"], "scavenger"]
-        ts["users"] = ["root", "nobody"]  # nobody: a tenant's user, who AllowQos binds (root it does not)
+        # nobody: a tenant's user, who AllowQos binds (root it does not); daemon: the member of hpc-debug
+        ts["users"] = ["root", "nobody", "daemon"]
     return lab
 
 
+DEBUG_GROUP, DEBUG_USER = "hpc-debug", "daemon"  # the lab's privileged.debug-root group, and a member of it here
+
+
 @pytest.fixture(scope="module")
-def cluster(lab_data, matrix, tmp_path_factory):
+def debug_group():
+    """The directory group the lab's `debug-root` approval names, as a local group with one member (the system
+    user `daemon`), made before slurmctld starts: slurmctld reads a partition's AllowGroups members from NSS when
+    it loads the partitions (slurm.conf(5) AllowGroups). Removed afterwards, with the membership."""
+    made = subprocess.run(["getent", "group", DEBUG_GROUP], capture_output=True).returncode != 0
+    if made:
+        subprocess.run(["groupadd", DEBUG_GROUP], check=True)
+    subprocess.run(["gpasswd", "-a", DEBUG_USER, DEBUG_GROUP], check=True, capture_output=True)
+    try:
+        yield DEBUG_GROUP
+    finally:
+        subprocess.run(["gpasswd", "-d", DEBUG_USER, DEBUG_GROUP], capture_output=True)
+        if made:
+            subprocess.run(["groupdel", DEBUG_GROUP], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(lab_data, matrix, tmp_path_factory, debug_group):
     stack: list = []
     try:
         yield _start(stack, tiers_lab(copy.deepcopy(lab_data)), matrix, tmp_path_factory.mktemp("tiers"))
@@ -286,6 +307,12 @@ def _sbatch_as_nobody(c, *args: str, wrap: str = "true"):
                        env=c.ctl.env, check=False)
 
 
+def _sbatch_as_debug_user(c, *args: str, wrap: str = "true"):
+    return c.build.run("setpriv", f"--reuid={DEBUG_USER}", f"--regid={DEBUG_USER}", "--init-groups",
+                       "sbatch", "--parsable", "-o", "/dev/null", "--chdir=/", *args, "--wrap", wrap,
+                       env=c.ctl.env, check=False)
+
+
 def test_the_queue_policy_holds_a_tenants_jobs(cluster):
     """service.queue_policy.training, compiled into partition train's MaxTime (48 h) and QOS normal's
     MaxTRESPerJob (8 GPUs): a tenant's user gets a 48-hour, 8-GPU job (the permitted path), a job asking one
@@ -314,3 +341,23 @@ def test_the_queue_policy_holds_a_tenants_jobs(cluster):
         jobs.pending_with(started[-1], "QOSMaxGRESPerJob")
     finally:
         jobs.cancel(*started)
+
+
+def test_only_the_approved_group_gets_the_root_equivalent_partition(cluster):
+    """The lab's `debug` partition is root-equivalent (privileged: true) and approved for hpc-debug only
+    (privileged.debug-root): AllowGroups=hpc-debug. A tenant's user outside the group is refused at submission;
+    the group's member gets a job there, and it has its node to itself (OverSubscribe=EXCLUSIVE)."""
+    c = cluster
+    part = c.ctl.scontrol("show", "partition", "debug")
+    assert re.search(r"\bAllowGroups=hpc-debug\b", part) and re.search(r"\bOverSubscribe=EXCLUSIVE\b", part), part
+    r = _sbatch_as_nobody(c, "-A", "vision", "-p", "debug", "-t", "10", "-H")
+    assert r.returncode != 0 and "not permitted" in r.stderr.lower(), r.stdout + r.stderr
+    r = _sbatch_as_debug_user(c, "-A", "vision", "-p", "debug", "-t", "10", wrap="sleep 300")
+    assert r.returncode == 0, r.stdout + r.stderr
+    jid = r.stdout.strip().split(";")[0]
+    jobs = Jobs(c)
+    try:
+        jobs.running(jid)
+        assert job(c, jid)["OverSubscribe"] == "NO", job(c, jid)  # scontrol: exclusive node use shows as NO
+    finally:
+        jobs.cancel(jid)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import hostlist, tenancy
+from . import hostlist, memo, tenancy
 from .model import Definition
 
 
@@ -338,14 +338,16 @@ def _tenant(d: Definition, tenant: str, s: _Shared) -> TenantCapacity:
 
 
 def ledger(d: Definition) -> dict[str, TenantCapacity]:
-    """Every tenant's capacity, in definition order."""
-    s = _shared(d)
-    return {name: _tenant(d, name, s) for name in d.tenants}
+    """Every tenant's capacity, in definition order (computed once per definition: memo.py)."""
+    def compute() -> dict[str, TenantCapacity]:
+        s = _shared(d)
+        return {name: _tenant(d, name, s) for name in d.tenants}
+    return dict(memo.once(d, "capacity.ledger", compute))
 
 
 def of(d: Definition, tenant: str) -> TenantCapacity:
-    """One tenant's capacity."""
-    return _tenant(d, tenant, _shared(d))
+    """One tenant's capacity (from the definition's ledger, computed once)."""
+    return ledger(d)[tenant]
 
 
 def plane_gpus(d: Definition, plane: str) -> int:

@@ -35,26 +35,26 @@ KUEUE_ONLY = ("reclaim_lent_gpus",)
 
 
 class _Ledger:
-    """The settings the statements set: (kind, object, field) -> (value, statement), so that two statements
-    over one setting are compared, and the explicit setting of the definition is compared once."""
+    """The settings the statements set: (kind, object, field) -> (value, statement, value as shown), so that two
+    statements over one setting are compared, and the explicit setting of the definition is compared once."""
 
     def __init__(self) -> None:
-        self.values: dict[tuple[str, str, str], tuple[Any, str]] = {}
+        self.values: dict[tuple[str, str, str], tuple[Any, str, str]] = {}
         self.findings: list[Finding] = []
 
     def set(self, key: tuple[str, str, str], value: Any, statement: str, where: tuple, shown: str,
             explicit: Any = None, explicit_path: tuple = (), explicit_shown: str = "") -> None:
         kind, obj, field = key
         if key in self.values:
-            other, by = self.values[key]
+            other, by, other_shown = self.values[key]
             if other != value:
                 self.findings.append(error(
                     "queue-policy-conflict", where,
                     f"queue policy `{statement}` sets {kind} `{obj}` {field} to {shown}; `{by}` sets it to "
-                    f"{other if not isinstance(other, tuple) else other[1]}",
+                    f"{other_shown}",
                     "one setting, one value: make the statements agree, or cover the object in one of them"))
             return
-        self.values[key] = (value, statement)
+        self.values[key] = (value, statement, shown)
         if explicit is not None and explicit != value:
             self.findings.append(error(
                 "queue-policy-conflict", explicit_path,
@@ -171,11 +171,11 @@ def compile_policy(d: Sections) -> tuple[Sections, list[Finding]]:
     return _compiled(d, led.values), findings
 
 
-def _compiled(d: Sections, values: dict[tuple[str, str, str], tuple[Any, str]]) -> Sections:
+def _compiled(d: Sections, values: dict[tuple[str, str, str], tuple[Any, str, str]]) -> Sections:
     parts: dict[str, dict] = {}
     qos: dict[str, dict] = {}
     queues: dict[str, dict] = {}
-    for (kind, obj, field), (value, _) in values.items():
+    for (kind, obj, field), (value, _, _) in values.items():
         if kind == "partition":
             parts.setdefault(obj, {})[field] = slurm_time(value)
         elif kind == "QOS":

@@ -42,7 +42,7 @@ from importlib.resources import files
 
 from ...source import safe_yaml
 
-from ... import probe
+from ... import memo, probe
 from ...errors import present
 from ...knowledge.images import (bases, branch_names, carried_by, fabric_components, nvidia, nvlink5_components,
                                  operator_owns_driver)
@@ -347,6 +347,11 @@ def render(resolved: Resolved) -> dict[str, str]:
 
 
 def _recipes(resolved: Resolved) -> dict[str, str]:
+    """The images' build recipes (asked by the images target and PXE's identities: once, memo.py)."""
+    return dict(memo.once(resolved, "images.recipes", lambda: _build_recipes(resolved)))
+
+
+def _build_recipes(resolved: Resolved) -> dict[str, str]:
     d, vs = resolved.definition, resolved.set
     tree: dict[str, str] = {}
     for name, img in d.images.items():

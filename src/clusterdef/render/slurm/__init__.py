@@ -23,7 +23,7 @@ from importlib.resources import files
 
 import jinja2
 
-from ... import capacity, generations, hostlist, privilege
+from ... import capacity, generations, hostlist, memo, privilege
 from ...errors import present
 from ...model.nodes import NodeGroup
 from ...model.slurm import Slurm
@@ -564,6 +564,11 @@ def nodecheck_expectations(resolved: Resolved) -> dict[str, dict]:
 
 
 def nodecheck(resolved: Resolved) -> str:
+    """The health check script (one text for the tree, every Slurm image and the Ansible variables: memo.py)."""
+    return memo.once(resolved, "slurm.nodecheck", lambda: _nodecheck(resolved))
+
+
+def _nodecheck(resolved: Resolved) -> str:
     from ...knowledge.xid import catalogue
     from ...probe import INSTALLED
 
