@@ -32,6 +32,9 @@ import time
 from datetime import date
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bytecode import compile_bytecode  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 PEER = Path(os.environ.get("CLUSTERDEF_PEER_DIR", ROOT.parent / "shared" / "bench" / "peer-openhpc"))
 HOSTS = 4096
@@ -111,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     a = p.parse_args(argv)
 
+    compile_bytecode()  # as an installed wheel has it (bytecode.py)
     venv = peer_venv(PEER)
     lacks = missing(PEER, venv)
     if lacks:

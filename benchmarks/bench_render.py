@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.dont_write_bytecode = True  # keep scripts/ free of __pycache__
 
 from gen_estate import generate  # noqa: E402
+from bytecode import compile_bytecode  # noqa: E402
 
 SIZES = (1024, 4096, 16384)
 TENANTS = 48
@@ -270,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=9, help="paired 1024/16384 render runs for the ratio (default 9)")
     a = p.parse_args(argv)
 
+    compile_bytecode()  # as an installed wheel has it (bytecode.py)
     results = []
     with tempfile.TemporaryDirectory(prefix="clusterdef-bench-") as tmp:
         print("... start-up", file=sys.stderr, flush=True)
