@@ -29,6 +29,7 @@ class Sections(NamedTuple):
     slurm: Slurm | None
     kubernetes: Kubernetes | None
 
+
 GPU = "gres/gpu"
 SLURM_ONLY = ("max_gpus_per_job", "max_gpus_per_user")
 KUEUE_ONLY = ("reclaim_lent_gpus",)
@@ -76,11 +77,12 @@ def _slurm(d: Sections, name: str, st: QueuePolicy, led: _Ledger, where: tuple) 
         part = parts[p]
         minutes = st.max_job_minutes
         if minutes is not None:
-            given = slurm_minutes(part.max_time) if "max_time" in part.model_fields_set else None
+            given: float | str | None = None  # what the definition says itself, if it does
+            if "max_time" in part.model_fields_set:
+                m = slurm_minutes(part.max_time)
+                given = "UNLIMITED" if m is None else m
             led.set(("partition", p, "max_time"), minutes, name, where + ("max_job_hours",),
-                    f"{st.max_job_hours:g} h ({slurm_time(minutes)})",
-                    explicit=(given if given is not None else ("UNLIMITED" if "max_time" in part.model_fields_set
-                                                               else None)),
+                    f"{st.max_job_hours:g} h ({slurm_time(minutes)})", explicit=given,
                     explicit_path=("slurm", "partitions", p, "max_time"), explicit_shown=part.max_time)
         limits = {f: getattr(st, f) for f in SLURM_ONLY if getattr(st, f) is not None}
         if not limits:
