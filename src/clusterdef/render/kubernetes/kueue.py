@@ -113,9 +113,11 @@ def cluster_objects(resolved: Resolved) -> list[dict]:
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
-"""The job labels Kueue reads: the LocalQueue a job goes to, and the longest it may run once admitted (Kueue
-copies it into the Workload's maximumExecutionTimeSeconds and deactivates the workload past it; the labels are
-pkg/controller/constants QueueLabel and MaxExecTimeSecondsLabel in kubernetes-sigs/kueue)."""
+"""The job labels Kueue reads: the LocalQueue a job goes to, and the longest it may run once admitted. Read at
+v0.19.2: pkg/controller/constants/constants.go (QueueLabel, MaxExecTimeSecondsLabel); jobframework/utils.go
+MaximumExecutionTimeSecondsForObject parses the label base 10 into 32 bits (a value it cannot parse, or <= 0, is
+no limit at all), and jobframework/validation.go refuses a non-number or <= 0 at creation. The policy's limits
+(<= 31,536,000 s) keep an accepted label well inside 32 bits."""
 MAX_EXEC_POLICY = "clusterdef-queue-max-execution"
 _API = "admissionregistration.k8s.io/v1"
 
