@@ -63,16 +63,22 @@ class _Ledger:
                 f"drop {explicit_path[-1]} here (the statement sets it), or change the statement"))
 
 
+def _unknown(name: str, where: tuple, kind: str, value: str, section: str, known: list[str],
+             none_hint: str) -> Finding:
+    """A statement covering a partition or queue the definition does not define."""
+    return error("queue-policy-scope-unknown", where,
+                 f"queue policy `{name}` covers {kind} `{value}`, which {section} does not define",
+                 f"name one of: {', '.join(known)}" if known else none_hint)
+
+
 def _slurm(d: Sections, name: str, st: QueuePolicy, led: _Ledger, where: tuple) -> Iterator[Finding]:
     parts = d.slurm.partitions if d.slurm is not None else {}
     qos = d.slurm.qos if d.slurm is not None else {}
     covered = set(st.partitions)
     for i, p in enumerate(st.partitions):
         if p not in parts:
-            yield error("queue-policy-scope-unknown", where + ("partitions", i),
-                        f"queue policy `{name}` covers partition `{p}`, which slurm.partitions does not define",
-                        f"name one of: {', '.join(parts)}" if parts else "the definition has no Slurm partitions: "
-                        "cover Kueue queues (queues) instead")
+            yield _unknown(name, where + ("partitions", i), "partition", p, "slurm.partitions", list(parts),
+                           "the definition has no Slurm partitions: cover Kueue queues (queues) instead")
             continue
         part = parts[p]
         minutes = st.max_job_minutes
@@ -114,10 +120,8 @@ def _kueue(d: Sections, name: str, st: QueuePolicy, led: _Ledger, where: tuple) 
     queues = d.kubernetes.kueue.queues if d.kubernetes is not None else {}
     for i, qn in enumerate(st.queues):
         if qn not in queues:
-            yield error("queue-policy-scope-unknown", where + ("queues", i),
-                        f"queue policy `{name}` covers queue `{qn}`, which kubernetes.kueue.queues does not define",
-                        f"name one of: {', '.join(queues)}" if queues else "the definition has no Kueue queues: "
-                        "cover Slurm partitions (partitions) instead")
+            yield _unknown(name, where + ("queues", i), "queue", qn, "kubernetes.kueue.queues", list(queues),
+                           "the definition has no Kueue queues: cover Slurm partitions (partitions) instead")
             continue
         q = queues[qn]
         if st.max_job_minutes is not None:

@@ -13,6 +13,7 @@ from ...resolve import Resolved
 from .common import (GPU, GPU_TOLERATION, KUEUE_API, L_FLAVOR, L_NS_NAME, L_TENANT, kubernetes_section,
                      per_gpu, tenant_toleration)
 from . import network_operator
+from .admission import API as ADMISSION_API
 from .topology import fabric_of_groups, topologies
 
 PRIORITY = {"inference": 100000, "interactive": 50000, "training": 10000, "batch": 1000}
@@ -119,7 +120,6 @@ MaximumExecutionTimeSecondsForObject parses the label base 10 into 32 bits (a va
 no limit at all), and jobframework/validation.go refuses a non-number or <= 0 at creation. The policy's limits
 (<= 31,536,000 s) keep an accepted label well inside 32 bits."""
 MAX_EXEC_POLICY = "clusterdef-queue-max-execution"
-_API = "admissionregistration.k8s.io/v1"
 
 
 def max_execution_objects(resolved: Resolved) -> list[dict]:
@@ -134,7 +134,7 @@ def max_execution_objects(resolved: Resolved) -> list[dict]:
     table = "{" + ", ".join(f"{json.dumps(n)}: {v}" for n, v in limits.items()) + "}"
     label = f"object.metadata.labels[{json.dumps(MAX_EXEC_LABEL)}]"
     return [{
-        "apiVersion": _API, "kind": "ValidatingAdmissionPolicy",
+        "apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicy",
         "metadata": {"name": MAX_EXEC_POLICY, "annotations": {
             "clusterdef.dev/limits": ", ".join(f"{n}: {v} s" for n, v in limits.items())}},
         "spec": {
@@ -162,7 +162,7 @@ def max_execution_objects(resolved: Resolved) -> list[dict]:
             ],
         },
     }, {
-        "apiVersion": _API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": MAX_EXEC_POLICY},
+        "apiVersion": ADMISSION_API, "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": MAX_EXEC_POLICY},
         "spec": {"policyName": MAX_EXEC_POLICY, "validationActions": ["Deny"]},
     }]
 
