@@ -58,6 +58,32 @@ def test_text_report_shows_offending_line(lab, tmp_path):
     assert "image: gpu-nod" in r.stdout and "hint:" in r.stdout and "Traceback" not in r.stdout + r.stderr
 
 
+def test_process_exit_keeps_codes_and_flushes_redirected_output(lab, tmp_path):
+    """cli.main leaves a bounded verb with os._exit after flushing: output redirected to a file (fully
+    buffered) arrives whole, every exit code is kept, and a long-running verb exits the ordinary way."""
+    def run(*args, out_name="out.txt"):
+        out = tmp_path / out_name
+        with out.open("w") as fh:
+            r = subprocess.run([sys.executable, "-m", "clusterdef", *args], stdout=fh, stderr=subprocess.PIPE,
+                               text=True)
+        return r.returncode, out.read_text(), r.stderr
+
+    code, text, _ = run("validate", LAB, "--format", "json", "--today", "2026-11-30")
+    assert code == 0 and json.loads(text)["ok"] is True
+    del lab["slurm"]["partitions"]["train"]["default"]
+    warn = str(dump_yaml(lab, tmp_path / "warn.yaml"))
+    code, text, _ = run("validate", warn, "--strict", "--today", "2026-11-30")
+    assert code == 1 and "partition-no-default" in text
+    code, text, err = run("render", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "o"))
+    assert code == 2 and "does not exist" in text + err and not (tmp_path / "o").exists()
+    code, text, _ = run("render", LAB, "-o", str(tmp_path / "tree"), "--today", "2026-11-30")
+    assert code == 0 and text.startswith("rendered ") and (tmp_path / "tree" / "manifest.json").is_file()
+    code, text, err = run("baseline", "parse", str(tmp_path / "missing.log"))  # long-running: sys.exit
+    assert code == 2 and "Traceback" not in err
+    code, _, err = run("no-such-verb")  # argparse's own exit, before any verb
+    assert code == 2 and "invalid choice" in err
+
+
 def test_render_writes_tree_manifest_and_resolved(tmp_path):
     out = tmp_path / "out"
     r = cli("render", LAB, "-o", str(out), "--today", "2026-11-30")

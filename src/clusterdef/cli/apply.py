@@ -12,7 +12,7 @@ from .common import EXIT_BAD, EXIT_WARN, add_matrices, add_today, add_verb, err,
 
 
 def add(verbs: Any) -> None:
-    sub = add_verb(verbs, "apply", apply)
+    sub = add_verb(verbs, "apply", apply, long_running=True)
     sub.add_argument("plan_file", help="Plan file written by `clusterdef plan --plan-file`.", type=Path,
                      metavar="PLAN_FILE")
     sub.add_argument("--to", type=Path, default=None, metavar="TO",

@@ -17,7 +17,7 @@ HELP = "nccl-tests performance baselines."
 
 def add(verbs: Any) -> None:
     group = add_group(verbs, "baseline", HELP)
-    sub = add_verb(group, "parse", baseline_parse)
+    sub = add_verb(group, "parse", baseline_parse, long_running=True)
     sub.add_argument("log", help="nccl-tests output.", type=Path, metavar="LOG")
     add_format(sub)
 

@@ -30,13 +30,14 @@ FABRIC_KINDS = ("infiniband", "roce", "ethernet")
 
 # --------------------------------------------------------------------------- parsing
 
-def add_verb(verbs: Any, name: str, run: Callable[..., None]) -> argparse.ArgumentParser:
+def add_verb(verbs: Any, name: str, run: Callable[..., None], long_running: bool = False) -> argparse.ArgumentParser:
     """The sub-command `name` that runs `run`: its docstring is the description, the first paragraph
-    the one-line help in the verb list."""
+    the one-line help in the verb list. A `long_running` verb (it waits on other processes or streams
+    input of any length) keeps Python's cycle collector and ordinary exit; the others run without them (cli.main)."""
     doc = inspect.getdoc(run) or ""
     sub = verbs.add_parser(name, help=doc.split("\n\n")[0].replace("\n", " "), description=doc,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub.set_defaults(_verb=run)
+    sub.set_defaults(_verb=run, _long_running=long_running)
     return sub
 
 

@@ -15,7 +15,7 @@ from .common import EXIT_BAD, EXIT_WARN, add_definition, add_format, add_matrice
 
 
 def add(verbs: Any) -> None:
-    sub = add_verb(verbs, "drill", drill)
+    sub = add_verb(verbs, "drill", drill, long_running=True)
     add_definition(sub, help="Cluster definition (YAML) with a backup section.")
     sub.add_argument("--state-dir", default=None, metavar="STATE_DIR",
                      help="Scratch StateSaveLocation to restore into (default: backup.rehearsal.state_dir).")

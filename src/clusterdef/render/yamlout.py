@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 
 # A small block-style YAML emitter for JSON-like data. Strings are plain only when every YAML
 # reader (1.1 as in Helm/go-yaml, and 1.2) reads them back as the same string; otherwise they are
@@ -21,6 +22,8 @@ class Unsafe(str):
 
 
 def _scalar(v) -> str:
+    if type(v) is str:  # most scalars: keys and names, the same few hundred over and over
+        return _text(v)
     if isinstance(v, Unsafe):
         return "!unsafe " + _QUOTE(str(v))
     if v is None:
@@ -31,34 +34,46 @@ def _scalar(v) -> str:
         return "false"
     if isinstance(v, (int, float)):
         return json.dumps(v)
-    s = str(v)
+    return _text(str(v))
+
+
+@lru_cache(maxsize=65536)
+def _text(s: str) -> str:
     if _PLAIN.match(s) and s.lower() not in _SPECIAL:
         return s
     return _QUOTE(s)
 
 
+_BLOCK = (dict, list, tuple)
+
+
 def _emit(v, indent: str, out: list[str]) -> None:
     """Append the lines of a block mapping or sequence (v non-empty) at `indent`."""
     if isinstance(v, dict):
+        inner = indent + "  "
         for k, x in v.items():
             key = _scalar(k)
-            if isinstance(x, (dict, list, tuple)) and x:
+            if x and isinstance(x, _BLOCK):
                 out.append(f"{indent}{key}:")
-                _emit(x, indent + ("" if isinstance(x, (list, tuple)) else "  "), out)
+                _emit(x, indent if isinstance(x, (list, tuple)) else inner, out)
             else:
                 out.append(f"{indent}{key}: {_leaf(x)}")
     else:
+        inner = indent + "  "
+        cut = len(inner)
         for x in v:
-            if isinstance(x, (dict, list, tuple)) and x:
+            if x and isinstance(x, _BLOCK):
                 sub: list[str] = []
-                _emit(x, indent + "  ", sub)
-                out.append(f"{indent}- {sub[0][len(indent) + 2:]}")
+                _emit(x, inner, sub)
+                out.append(f"{indent}- {sub[0][cut:]}")
                 out.extend(sub[1:])
             else:
                 out.append(f"{indent}- {_leaf(x)}")
 
 
 def _leaf(x) -> str:
+    if type(x) is str:
+        return _text(x)
     if isinstance(x, dict):
         return "{}"
     if isinstance(x, (list, tuple)):
