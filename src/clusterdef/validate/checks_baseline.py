@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..baseline import BaselineError, load_baselines
 from ..errors import Finding, error
 from .registry import Context, check
 
@@ -19,6 +18,8 @@ def upgrade_baseline(ctx: Context) -> Iterable[Finding]:
     if rel is None:
         return
     at = ("upgrade", "baseline")
+    from ..baseline import BaselineError, load_baselines  # the log parser and its types: only for a baseline
+
     try:
         entries = load_baselines(ctx.base_dir / rel)
     except BaselineError as exc:
