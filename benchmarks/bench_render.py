@@ -188,7 +188,12 @@ def in_process(defn: Path, out_dir: Path) -> dict[str, float]:
     from clusterdef.validate.registry import Context, run_checks
     from clusterdef.writer import sha256, write_tree
 
-    hostlist.parse.cache_clear()  # an lru_cache: a warm cache would hide the parsing cost of repeats
+    from clusterdef.render import yamlout
+
+    # the lru_caches: a warm cache would hide from repeats the cost a single process pays
+    for fn in [*vars(hostlist).values(), *vars(yamlout).values()]:
+        if callable(getattr(fn, "cache_clear", None)):
+            fn.cache_clear()
     t = {}
     t0 = time.perf_counter()
     source = load_file(defn)

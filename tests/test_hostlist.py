@@ -172,6 +172,33 @@ def test_fold_of_padded_names_reaching_their_width_is_fast_and_nodesets(prefix, 
     assert hostlist.contiguous(hosts) == [str(p) for p in NodeSet.fromlist(hosts).contiguous()]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["gpu", "n", "rack-a", "a1b", ""]), st.integers(1, 5),
+       st.lists(st.integers(0, 99999), min_size=1, max_size=40))
+def test_names_of_one_shape_fold_as_nodeset_folds_them(prefix, digits, numbers):
+    """A list whose names are one prefix and the same number of digits (a group's, a leaf's, a wave's
+    hosts) is indexed in one scan (_uniform_indices); fold and contiguous still print what NodeSet prints,
+    padded (gpu0999 with gpu1000), unpadded, duplicated and out of order alike."""
+    from ClusterShell.NodeSet import NodeSet
+
+    hosts = [f"{prefix}{n % 10 ** digits:0{digits}d}" for n in numbers]
+    if not prefix and any(h.startswith("0") for h in hosts):
+        hosts = [f"x{h}" for h in hosts]
+    assert hostlist._uniform_indices(hosts) is not None, "one shape takes the single scan"
+    assert hostlist.fold(hosts) == str(NodeSet.fromlist(hosts))
+    assert hostlist.contiguous(hosts) == [str(p) for p in NodeSet.fromlist(hosts).contiguous()]
+
+
+def test_names_of_two_shapes_take_the_general_path():
+    from ClusterShell.NodeSet import NodeSet
+
+    assert hostlist._uniform_indices(["gpu01", "gpu1"]) is None
+    assert hostlist._uniform_indices(["gpu01", "cpu01"]) is None
+    assert hostlist._uniform_indices(["gpu01", "gpu01x"]) is None
+    mixed = ["gpu01", "gpu1", "cpu01"]
+    assert hostlist.fold(mixed) == str(NodeSet.fromlist(mixed))
+
+
 def test_canonical_refolds_an_expression():
     assert hostlist.canonical("gpu[001-002],gpu003") == "gpu[001-003]"
     assert hostlist.canonical("b5,a[1-3,7]") == "a[1-3,7],b5"

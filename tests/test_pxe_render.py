@@ -156,6 +156,21 @@ def test_dhcp_host_lines_hold_each_value_to_the_templates_check():
         "dhcp-host=02:00:00:00:00:01,10.0.0.1,gpu1,infinite\n"
     with pytest.raises(UnsafeValue):
         dhcp_hosts([Node("gpu1\ndhcp-script=/tmp/x", "g", "10.0.0.1", "02:00:00:00:00:01")])
+    many = [Node(f"gpu{i}", "g", f"10.0.0.{i}", f"02:00:00:00:00:{i:02x}") for i in range(1, 200)]
+    with pytest.raises(UnsafeValue, match="gpu7;reboot"):  # checked in one scan, reported by its line
+        dhcp_hosts(many[:150] + [Node("gpu7;reboot", "g", "10.0.0.7", "02:00:00:00:00:07")] + many[150:])
+
+
+def test_values_checked_in_one_scan_are_each_held_to_the_check():
+    """plain_all checks the values joined by spaces (a space is plain): each is refused as plain() refuses
+    it, whatever its neighbours, and comes back as Quoted, which the templates' finalize lets through."""
+    from clusterdef.quoting import Quoted, UnsafeValue, plain_all
+
+    assert plain_all(["mac-02-00", "gpu 1", ""]) == ["mac-02-00", "gpu 1", ""]
+    assert all(isinstance(v, Quoted) for v in plain_all(["a", "b"]))
+    for bad in ("x\n", "$(id)", "a`b", "a\tb", "é"):
+        with pytest.raises(UnsafeValue, match="unquoted value"):
+            plain_all(["ok-1", bad, "ok-2"])
 
 
 def test_the_template_check_refuses_a_value_that_ends_in_a_newline():

@@ -144,7 +144,7 @@ _PLAIN_VERSION = re.compile(r"^[0-9A-Za-z.+~:_-]{1,64}(,[0-9A-Za-z.+~:_-]{1,64})
 
 def _shown(value: str) -> str:
     """A node-reported value as it may appear in reports, drain reasons and metrics."""
-    if _PLAIN_VERSION.match(value):
+    if _PLAIN_VERSION.fullmatch(value):
         return value
     return "unprintable:" + re.sub(r"[^0-9A-Za-z.+~:_-]", "?", value[:40])
 

@@ -56,7 +56,7 @@ def size_bound(expr: str) -> int:
         for body in _BRACKET.findall(part):
             n = 0
             for rng in body.split(","):
-                m = _RANGE.match(rng)
+                m = _RANGE.fullmatch(rng)
                 if not m:
                     raise HostlistError(f"hostlist {expr!r}: range {rng!r} is not N, N-M or N-M/STEP "
                                         "(at most 9 digits each)")
@@ -80,7 +80,7 @@ def parse(expr: str) -> NodeSet:
         raise HostlistError(f"hostlist {expr!r} contains whitespace")
     if "@" in expr or "!" in expr or "&" in expr or "^" in expr:
         raise HostlistError(f"hostlist {expr!r} uses set operators or groups; list hosts and ranges only")
-    if len(expr) > 65536 or not _ALPHABET.match(expr):
+    if len(expr) > 65536 or not _ALPHABET.fullmatch(expr):
         raise HostlistError(f"hostlist {expr[:80]!r} has characters host names cannot have: use lower-case "
                             "letters, digits and '-', with ranges in [ ] (gpu[001-128],login1)")
     if size_bound(expr) > MAX_NAMES:
@@ -116,7 +116,7 @@ def _expand_1d(expr: str) -> tuple[str, ...] | None:
     indices: dict[str, list[str]] = {}  # pattern (`gpu%s`) -> its indices; a bare name (no `%s`) -> []
     ranges: dict[str, int] = {}  # how many ranges a pattern gathered: one ascending range needs no sort
     for part in _split_top(expr):
-        m = _PART_1D.match(part)
+        m = _PART_1D.fullmatch(part)
         if m is None:
             return None
         prefix, body, digits = m.groups()
@@ -126,7 +126,7 @@ def _expand_1d(expr: str) -> tuple[str, ...] | None:
         pattern = prefix + "%s"
         got = indices.setdefault(pattern, [])
         for rng in (body.split(",") if body is not None else [digits]):
-            r = _RANGE.match(rng)
+            r = _RANGE.fullmatch(rng)
             if r is None:
                 return None
             first, last, step = r[1], r[2] or r[1], int(r[3] or 1)
@@ -163,18 +163,60 @@ def expand(expr: str) -> list[str]:
     return list(names(expr))
 
 
+_DIGITS = "0123456789"
+
+
+@lru_cache(maxsize=256)
+def _uniform(prefix: str, digits: int) -> re.Pattern:
+    """Lines of `prefix` followed by exactly `digits` digits."""
+    return re.compile(rf"(?:{re.escape(prefix)}[0-9]{{{digits}}}\n)*")
+
+
+def _uniform_indices(hosts) -> tuple[str, int, list[int]] | None:
+    """(prefix, width, sorted indices) when every name is one prefix and the same number of digits, as a
+    group's hosts, a leaf's or a wave's are; checked in one scan of the names joined by newlines (names
+    hold none). Their key is _index_runs's: NodeSet keeps same-length indices in one padded set when any
+    of them is zero-padded (gpu0999, gpu1000), else in one unpadded set. None for any other list."""
+    first = hosts[0]
+    prefix = first.rstrip(_DIGITS)
+    n = len(prefix)
+    if n == len(first) or not _uniform(prefix, len(first) - n).fullmatch("\n".join(hosts) + "\n"):
+        return None
+    digits = [h[n:] for h in hosts]
+    return prefix, len(first) - n if min(digits)[0] == "0" else 0, sorted(set(map(int, digits)))
+
+
+def _runs_of(ordered: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct indices as (first, last) runs of consecutive ones."""
+    if ordered[-1] - ordered[0] == len(ordered) - 1:
+        return [(ordered[0], ordered[-1])]
+    out: list[tuple[int, int]] = []
+    start = prev = ordered[0]
+    for n in ordered[1:]:
+        if n == prev + 1:
+            prev = n
+        else:
+            out.append((start, prev))
+            start = prev = n
+    out.append((start, prev))
+    return out
+
+
 def _index_runs(hosts):
     """Group names by prefix and index width into sorted runs of consecutive indices.
 
     Returns (runs, others, fast): runs maps (prefix, width) to [(first, last), ...]; others are
     names without a trailing index; fast is True when the runs already are NodeSet's canonical
     form (no other names, one width per prefix, no digits in prefixes)."""
-    if isinstance(hosts, str):
-        hosts = [hosts]
+    hosts = [hosts] if isinstance(hosts, str) else hosts if isinstance(hosts, (list, tuple)) else list(hosts)
+    uniform = _uniform_indices(hosts) if hosts else None
+    if uniform is not None:
+        prefix, width, ordered = uniform
+        return {(prefix, width): _runs_of(ordered)}, [], not any(c.isdigit() or c in "[],%" for c in prefix)
     numbers: dict[tuple[str, int], set[int]] = {}
     others: list[str] = []
     for host in hosts:
-        prefix = host.rstrip("0123456789")
+        prefix = host.rstrip(_DIGITS)
         digits = host[len(prefix):]
         if digits:
             numbers.setdefault((prefix, len(digits) if digits[0] == "0" else 0), set()).add(int(digits))
@@ -187,19 +229,8 @@ def _index_runs(hosts):
         if plain and sum(1 for p, w in numbers if p == prefix and w) == 1 and \
                 all(len(str(n)) == width for n in plain):
             numbers[(prefix, width)] |= numbers.pop((prefix, 0))
-    runs: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    for key in sorted(numbers, key=lambda k: k[0] + "%s"):  # the order NodeSet prints its patterns in
-        ordered = sorted(numbers[key])  # never empty: a key exists once it has an index
-        out: list[tuple[int, int]] = []
-        start = prev = ordered[0]
-        for n in ordered[1:]:
-            if n == prev + 1:
-                prev = n
-            else:
-                out.append((start, prev))
-                start = prev = n
-        out.append((start, prev))
-        runs[key] = out
+    runs = {key: _runs_of(sorted(numbers[key]))  # never empty: a key exists once it has an index
+            for key in sorted(numbers, key=lambda k: k[0] + "%s")}  # the order NodeSet prints its patterns in
     fast = not others and len({prefix for prefix, _ in runs}) == len(runs) and \
         not any(c.isdigit() or c in "[],%" for prefix, _ in runs for c in prefix)
     return runs, others, fast
@@ -237,12 +268,19 @@ def canonical(expr: str) -> str:
 def contiguous(hosts, sep: str = "-") -> list[str]:
     """The hosts as a list of contiguous ranges (`gpu[0001-0128]`, `gpu0200`), in NodeSet's order;
     `sep` joins range ends (Ansible inventories use ':')."""
+    return list(_contiguous(tuple([hosts] if isinstance(hosts, str) else hosts), sep))
+
+
+@lru_cache(maxsize=4096)
+def _contiguous(hosts: tuple[str, ...], sep: str) -> tuple[str, ...]:
+    """contiguous() once per host list: a render folds the same lists again (a group's hosts, a leaf
+    switch's, the wave that is that leaf)."""
     runs, others, fast = _index_runs(hosts)
     if not fast:
         ns = NodeSet(fold(hosts), resolver=RESOLVER_NOGROUP)
-        return [re.sub(r"\[([0-9]+)-([0-9]+)\]", rf"[\1{sep}\2]", str(part)) for part in ns.contiguous()]
-    return [f"{prefix}{_span(width, a, b)}" if a == b else f"{prefix}[{_span(width, a, b, sep)}]"
-            for (prefix, width), spans in runs.items() for a, b in spans]
+        return tuple(re.sub(r"\[([0-9]+)-([0-9]+)\]", rf"[\1{sep}\2]", str(part)) for part in ns.contiguous())
+    return tuple(f"{prefix}{_span(width, a, b)}" if a == b else f"{prefix}[{_span(width, a, b, sep)}]"
+                 for (prefix, width), spans in runs.items() for a, b in spans)
 
 
 def count(expr: str) -> int:

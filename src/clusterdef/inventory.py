@@ -69,7 +69,7 @@ def _read(file: Path, stamp) -> Inventory:
         problem = _line_problem(host, mac, ports, macs)
         if problem:
             problems.append((n, problem))
-            if HOST.match(host) and host not in macs:
+            if HOST.fullmatch(host) and host not in macs:
                 refused.add(host)
         else:
             macs[host] = mac
@@ -79,10 +79,10 @@ def _read(file: Path, stamp) -> Inventory:
 
 
 def _line_problem(host: str, mac: str, ports: str, macs: dict[str, str]) -> str | None:
-    if not HOST.match(host):
+    if not HOST.fullmatch(host):
         return f"{host!r} is not a host name"
-    if not MAC.match(mac):
-        if MAC.match(mac.lower()):
+    if not MAC.fullmatch(mac):
+        if MAC.fullmatch(mac.lower()):
             # the same rule as a `list` of MACs in the definition: lower case, never silently changed
             return (f"MAC {mac!r} has upper-case letters; MAC addresses are lower-case and colon-separated, "
                     f"as in a `list` (write {mac.lower()})")
@@ -91,7 +91,7 @@ def _line_problem(host: str, mac: str, ports: str, macs: dict[str, str]) -> str 
         return f"{problem}: write the MAC of {host}'s provisioning NIC"
     if host in macs:
         return f"host {host} is listed twice"
-    if ports and not GUIDS.match(ports):
+    if ports and not GUIDS.fullmatch(ports):
         return f"port GUIDs {ports[:60]!r} are not 0x + 16 lower-case hex digits joined by ';'"
     return None
 

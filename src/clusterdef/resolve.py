@@ -4,6 +4,7 @@ so that renderers stay pure functions of data."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,13 +39,19 @@ class Resolved:
     def port_guids(self, group: str) -> dict[str, tuple[str, ...]]:
         return (self.guids or {}).get(group, {})
 
-    def nodes(self, group: str):
+    def nodes(self, group: str) -> tuple[Node, ...]:
         """Every node of a group with its address and MAC, in hostlist order."""
-        g = self.definition.nodes[group]
-        macs = self.macs.get(group, {})
-        first = int(g.addressing.ipv4_start)
-        for i, host in enumerate(hostlist.names(g.hosts)):
-            yield Node(host, group, dotted(first + i), macs.get(host, ""))
+        return self._nodes[group]
+
+    @cached_property  # built once for the renderers that list the nodes (inventory, pxe)
+    def _nodes(self) -> dict[str, tuple[Node, ...]]:
+        out = {}
+        for group, g in self.definition.nodes.items():
+            macs = self.macs.get(group, {})
+            first = int(g.addressing.ipv4_start)
+            out[group] = tuple([Node(host, group, dotted(first + i), macs.get(host, ""))
+                                for i, host in enumerate(hostlist.names(g.hosts))])
+        return out
 
 
 def read_macs(definition: Definition, base_dir: Path) -> dict[str, dict[str, str]]:

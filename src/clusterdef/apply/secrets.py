@@ -53,7 +53,7 @@ _RECORDED_NAMES = frozenset({
 })
 _CREDENTIAL = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|(^|_)PASS($|_)|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY|API_KEY"
                          r"|ACCESS_KEY", re.IGNORECASE)
-_REFERENCE = re.compile(r"_(FILE|PATH|DIR|SOCK)$")
+_REFERENCE = re.compile(r"_(FILE|PATH|DIR|SOCK)\Z")
 
 
 

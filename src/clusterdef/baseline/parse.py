@@ -248,7 +248,7 @@ def parse_lines(lines: Iterable[str]) -> list[Run]:
             run.test = run.test or m.group(1)
             stage = 6
             continue
-        m = _PARAMS.match(s)
+        m = _PARAMS.fullmatch(s)
         if m:
             r = start(lineno) if run is None or stage >= 3 else run
             r.threads, r.gpus_per_process = int(m.group(1)), int(m.group(2))
@@ -257,7 +257,7 @@ def parse_lines(lines: Iterable[str]) -> list[Run]:
             r.validation = bool(int(v.group(1))) if v else None
             stage = 3
             continue
-        m = _RANK.match(s)
+        m = _RANK.fullmatch(s)
         if m:
             r = run if run is not None and stage <= 4 else start(lineno)
             r.ranks += 1

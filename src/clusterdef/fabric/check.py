@@ -44,14 +44,14 @@ _SW_PORT = re.compile(r"^\[([0-9]{1,3})\](?:\[ext [0-9]{1,3}\])?\s+" + _ID
                       + r"\[([0-9]{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
 _CA_PORT = re.compile(r"^\[([0-9]{1,3})\]\((" + _GUID + r")\)\s+" + _ID
                       + r"\[([0-9]{1,3})\](?:\((" + _GUID + r")\))?\s*(.*)$")
-_RATE = re.compile(r"\blid\s+[0-9]{1,5}\s+([0-9]{1,2})x([A-Z][A-Z0-9]{1,5})\s*$")
+_RATE = re.compile(r"\blid\s+[0-9]{1,5}\s+([0-9]{1,2})x([A-Z][A-Z0-9]{1,5})\s*\Z")
 _SETTING = re.compile(r"^[a-z]{2,16}=\S{0,64}$")
 _PLAIN = re.compile(r"^[A-Za-z0-9._:;/+-]{1,64}$")
 
 
 def _shown(value: str) -> str:
     """A string from the fabric as it may appear in reports, drain reasons and metrics."""
-    if _PLAIN.match(value):
+    if _PLAIN.fullmatch(value):
         return value
     return "unprintable:" + re.sub(r"[^A-Za-z0-9._:;/+-]", "?", value[:40])
 
@@ -137,7 +137,7 @@ def parse(text: str, file: str = "<ibnetdiscover>") -> Topology:
                 raise _bad(file, no, "a link without a width and speed such as `4xNDR` after its lid")
             topo.links[Port(current.guid, port)] = (Port(int(rguid, 16), rport), int(r.group(1)), r.group(2))
             continue
-        m = _NODE.match(line)
+        m = _NODE.fullmatch(line)
         if m:
             kind, ports, _, guid, rest = m.groups()
             if not 1 <= int(ports) <= 255:
@@ -150,7 +150,7 @@ def parse(text: str, file: str = "<ibnetdiscover>") -> Topology:
             current = Node(kind, guid_i, int(ports), _desc(rest), no)
             topo.nodes[guid_i] = current
             continue
-        if _SETTING.match(line):
+        if _SETTING.fullmatch(line):
             current = None
             continue
         raise _bad(file, no, "not a line of ibnetdiscover output")

@@ -186,7 +186,7 @@ def text(net: Net) -> str:
     out = [f"# clusterdef: ibsim net file of fabric {lay.fabric} ({lay.kind} topology)",
            f"# subnet manager HCA: {lay.sm}", ""]
     for node, kind in net.kinds.items():
-        if not _NAME.match(node):  # definition names are RFC 1123 labels; never quote-breaking
+        if not _NAME.fullmatch(node):  # definition names are RFC 1123 labels; never quote-breaking
             raise FabricError(f"{node!r} cannot be an ibsim node id")
         out.append(f'{kind}\t{net.ports[node]} "{node}"')
         for port, (peer, pport), link in sorted(by_node[node], key=lambda x: x[0]):

@@ -44,7 +44,7 @@ def _slurm_params(text: str) -> tuple[dict[str, str], list[str]]:
         if line.strip().lower().startswith("nodename="):
             nodes.append(line.strip())
         elif line.strip() and not line.strip().lower().startswith(("partitionname=", "nodeset=")):
-            m = _PARAM.match(line)
+            m = _PARAM.fullmatch(line)
             if m:
                 params[m.group(1).lower()] = m.group(2)
     return params, nodes

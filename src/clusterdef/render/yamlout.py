@@ -9,7 +9,7 @@ from functools import lru_cache
 # A small block-style YAML emitter for JSON-like data. Strings are plain only when every YAML
 # reader (1.1 as in Helm/go-yaml, and 1.2) reads them back as the same string; otherwise they are
 # double-quoted JSON strings, which are valid YAML. Key order is the order the renderers chose.
-_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./-]*$")
+_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./-]*")  # fullmatch: `$` also matches before a final newline
 _SPECIAL = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
 # json.dumps(s, ensure_ascii=False) builds a JSONEncoder per call (a non-default argument); one encoder,
 # the same output (json/__init__.py, Python 3.11)
@@ -22,7 +22,7 @@ class Unsafe(str):
 
 
 def _scalar(v) -> str:
-    if type(v) is str:  # most scalars: keys and names, the same few hundred over and over
+    if type(v) is str:
         return _text(v)
     if isinstance(v, Unsafe):
         return "!unsafe " + _QUOTE(str(v))
@@ -37,11 +37,16 @@ def _scalar(v) -> str:
     return _text(str(v))
 
 
-@lru_cache(maxsize=65536)
 def _text(s: str) -> str:
-    if _PLAIN.match(s) and s.lower() not in _SPECIAL:
+    if _PLAIN.fullmatch(s) and (len(s) > 5 or s.lower() not in _SPECIAL):  # the specials have at most 5 letters
         return s
     return _QUOTE(s)
+
+
+@lru_cache(maxsize=4096, typed=True)  # typed: the key True is not the key 1
+def _key(k) -> str:
+    """A mapping key: the same few hundred keys (metadata, name, labels, ...) over and over."""
+    return _scalar(k)
 
 
 _BLOCK = (dict, list, tuple)
@@ -52,7 +57,7 @@ def _emit(v, indent: str, out: list[str]) -> None:
     if isinstance(v, dict):
         inner = indent + "  "
         for k, x in v.items():
-            key = _scalar(k)
+            key = _key(k)
             if x and isinstance(x, _BLOCK):
                 out.append(f"{indent}{key}:")
                 _emit(x, indent if isinstance(x, (list, tuple)) else inner, out)

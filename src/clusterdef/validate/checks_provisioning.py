@@ -34,7 +34,7 @@ def provisioning(ctx: Context) -> Iterable[Finding]:
                         f"known {img.distribution} releases: {', '.join(sorted(releases))}")
         for i, argument in enumerate(img.kernel_cmdline):
             path = ("images", name, "kernel_cmdline", i)
-            if i and _CONSOLE_TAIL.match(argument) and img.kernel_cmdline[i - 1].startswith("console="):
+            if i and _CONSOLE_TAIL.fullmatch(argument) and img.kernel_cmdline[i - 1].startswith("console="):
                 yield error("image-cmdline-split", path,
                             f"image `{name}`: kernel argument `{argument}` is the tail of "
                             f"`{img.kernel_cmdline[i - 1]},{argument}`, split at the comma",

@@ -238,7 +238,7 @@ _SOURCE_SHAPES = {
 def filesystem_source(ctx: Context) -> Iterable[Finding]:
     for fname, f in ctx.definition.filesystems.items():
         shape, example = _SOURCE_SHAPES[f.kind]
-        if f.source is not None and not shape.match(f.source):
+        if f.source is not None and not shape.fullmatch(f.source):
             yield error("filesystem-source-invalid", ("filesystems", fname, "source"),
                         f"`{f.source}` is not what a mount of {f.kind} names, so its mount unit would not mount",
                         f"write {example}")

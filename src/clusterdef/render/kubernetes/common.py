@@ -57,7 +57,7 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 def label_value(text: str) -> str:
     """A valid label value (63 characters of [A-Za-z0-9._-], alphanumeric at both ends)."""
     v = re.sub(r"[^A-Za-z0-9._-]+", "-", text)[:63].strip("-_.")
-    assert _LABEL_VALUE.match(v), v
+    assert _LABEL_VALUE.fullmatch(v), v
     return v
 
 

@@ -31,7 +31,7 @@ from ... import hostlist
 from ...resolve import Resolved
 from ..images import ImageIdentity, identities, published_identity
 from ..network import storage_addressed
-from ...quoting import Quoted, guarded_env, plain, word
+from ...quoting import Quoted, guarded_env, plain_all, word
 
 _env = guarded_env("clusterdef.render.pxe")
 
@@ -150,7 +150,8 @@ def dhcp_hosts(hosts) -> Quoted:
     by a loop in dnsmasq.conf.j2 (the template's per-node attribute look-ups and checks cost more than the
     line). Each line is held to the check the template's finalize makes of each value: the text around the
     values passes it, so a line passes only when its values do."""
-    return Quoted("".join(plain(f"dhcp-host={n.mac},{n.ipv4},{n.name},infinite") + "\n" for n in hosts))
+    return Quoted("".join(line + "\n" for line in plain_all(
+        [f"dhcp-host={n.mac},{n.ipv4},{n.name},infinite" for n in hosts])))
 
 
 def render(resolved: Resolved) -> dict[str, str]:
@@ -164,7 +165,7 @@ def render(resolved: Resolved) -> dict[str, str]:
         known = [n for n in nodes if n.mac]
         hosts.extend(known)
         groups.append({**_group_ctx(resolved, gname, ids[g.image], url),
-                       "discover": g.addressing.mac.source == "discover", "macs": [_mac_label(n.mac) for n in known],
+                       "discover": g.addressing.mac.source == "discover", "macs": plain_all([_mac_label(n.mac) for n in known]),
                        "provisioning": g.provisioning})
     discover = [g for g in groups if g["discover"]]
     stages, codes = first_stages(resolved)

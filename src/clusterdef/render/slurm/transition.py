@@ -85,7 +85,7 @@ def _known(kw: keywords.Keywords, file: str, record: str | None) -> frozenset[st
 def plugin_names(value: str) -> list[str]:
     """The plugins a slurm.conf value names (`task/cgroup,task/affinity`)."""
     types = keywords.plugin_types()
-    return [t for t in value.split(",") if (m := _PLUGIN.match(t)) and m[1] in types]
+    return [t for t in value.split(",") if (m := _PLUGIN.fullmatch(t)) and m[1] in types]
 
 
 def _line_ok(kw: keywords.Keywords, file: str, kv: list[tuple[str, str]]) -> list[tuple[str, str]]:
