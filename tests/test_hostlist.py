@@ -195,6 +195,7 @@ def test_names_of_two_shapes_take_the_general_path():
     assert hostlist._uniform_indices(["gpu01", "gpu1"]) is None
     assert hostlist._uniform_indices(["gpu01", "cpu01"]) is None
     assert hostlist._uniform_indices(["gpu01", "gpu01x"]) is None
+    assert hostlist._uniform_indices(["gpu01", "gpu02\ngpu03"]) is None  # a newline in a name: not one shape
     mixed = ["gpu01", "gpu1", "cpu01"]
     assert hostlist.fold(mixed) == str(NodeSet.fromlist(mixed))
 

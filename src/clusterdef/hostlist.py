@@ -174,13 +174,15 @@ def _uniform(prefix: str, digits: int) -> re.Pattern:
 
 def _uniform_indices(hosts) -> tuple[str, int, list[int]] | None:
     """(prefix, width, sorted indices) when every name is one prefix and the same number of digits, as a
-    group's hosts, a leaf's or a wave's are; checked in one scan of the names joined by newlines (names
-    hold none). Their key is _index_runs's: NodeSet keeps same-length indices in one padded set when any
-    of them is zero-padded (gpu0999, gpu1000), else in one unpadded set. None for any other list."""
+    group's hosts, a leaf's or a wave's are; checked in one scan of the names joined by newlines (a name
+    holding one takes the general path). Their key is _index_runs's: NodeSet keeps same-length indices in
+    one padded set when any of them is zero-padded (gpu0999, gpu1000), else in one unpadded set. None for
+    any other list."""
     first = hosts[0]
     prefix = first.rstrip(_DIGITS)
     n = len(prefix)
-    if n == len(first) or not _uniform(prefix, len(first) - n).fullmatch("\n".join(hosts) + "\n"):
+    lines = "\n".join(hosts) + "\n"
+    if n == len(first) or lines.count("\n") != len(hosts) or not _uniform(prefix, len(first) - n).fullmatch(lines):
         return None
     digits = [h[n:] for h in hosts]
     return prefix, len(first) - n if min(digits)[0] == "0" else 0, sorted(set(map(int, digits)))
