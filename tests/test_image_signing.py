@@ -83,7 +83,7 @@ def test_node_boots_only_a_signed_untampered_image(tmp_path):
     assert ok.returncode == 0 and f"clusterdef {art}" in ok.stdout, ok.stdout + ok.stderr
     assert {ln.split()[1] for ln in sums.read_text().splitlines()} == {f"{art}.vmlinuz", f"{art}.initrd"}
 
-    node = next(resolved.nodes("train"))
+    node = resolved.nodes("train")[0]
     prov = resolved.definition.network.provisioning
     tftp = write({"boot.ipxe": tree["pxe/ipxe/boot.ipxe"]}, tmp_path / "tftp")
 

@@ -432,7 +432,7 @@ def boot_image(built, files: dict[str, str], tag: str) -> str:
     with open(root / "images" / f"{art}.initrd", "wb") as fh:
         fh.write((artefacts / f"{art}.initrd").read_bytes())
         fh.write(files_cpio(files))
-    node = next(resolved.nodes("train"))
+    node = resolved.nodes("train")[0]
     prov = resolved.definition.network.provisioning
     tftp = write({"boot.ipxe": tree["pxe/ipxe/boot.ipxe"]}, tmp / f"tftp-{tag}")
     console = tmp / f"console-{tag}.log"

@@ -214,7 +214,7 @@ def lab_boot(tmp_path_factory):
 
 def _user_mode_boot(lab_boot, uefi: bool, group: str):
     tmp, tree, resolved, root = lab_boot
-    node = next(resolved.nodes(group))
+    node = resolved.nodes(group)[0]
     prov = resolved.definition.network.provisioning
     tftp = write({"boot.ipxe": tree["pxe/ipxe/boot.ipxe"]}, tmp / f"tftp-{uefi}")
     console = tmp / f"console-user-{uefi}.log"
